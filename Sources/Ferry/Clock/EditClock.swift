@@ -1,0 +1,43 @@
+import FerryProtocol
+
+/// The hybrid logical clock that stamps local edits, shared by the capture
+/// triggers (through the `ferry_hlc()` SQL function) and the sync engine.
+///
+/// It is persisted implicitly: every stamp it issues lands in `ferry_outbox`,
+/// and the outbox purge saves the highest stamp to `ferry_meta` before it
+/// deletes entries. On open, the clock resumes after the highest stamp found
+/// in either place, so stamps stay monotonic across restarts even when the
+/// wall clock went backwards while the app was closed.
+final class EditClock: Sendable {
+    private let wallClock: any WallClock
+    private let state: Locked<HybridLogicalClock>
+
+    init(wallClock: any WallClock, resumingAfter latest: HLCTimestamp) {
+        self.wallClock = wallClock
+        self.state = Locked(HybridLogicalClock(latest: latest))
+    }
+
+    /// Issues the stamp of a local edit.
+    func tick() -> HLCTimestamp {
+        let now = wallClock.nowMilliseconds()
+        return state.withLock { $0.tick(physicalMilliseconds: now) }
+    }
+
+    /// Merges a stamp seen from the server so later local edits order after it.
+    func receive(_ remote: HLCTimestamp) -> HLCTimestamp {
+        let now = wallClock.nowMilliseconds()
+        return state.withLock { $0.receive(remote, physicalMilliseconds: now) }
+    }
+
+    /// The latest stamp issued or received.
+    var latest: HLCTimestamp {
+        state.withLock { $0.latest }
+    }
+
+    /// Moves the clock past a stamp found on disk (another process's edits).
+    func advance(past stamp: HLCTimestamp) {
+        state.withLock { clock in
+            if stamp > clock.latest { clock = HybridLogicalClock(latest: stamp) }
+        }
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+import Logging
+
+/// How ``FerryDatabase`` opens and runs its SQLite database.
+///
+/// The defaults follow DESIGN.md: WAL, `synchronous=NORMAL`, foreign keys on,
+/// a 5 s busy timeout, IMMEDIATE write transactions, `temp_store=MEMORY`, and
+/// `PRAGMA optimize` on open.
+///
+/// ```swift
+/// var configuration = FerryConfiguration()
+/// configuration.synchronous = .full          // survive power loss, at a cost
+/// configuration.maximumReaderCount = 8
+/// configuration.busyTimeout = .seconds(10)
+/// let database = try FerryDatabase(path: path, schema: schema, configuration: configuration)
+/// ```
+public struct FerryConfiguration: Sendable {
+    /// SQLite's `synchronous` setting for the writer.
+    public enum Synchronous: String, Sendable, Hashable {
+        /// Durable across app crashes; a power loss may roll back the last commits.
+        case normal = "NORMAL"
+        /// Durable across power loss; every commit waits for the disk.
+        case full = "FULL"
+    }
+
+    /// `synchronous` for the writer connection. Default `.normal`.
+    public var synchronous: Synchronous = .normal
+    /// The largest number of concurrent reader connections. Default 5.
+    public var maximumReaderCount = 5
+    /// How long a write waits for another process's lock before failing
+    /// with `SQLITE_BUSY`. Default 5 seconds.
+    public var busyTimeout: Duration = .seconds(5)
+    /// Write transactions open longer than this are logged as warnings.
+    public var longTransactionThreshold: Duration = .milliseconds(500)
+    /// The SQLCipher key source. `nil` (the default) stores the database unencrypted.
+    public var encryption: (any DatabaseKeyProvider)?
+    /// Physical time for the edit clock. Tests inject their own.
+    public var wallClock: any WallClock = SystemWallClock()
+    /// Where warnings go.
+    public var logger = Logger(label: "ferry.database")
+    /// A name for the connections, shown in logs.
+    public var label = "ferry"
+
+    #if DEBUG
+    /// Debug builds only: called with every SQL statement run, arguments expanded.
+    public var sqlTrace: (@Sendable (String) -> Void)?
+    #endif
+
+    public init() {}
+
+    func validate() throws {
+        guard maximumReaderCount >= 1 else {
+            throw FerryError(.invalidConfiguration, "maximumReaderCount must be at least 1, got \(maximumReaderCount)")
+        }
+        guard busyTimeout >= .zero else {
+            throw FerryError(.invalidConfiguration, "busyTimeout cannot be negative, got \(busyTimeout)")
+        }
+    }
+
+    var busyTimeoutMilliseconds: Int {
+        let (seconds, attoseconds) = busyTimeout.components
+        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
+    }
+}

@@ -1,0 +1,242 @@
+import FerryProtocol
+import Foundation
+import GRDB
+
+/// The app's local database: the source of truth, with Ferry's change
+/// capture and outbox built in.
+///
+/// Opening it runs Ferry's own migrations, then the app's, then installs the
+/// capture triggers on every synced table. From then on any write — a GRDB
+/// record, raw SQL, a bulk import — records its outbox entry in the same
+/// transaction.
+///
+/// ```swift
+/// let database = try FerryDatabase(path: "/path/to/app.sqlite", schema: schema)
+/// try database.write { db in
+///     try db.execute(sql: "INSERT INTO note(id, title) VALUES (?, ?)",
+///                    arguments: [UUID().uuidString, "Groceries"])
+/// }
+/// for try await count in database.outbox.observePendingCount() {
+///     print("\(count) changes waiting to sync")
+/// }
+/// ```
+///
+/// ## Topics
+///
+/// ### Opening
+/// - ``init(path:schema:configuration:)``
+/// - ``init(writer:schema:configuration:)``
+///
+/// ### Reading and writing
+/// - ``write(_:)-(Database)``
+/// - ``read(_:)-(Database)``
+/// - ``observe(_:)``
+///
+/// ### Sync state
+/// - ``outbox``
+/// - ``clientID``
+public struct FerryDatabase: Sendable {
+    /// The underlying GRDB writer: a `DatabasePool` when opened from a path.
+    ///
+    /// Writes made directly through it are captured too (the triggers see
+    /// every write); only their timing is not recorded in ``telemetry``.
+    public let writer: any DatabaseWriter
+    /// The app schema this database was opened with.
+    public let schema: FerrySchema
+    /// Transaction timing and lock waits.
+    public let telemetry: DatabaseTelemetry
+    /// This installation's identity towards the sync server.
+    public let clientID: String
+
+    let capture: ChangeCapture
+    let layouts: [String: TableLayout]
+    let wallClock: any WallClock
+
+    /// Opens (creating if needed) the database file at `path` as a WAL
+    /// `DatabasePool`, and migrates it.
+    ///
+    /// - throws: ``FerryError`` when a synced table is invalid or encryption
+    ///   cannot be applied; `DatabaseError` on SQLite failures.
+    public init(path: String, schema: FerrySchema, configuration: FerryConfiguration = FerryConfiguration()) throws {
+        try configuration.validate()
+        let telemetry = DatabaseTelemetry(logger: configuration.logger,
+                                          longTransactionThreshold: configuration.longTransactionThreshold)
+        var grdb = Configuration()
+        grdb.label = configuration.label
+        grdb.foreignKeysEnabled = true
+        grdb.journalMode = .wal
+        grdb.maximumReaderCount = configuration.maximumReaderCount
+        let schedule = BusyWaitSchedule(timeoutMilliseconds: configuration.busyTimeoutMilliseconds)
+        grdb.busyMode = .callback { [telemetry] attempt in
+            guard let delay = schedule.delay(attempt: attempt) else {
+                telemetry.recordBusyWait(timedOut: true)
+                return false
+            }
+            if attempt == 0 { telemetry.recordBusyWait(timedOut: false) }
+            usleep(useconds_t(delay * 1000))
+            return true
+        }
+        let encryption = configuration.encryption
+        #if DEBUG
+        let sqlTrace = configuration.sqlTrace
+        #endif
+        grdb.prepareDatabase { db in
+            // The key goes first: nothing may read the file before it.
+            if let encryption { try Encryption.apply(encryption, to: db) }
+            try db.execute(sql: "PRAGMA temp_store = MEMORY")
+            #if DEBUG
+            if let sqlTrace {
+                db.trace(options: .statement) { event in sqlTrace(event.expandedDescription) }
+            }
+            #endif
+        }
+
+        let existed = FileManager.default.fileExists(atPath: path)
+        let pool: DatabasePool
+        do {
+            pool = try DatabasePool(path: path, configuration: grdb)
+        } catch {
+            if !existed { Self.removeEmptyFiles(at: path) }
+            throw error
+        }
+        try self.init(writer: pool, schema: schema, configuration: configuration, telemetry: telemetry)
+    }
+
+    /// Opens an existing GRDB writer — an in-memory `DatabaseQueue` in tests,
+    /// or a pool the app configured itself — and migrates it.
+    ///
+    /// ```swift
+    /// let database = try FerryDatabase(writer: DatabaseQueue(), schema: schema)
+    /// ```
+    public init(writer: any DatabaseWriter, schema: FerrySchema, configuration: FerryConfiguration = FerryConfiguration()) throws {
+        try configuration.validate()
+        try self.init(writer: writer, schema: schema, configuration: configuration,
+                      telemetry: DatabaseTelemetry(logger: configuration.logger,
+                                                   longTransactionThreshold: configuration.longTransactionThreshold))
+    }
+
+    private init(writer: any DatabaseWriter, schema: FerrySchema, configuration: FerryConfiguration, telemetry: DatabaseTelemetry) throws {
+        let capture = ChangeCapture(clock: EditClock(wallClock: configuration.wallClock, resumingAfter: .zero))
+        let clientID: String = try writer.writeWithoutTransaction { db in
+            // GRDB's WAL setup sets synchronous=NORMAL after prepareDatabase runs, so FULL is applied here.
+            try db.execute(sql: "PRAGMA synchronous = \(configuration.synchronous.rawValue)")
+            try db.execute(sql: "PRAGMA temp_store = MEMORY")
+            capture.register(on: db)
+            try FerryMigrations.migrate(db)
+            let saved: Int64 = try FerryMeta.value(.hlc, in: db) ?? 0
+            let queued = try Int64.fetchOne(db, sql: "SELECT max(hlc) FROM ferry_outbox") ?? 0
+            capture.clock.advance(past: HLCTimestamp(rawValue: max(saved, queued)))
+            guard let clientID: String = try FerryMeta.value(.clientID, in: db) else {
+                throw FerryError(.invalidConfiguration, "ferry_meta holds no client id; the database was altered outside Ferry")
+            }
+            return clientID
+        }
+        try capture.withoutCapture { try schema.migrate(writer) }
+        let layouts: [TableLayout] = try writer.write { db in
+            var seen = Set<String>()
+            let layouts = try schema.syncedTables.map { table in
+                guard seen.insert(table.name.lowercased()).inserted else {
+                    throw FerryError(.invalidSyncedTable, "table `\(table.name)` is declared synced twice; declare each table once")
+                }
+                return try TableLayout.read(table, in: db)
+            }
+            try ChangeCapture.installTriggers(for: layouts, in: db)
+            return layouts
+        }
+        try writer.writeWithoutTransaction { db in
+            // Recommended on open for long-lived connections (sqlite.org/pragma.html#pragma_optimize).
+            try db.execute(sql: "PRAGMA optimize = 0x10002")
+        }
+        self.writer = writer
+        self.schema = schema
+        self.telemetry = telemetry
+        self.clientID = clientID
+        self.capture = capture
+        self.layouts = Dictionary(uniqueKeysWithValues: layouts.map { ($0.table.name, $0) })
+        self.wallClock = configuration.wallClock
+    }
+
+    private static func removeEmptyFiles(at path: String) {
+        for file in [path, path + "-wal", path + "-shm"] {
+            let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? nil
+            if size == 0 { try? FileManager.default.removeItem(atPath: file) }
+        }
+    }
+
+    /// The synced table declarations, by table name.
+    public var syncedTables: [SyncedTable] { schema.syncedTables }
+
+    /// The outbox of changes waiting to be pushed.
+    public var outbox: Outbox { Outbox(database: self) }
+}
+
+// MARK: - Reading and writing
+
+extension FerryDatabase {
+    /// Runs `updates` in an IMMEDIATE write transaction and commits it.
+    ///
+    /// ```swift
+    /// try database.write { db in
+    ///     try db.execute(sql: "UPDATE note SET title = ? WHERE id = ?", arguments: ["Errands", id])
+    /// }
+    /// ```
+    @discardableResult
+    public func write<T>(_ updates: (Database) throws -> T) throws -> T {
+        try writer.writeWithoutTransaction { db in try timedWrite(db, updates) }
+    }
+
+    /// Runs `updates` in an IMMEDIATE write transaction without blocking the caller.
+    @discardableResult
+    public func write<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await writer.writeWithoutTransaction { db in try timedWrite(db, updates) }
+    }
+
+    /// Reads from a consistent snapshot, concurrently with writes.
+    public func read<T>(_ value: (Database) throws -> T) throws -> T {
+        try writer.read { db in try timedRead(value, db) }
+    }
+
+    /// Reads from a consistent snapshot without blocking the caller.
+    public func read<T: Sendable>(_ value: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await writer.read { db in try timedRead(value, db) }
+    }
+
+    /// The values of a query, as an async sequence that yields again after
+    /// every commit that changes them (GRDB `ValueObservation`).
+    ///
+    /// ```swift
+    /// for try await titles in database.observe({ db in try String.fetchAll(db, sql: "SELECT title FROM note") }) {
+    ///     print(titles)
+    /// }
+    /// ```
+    public func observe<T: Sendable>(_ value: @escaping @Sendable (Database) throws -> T) -> AsyncValueObservation<T> {
+        ValueObservation.tracking(value).values(in: writer)
+    }
+
+    /// Runs `updates` in a write transaction whose changes are not captured:
+    /// for applying server changes, which must never echo back.
+    func writeWithoutCapture<T>(_ updates: (Database) throws -> T) throws -> T {
+        // The guard is switched inside the transaction, once this write holds
+        // the writer, so no other write can run while capture is off.
+        try write { db in try capture.withoutCapture { try updates(db) } }
+    }
+
+    private func timedWrite<T>(_ db: Database, _ updates: (Database) throws -> T) throws -> T {
+        let clock = ContinuousClock()
+        let start = clock.now
+        defer { telemetry.recordWrite(clock.now - start, connection: db.description) }
+        var result: T?
+        try db.inTransaction(.immediate) {
+            result = try updates(db)
+            return .commit
+        }
+        return result!
+    }
+
+    private func timedRead<T>(_ value: (Database) throws -> T, _ db: Database) throws -> T {
+        let clock = ContinuousClock()
+        let start = clock.now
+        defer { telemetry.recordRead(clock.now - start) }
+        return try value(db)
+    }
+}

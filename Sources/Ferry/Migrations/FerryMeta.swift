@@ -1,0 +1,26 @@
+import GRDB
+
+/// Ferry's key-value settings in `ferry_meta`: the client id, the saved
+/// clock, cursors and settings.
+enum FerryMeta {
+    struct Key: RawRepresentable, Hashable, Sendable {
+        var rawValue: String
+        /// The device's client id, made once when Ferry's tables are created.
+        static let clientID = Key(rawValue: "clientID")
+        /// The highest HLC stamp issued before outbox entries were purged.
+        static let hlc = Key(rawValue: "hlc")
+        /// The last mutation id handed to a push.
+        static let lastMutationID = Key(rawValue: "lastMutationID")
+    }
+
+    static func value<T: DatabaseValueConvertible>(_ key: Key, in db: Database) throws -> T? {
+        try T.fetchOne(db, sql: "SELECT value FROM ferry_meta WHERE key = ?", arguments: [key.rawValue])
+    }
+
+    static func setValue(_ value: (any DatabaseValueConvertible)?, for key: Key, in db: Database) throws {
+        try db.execute(sql: """
+            INSERT INTO ferry_meta(key, value) VALUES (?, ?)
+            ON CONFLICT(key) DO UPDATE SET value = excluded.value
+            """, arguments: [key.rawValue, value])
+    }
+}

@@ -1,0 +1,198 @@
+import FerryProtocol
+import Foundation
+import GRDB
+
+/// The queue of local changes waiting to be pushed, filled by Ferry's
+/// triggers in the same transaction as each write.
+///
+/// ```swift
+/// let outbox = database.outbox
+/// let batch = try outbox.nextBatch(limit: 100)   // coalesced, with mutation ids
+/// // ... push them ...
+/// try outbox.markAcknowledged(batch)
+/// ```
+///
+/// ## Topics
+///
+/// ### Reading
+/// - ``pendingMutations(limit:)``
+/// - ``pendingCount()``
+/// - ``observePendingCount()``
+/// - ``rejectedEntries()``
+///
+/// ### Pushing
+/// - ``nextBatch(limit:)``
+/// - ``markAcknowledged(_:)``
+/// - ``markRejected(_:reason:)``
+/// - ``purge(retention:)``
+public struct Outbox: Sendable {
+    let database: FerryDatabase
+
+    /// The pending changes, coalesced per row, in push order, with the rows'
+    /// current values. Reads only: no mutation ids are assigned.
+    public func pendingMutations(limit: Int? = nil) throws -> [PendingMutation] {
+        try database.read { db in
+            let coalesced = OutboxCoalescer.coalesce(try Self.pendingEntries(db, limit: limit))
+            return try coalesced.mutations.map { try withValues($0, db) }
+        }
+    }
+
+    /// Takes the next mutations to push, and freezes them.
+    ///
+    /// Mutations already handed out and not yet settled come first, again,
+    /// with the same ids: the server may have applied them, so they are never
+    /// merged with later edits. Then new edits are coalesced, given strictly
+    /// increasing mutation ids, and recorded as handed out. Entries that
+    /// cancel out (a row inserted and deleted before any push) are removed.
+    public func nextBatch(limit: Int) throws -> [PendingMutation] {
+        guard limit > 0 else {
+            throw FerryError(.invalidConfiguration, "a push batch needs a limit of at least 1, got \(limit)")
+        }
+        return try database.write { db in
+            let coalesced = OutboxCoalescer.coalesce(try Self.pendingEntries(db, limit: limit))
+            if !coalesced.discarded.isEmpty {
+                try db.execute(sql: "DELETE FROM ferry_outbox WHERE seq IN (SELECT value FROM json_each(?))",
+                               arguments: [Self.jsonArray(coalesced.discarded)])
+            }
+            var lastID: Int64 = try FerryMeta.value(.lastMutationID, in: db) ?? 0
+            var batch: [PendingMutation] = []
+            for var mutation in coalesced.mutations.prefix(limit) {
+                if mutation.mutationID == nil {
+                    lastID += 1
+                    mutation.mutationID = lastID
+                    try db.execute(sql: """
+                        UPDATE ferry_outbox SET mutation_id = ? WHERE seq IN (SELECT value FROM json_each(?))
+                        """, arguments: [lastID, Self.jsonArray(mutation.entrySeqs)])
+                }
+                batch.append(try withValues(mutation, db))
+            }
+            try FerryMeta.setValue(lastID, for: .lastMutationID, in: db)
+            return batch
+        }
+    }
+
+    /// How many mutations a push would send now.
+    public func pendingCount() throws -> Int {
+        try database.read(Self.pendingCount)
+    }
+
+    /// The pending count as an async sequence that yields after every change.
+    ///
+    /// ```swift
+    /// for try await count in database.outbox.observePendingCount() {
+    ///     badge.count = count
+    /// }
+    /// ```
+    public func observePendingCount() -> AsyncValueObservation<Int> {
+        database.observe(Self.pendingCount)
+    }
+
+    /// Settles mutations the server acknowledged.
+    public func markAcknowledged(_ mutations: [PendingMutation]) throws {
+        try settle(mutations.flatMap(\.entrySeqs), state: "acknowledged", reason: nil)
+    }
+
+    /// Sets a mutation aside with the server's reason. It is not sent again
+    /// and never blocks the mutations after it.
+    public func markRejected(_ mutation: PendingMutation, reason: String) throws {
+        try settle(mutation.entrySeqs, state: "rejected", reason: reason)
+    }
+
+    /// The entries the server rejected and that are still kept.
+    public func rejectedEntries() throws -> [RejectedEntry] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT * FROM ferry_outbox WHERE state = 'rejected' ORDER BY seq
+                """).map { row in
+                RejectedEntry(entry: try Self.entry(row), reason: row["reason"] ?? "", rejectedAt: row["settled_at"] ?? 0)
+            }
+        }
+    }
+
+    /// Deletes acknowledged and rejected entries older than `retention`
+    /// allows, and returns how many went.
+    @discardableResult
+    public func purge(retention: OutboxRetention = OutboxRetention()) throws -> Int {
+        let now = database.wallClock.nowMilliseconds()
+        return try database.write { db in
+            // The clock lives on in the outbox's stamps; save the highest before they go.
+            if let highest = try Int64.fetchOne(db, sql: "SELECT max(hlc) FROM ferry_outbox") {
+                let saved: Int64 = try FerryMeta.value(.hlc, in: db) ?? 0
+                if highest > saved { try FerryMeta.setValue(highest, for: .hlc, in: db) }
+            }
+            try db.execute(sql: """
+                DELETE FROM ferry_outbox
+                WHERE (state = 'acknowledged' AND settled_at <= ?) OR (state = 'rejected' AND settled_at <= ?)
+                """, arguments: [now - OutboxRetention.milliseconds(retention.acknowledged),
+                                 now - OutboxRetention.milliseconds(retention.rejected)])
+            return db.changesCount
+        }
+    }
+
+    // MARK: - Internals
+
+    private func settle(_ seqs: [Int64], state: String, reason: String?) throws {
+        let now = database.wallClock.nowMilliseconds()
+        try database.write { db in
+            try db.execute(sql: """
+                UPDATE ferry_outbox SET state = ?, reason = ?, settled_at = ?
+                WHERE seq IN (SELECT value FROM json_each(?)) AND state = 'pending'
+                """, arguments: [state, reason, now, Self.jsonArray(seqs)])
+            if db.changesCount != seqs.count {
+                throw FerryError(.outboxStateMismatch,
+                    "\(seqs.count - db.changesCount) of \(seqs.count) outbox entries were not pending; they were already settled or purged")
+            }
+        }
+    }
+
+    private func withValues(_ mutation: PendingMutation, _ db: Database) throws -> PendingMutation {
+        guard mutation.operation == .upsert, let layout = database.layouts[mutation.table] else { return mutation }
+        var mutation = mutation
+        let sql = "SELECT * FROM \(SQLText.identifier(layout.table.name)) WHERE \(SQLText.identifier(layout.primaryKey)) = ?"
+        guard let row = try Row.fetchOne(db, sql: sql, arguments: [mutation.rowID]) else {
+            // The row is gone without a captured delete: a server change removed it.
+            mutation.values = [:]
+            return mutation
+        }
+        let wanted = mutation.columns ?? Set(layout.columns)
+        var values: [String: DatabaseValue] = [:]
+        for column in layout.columns where wanted.contains(column) || column == layout.primaryKey {
+            values[column] = row[column]
+        }
+        mutation.values = values
+        return mutation
+    }
+
+    static func pendingEntries(_ db: Database, limit: Int?) throws -> [OutboxEntry] {
+        try Row.fetchAll(db, sql: """
+            SELECT seq, tbl, row_id, op, columns, scope, base_version, hlc, mutation_id
+            FROM ferry_outbox WHERE state = 'pending' ORDER BY seq LIMIT ?
+            """, arguments: [limit ?? -1]).map(entry)
+    }
+
+    static func pendingCount(_ db: Database) throws -> Int {
+        // Coalescing decides what counts; the values are not needed for that.
+        OutboxCoalescer.coalesce(try pendingEntries(db, limit: nil)).mutations.count
+    }
+
+    static func entry(_ row: Row) throws -> OutboxEntry {
+        let columns: Set<String>?
+        if let json: String = row["columns"] {
+            columns = Set(try JSONDecoder().decode([String].self, from: Data(json.utf8)))
+        } else {
+            columns = nil
+        }
+        let op: String = row["op"]
+        guard let operation = OutboxEntry.Operation(rawValue: op) else {
+            throw FerryError(.outboxStateMismatch, "outbox entry \(row["seq"] as Int64) has unknown operation `\(op)`")
+        }
+        return OutboxEntry(
+            seq: row["seq"], table: row["tbl"], rowID: row["row_id"], operation: operation,
+            columns: columns, scope: row["scope"], baseVersion: row["base_version"],
+            hlc: HLCTimestamp(rawValue: row["hlc"]), mutationID: row["mutation_id"])
+    }
+
+    static func jsonArray(_ values: [Int64]) -> String {
+        "[" + values.map(String.init).joined(separator: ",") + "]"
+    }
+}

@@ -1,0 +1,10 @@
+import FerryProtocol
+
+/// An outbox entry the server refused, with its reason.
+public struct RejectedEntry: Sendable, Hashable {
+    public var entry: OutboxEntry
+    /// Why the server refused it.
+    public var reason: String
+    /// When it was rejected (Unix milliseconds).
+    public var rejectedAt: Int64
+}
