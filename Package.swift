@@ -31,10 +31,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .target(
+            name: "FerryBenchmarks",
+            dependencies: [
+                "Ferry",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
         .executableTarget(
             name: "ferry-bench",
             dependencies: [
-                "Ferry",
+                "FerryBenchmarks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

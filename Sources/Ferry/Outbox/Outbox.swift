@@ -84,7 +84,7 @@ public struct Outbox: Sendable {
     /// }
     /// ```
     public func observePendingCount() -> AsyncValueObservation<Int> {
-        database.observe(Self.pendingCount)
+        ValueObservation.tracking(Self.pendingCount).removeDuplicates().values(in: database.writer)
     }
 
     /// Settles mutations the server acknowledged.

@@ -1,0 +1,156 @@
+@testable import Ferry
+import FerryProtocol
+import Foundation
+import GRDB
+import Testing
+
+@Suite struct OutboxTests {
+    @Test func pendingMutationsCarryTheRowsCurrentValues() throws {
+        let database = try NotesAndTasks.inMemory()
+        try database.write { db in
+            try db.execute(sql: "INSERT INTO note(id, title, body, data) VALUES ('n1', 'a', 'b', x'0102')")
+            try db.execute(sql: "UPDATE note SET title = 'a2' WHERE id = 'n1'")
+            try db.execute(sql: "INSERT INTO task(id, listScope) VALUES ('t1', 'list:x')")
+            try db.execute(sql: "UPDATE task SET done = 1 WHERE id = 't1'")
+        }
+        try database.writeWithoutCapture { db in
+            try db.execute(sql: "INSERT INTO note(id, title, body) VALUES ('n2', 'server', 'copy')")
+            try db.execute(sql: "INSERT INTO ferry_rows VALUES ('note', 'n2', 10)")
+        }
+        try database.write { db in try db.execute(sql: "UPDATE note SET body = 'mine' WHERE id = 'n2'") }
+
+        let mutations = try database.outbox.pendingMutations()
+        #expect(mutations.map(\.rowID) == ["n1", "t1", "n2"])
+        #expect(mutations[0].values["title"] == "a2".databaseValue)
+        #expect(mutations[0].values["data"] == Data([1, 2]).databaseValue)
+        #expect(mutations[0].values.count == 5)
+        #expect(mutations[1].scope == "list:x")
+        // An update sends only its changed columns (and the key), on the base it was made on.
+        #expect(mutations[2].values == ["id": "n2".databaseValue, "body": "mine".databaseValue])
+        #expect(mutations[2].baseVersion == 10)
+        #expect(try database.outbox.pendingCount() == 3)
+    }
+
+    @Test func batchesGetStrictlyIncreasingIdsAndAreResentUnchanged() throws {
+        let database = try NotesAndTasks.inMemory()
+        for n in 0..<5 {
+            try database.write { db in try db.execute(sql: "INSERT INTO note(id, title) VALUES (?, 'x')", arguments: ["n\(n)"]) }
+        }
+        let first = try database.outbox.nextBatch(limit: 3)
+        #expect(first.map(\.mutationID) == [1, 2, 3])
+        // Edits after the batch was handed out do not join it.
+        try database.write { db in try db.execute(sql: "UPDATE note SET title = 'later' WHERE id = 'n0'") }
+        let retry = try database.outbox.nextBatch(limit: 3)
+        #expect(retry.map(\.mutationID) == [1, 2, 3])
+        #expect(retry.map(\.entrySeqs) == first.map(\.entrySeqs))
+        try database.outbox.markAcknowledged(retry)
+        let next = try database.outbox.nextBatch(limit: 10)
+        #expect(next.map(\.mutationID) == [4, 5, 6])
+        #expect(next.map(\.rowID) == ["n3", "n4", "n0"])
+        #expect(next[2].columns == ["title"])
+    }
+
+    @Test func anInsertDeletedBeforeAnyPushIsDroppedFromTheOutbox() throws {
+        let database = try NotesAndTasks.inMemory()
+        try database.write { db in
+            try db.execute(sql: "INSERT INTO note(id, title) VALUES ('gone', 'x')")
+            try db.execute(sql: "INSERT INTO note(id, title) VALUES ('kept', 'x')")
+            try db.execute(sql: "DELETE FROM note WHERE id = 'gone'")
+        }
+        #expect(try database.outbox.pendingCount() == 1)
+        let batch = try database.outbox.nextBatch(limit: 10)
+        #expect(batch.map(\.rowID) == ["kept"])
+        let remaining = try database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM ferry_outbox") }
+        #expect(remaining == 1)
+    }
+
+    @Test func aRejectedMutationIsSetAsideAndDoesNotBlockTheOthers() throws {
+        let database = try NotesAndTasks.inMemory()
+        try database.write { db in
+            try db.execute(sql: "INSERT INTO note(id, title) VALUES ('bad', 'x')")
+            try db.execute(sql: "INSERT INTO note(id, title) VALUES ('good', 'y')")
+        }
+        let batch = try database.outbox.nextBatch(limit: 10)
+        try database.outbox.markRejected(batch[0], reason: "title too short")
+        try database.outbox.markAcknowledged([batch[1]])
+        #expect(try database.outbox.pendingCount() == 0)
+        let rejected = try database.outbox.rejectedEntries()
+        #expect(rejected.map(\.entry.rowID) == ["bad"])
+        #expect(rejected.map(\.reason) == ["title too short"])
+        try database.write { db in try db.execute(sql: "INSERT INTO note(id, title) VALUES ('after', 'z')") }
+        #expect(try database.outbox.nextBatch(limit: 10).map(\.rowID) == ["after"])
+        // Settling twice is an error, not a silent no-op.
+        #expect(throws: FerryError.self) { try database.outbox.markAcknowledged([batch[1]]) }
+    }
+
+    @Test func purgeKeepsWhatTheRetentionPolicySays() throws {
+        let clock = ManualClock(1_000_000)
+        var configuration = FerryConfiguration()
+        configuration.wallClock = clock
+        let database = try NotesAndTasks.inMemory(configuration: configuration)
+        try database.write { db in
+            for id in ["a", "b", "c"] { try db.execute(sql: "INSERT INTO note(id, title) VALUES (?, 'x')", arguments: [id]) }
+        }
+        let batch = try database.outbox.nextBatch(limit: 10)
+        try database.outbox.markAcknowledged([batch[0]])
+        try database.outbox.markRejected(batch[1], reason: "no")
+        let retention = OutboxRetention(acknowledged: .seconds(60), rejected: .seconds(3600))
+        #expect(try database.outbox.purge(retention: retention) == 0)
+        clock.advance(61_000)
+        #expect(try database.outbox.purge(retention: retention) == 1)
+        #expect(try database.outbox.rejectedEntries().count == 1)
+        clock.advance(3_600_000)
+        #expect(try database.outbox.purge(retention: retention) == 1)
+        // The pending entry is never purged.
+        #expect(try database.outbox.pendingCount() == 1)
+    }
+
+    @Test func thePendingCountIsObservable() async throws {
+        let database = try NotesAndTasks.inMemory()
+        var counts: [Int] = []
+        for try await count in database.outbox.observePendingCount() {
+            counts.append(count)
+            if count == 0 && counts.count == 1 {
+                try await database.write { db in try db.execute(sql: "INSERT INTO note(id, title) VALUES ('a', 'x')") }
+            } else if count == 1 {
+                try await database.write { db in try db.execute(sql: "INSERT INTO note(id, title) VALUES ('b', 'x')") }
+            } else if count == 2 {
+                let batch = try database.outbox.nextBatch(limit: 10)
+                try database.outbox.markAcknowledged(batch)
+            } else {
+                break
+            }
+            if counts.count > 10 { break }
+        }
+        #expect(counts == [0, 1, 2, 0])
+    }
+
+    @Test func theEditClockResumesAfterRestartEvenWhenTheWallClockWentBack() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("app.sqlite")
+        let clock = ManualClock(5_000_000)
+        var configuration = FerryConfiguration()
+        configuration.wallClock = clock
+        var stamps: [HLCTimestamp] = []
+        do {
+            let database = try FerryDatabase(path: path, schema: NotesAndTasks.schema, configuration: configuration)
+            try database.write { db in try db.execute(sql: "INSERT INTO note(id, title) VALUES ('a', 'x')") }
+            stamps += try database.outbox.pendingMutations().map(\.hlc)
+            // Pushed, acknowledged and purged: the stamp survives in ferry_meta.
+            try database.outbox.markAcknowledged(try database.outbox.nextBatch(limit: 10))
+            try database.outbox.purge()
+        }
+        clock.set(1_000)   // an hour and more backwards
+        let reopened = try FerryDatabase(path: path, schema: NotesAndTasks.schema, configuration: configuration)
+        try reopened.write { db in try db.execute(sql: "INSERT INTO note(id, title) VALUES ('b', 'x')") }
+        stamps += try reopened.outbox.pendingMutations().map(\.hlc)
+        #expect(stamps.count == 2)
+        #expect(stamps[1] > stamps[0])
+        #expect(stamps[1].wallMilliseconds == 5_000_000)
+    }
+
+    @Test func batchLimitMustBePositive() throws {
+        let database = try NotesAndTasks.inMemory()
+        #expect(throws: FerryError.self) { try database.outbox.nextBatch(limit: 0) }
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+
+/// `ferry-test-worker` running as a child process, its stdout read line by line.
+final class WorkerProcess {
+    let process = Process()
+    private let output = Pipe()
+    private var buffer = Data()
+    private var finished = false
+
+    init(_ arguments: [String]) throws {
+        process.executableURL = try Self.executable()
+        process.arguments = arguments
+        process.standardOutput = output
+        try process.run()
+    }
+
+    /// The next line the worker printed, or nil once it exited and all output is read.
+    func readLine() -> String? {
+        while true {
+            if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+                buffer.removeSubrange(buffer.startIndex...newline)
+                return line
+            }
+            if finished { return nil }
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty {
+                finished = true
+                if buffer.isEmpty { return nil }
+                let line = String(decoding: buffer, as: UTF8.self)
+                buffer.removeAll()
+                return line
+            }
+            buffer.append(chunk)
+        }
+    }
+
+    /// Every remaining line, until the worker's stdout closes.
+    func readRemainingLines() -> [String] {
+        var lines: [String] = []
+        while let line = readLine() { lines.append(line) }
+        return lines
+    }
+
+    func kill() {
+        Foundation.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// Built next to the test bundle, because the test target depends on it.
+    static func executable() throws -> URL {
+        var candidates: [URL] = []
+        candidates.append(URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent())
+        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
+            candidates.append(bundle.bundleURL.deletingLastPathComponent())
+        }
+        for directory in candidates {
+            let url = directory.appendingPathComponent("ferry-test-worker")
+            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+        }
+        throw WorkerNotFound(searched: candidates.map(\.path))
+    }
+
+    struct WorkerNotFound: Error, CustomStringConvertible {
+        var searched: [String]
+        var description: String { "ferry-test-worker not found in \(searched); run `swift build --build-tests`" }
+    }
+}
