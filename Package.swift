@@ -62,6 +62,7 @@ let package = Package(
                 "Ferry",
                 "ferry-test-worker",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             exclude: ["Fixtures"]
         ),

@@ -23,18 +23,41 @@ public struct MigrationTester: Sendable {
     public var schema: FerrySchema
     /// The configuration both databases open with.
     public var configuration: FerryConfiguration
+    /// Where the committed snapshot files live (`<version>.schema.txt`).
+    /// When set, a fresh install must also match the committed file of its
+    /// version, which catches an edited shipped migration.
+    public var snapshotsDirectory: URL?
 
-    public init(schema: FerrySchema, configuration: FerryConfiguration = FerryConfiguration()) {
+    public init(schema: FerrySchema, snapshotsDirectory: URL? = nil, configuration: FerryConfiguration = FerryConfiguration()) {
         self.schema = schema
+        self.snapshotsDirectory = snapshotsDirectory
         self.configuration = configuration
     }
 
-    /// The schema of a fresh install of ``schema``, Ferry's objects included.
-    public func freshInstallSnapshot() throws -> SchemaSnapshot {
+    /// The schema of a fresh install of ``schema``.
+    public func freshInstallSnapshot(includingFerryObjects: Bool = true) throws -> SchemaSnapshot {
         try Self.withTemporaryDirectory { directory in
             let database = try FerryDatabase(path: directory.appendingPathComponent("fresh.sqlite").path,
                                              schema: schema, configuration: configuration)
-            return try database.read { db in try SchemaSnapshot(db, includingFerryObjects: true) }
+            return try database.read { db in try SchemaSnapshot(db, includingFerryObjects: includingFerryObjects) }
+        }
+    }
+
+    /// Checks a fresh install against the committed snapshot file of its version.
+    public func checkCommittedSnapshot() throws {
+        guard let snapshotsDirectory else { return }
+        let version = schema.version ?? "none"
+        let file = snapshotsDirectory.appendingPathComponent("\(version).schema.txt")
+        guard let text = try? String(contentsOf: file, encoding: .utf8) else {
+            throw FerryError(.schemaMismatch, "no committed snapshot for schema version `\(version)` at \(file.path); export one when the version ships")
+        }
+        let difference = try freshInstallSnapshot(includingFerryObjects: false).difference(from: SchemaSnapshot(text: text))
+        guard difference.isEmpty else {
+            throw FerryError(.schemaMismatch, """
+                a fresh install of `\(version)` differs from its committed snapshot \(file.lastPathComponent) \
+                (- fresh install, + committed); a shipped migration was changed:
+                \(difference.joined(separator: "\n"))
+                """)
         }
     }
 
@@ -43,7 +66,9 @@ public struct MigrationTester: Sendable {
     ///
     /// - throws: ``FerryError`` with code `schemaMismatch` listing the
     ///   differing lines, or whatever `check` or a migration throws.
+    @discardableResult
     public func upgrade<T>(fixture: URL, check: (FerryDatabase) throws -> T) throws -> T {
+        try checkCommittedSnapshot()
         let expected = try freshInstallSnapshot()
         return try Self.withTemporaryDirectory { directory in
             let copy = directory.appendingPathComponent(fixture.lastPathComponent)

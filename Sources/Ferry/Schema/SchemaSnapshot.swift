@@ -30,13 +30,16 @@ public struct SchemaSnapshot: Sendable, Hashable, CustomStringConvertible {
             ? try String.fetchOne(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY rowid DESC LIMIT 1")
             : nil
 
+        // Each table, then its indexes (UNIQUE constraints' automatic ones included) and triggers; views last.
         let objects = try Row.fetchAll(db, sql: """
             SELECT type, name, tbl_name, sql FROM sqlite_master
-            WHERE name NOT LIKE 'sqlite_%' AND name <> 'grdb_migrations'
-            ORDER BY type, name
+            WHERE (name NOT LIKE 'sqlite\\_%' ESCAPE '\\' OR type = 'index') AND tbl_name <> 'grdb_migrations'
+            ORDER BY type = 'view', tbl_name, CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 ELSE 2 END, name
             """).filter { row in
                 let name: String = row["name"]
-                return includingFerryObjects || !name.lowercased().hasPrefix("ferry_")
+                let table: String = row["tbl_name"]
+                return includingFerryObjects
+                    || !(name.lowercased().hasPrefix("ferry_") || table.lowercased().hasPrefix("ferry_"))
             }
         var lines: [String] = []
         for object in objects {

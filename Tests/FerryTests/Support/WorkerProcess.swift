@@ -1,7 +1,9 @@
+@testable import Ferry
 import Foundation
 
 /// `ferry-test-worker` running as a child process, its stdout read line by line.
-final class WorkerProcess {
+final class WorkerProcess: @unchecked Sendable {
+    // @unchecked: after init, only one thread reads the pipe at a time (the test, or the drain thread).
     let process = Process()
     private let output = Pipe()
     private var buffer = Data()
@@ -40,6 +42,23 @@ final class WorkerProcess {
         var lines: [String] = []
         while let line = readLine() { lines.append(line) }
         return lines
+    }
+
+    /// Reads every line on a background thread until the worker's stdout
+    /// closes, so a chatty worker never blocks on a full pipe.
+    func drainInBackground() -> @Sendable () -> [String] {
+        let lines = Locked<[String]>([])
+        let done = DispatchSemaphore(value: 0)
+        let reader = Thread { [self] in
+            let all = readRemainingLines()
+            lines.withLock { $0 = all }
+            done.signal()
+        }
+        reader.start()
+        return {
+            done.wait()
+            return lines.withLock { $0 }
+        }
     }
 
     func kill() {
