@@ -1,5 +1,6 @@
 import FerryProtocol
 import GRDB
+import GRDBSQLite
 
 /// The connection-side half of change capture: the SQL functions Ferry's
 /// triggers call, and the guard that switches capture off while server
@@ -24,13 +25,33 @@ final class ChangeCapture: Sendable {
     }
 
     /// Registers `ferry_capturing()` and `ferry_hlc()` on a connection.
-    func register(on db: Database) {
-        db.add(function: DatabaseFunction("ferry_capturing", argumentCount: 0, pure: false) { [self] _ in
-            isCapturing
-        })
-        db.add(function: DatabaseFunction("ferry_hlc", argumentCount: 0, pure: false) { [clock] _ in
-            clock.tick().rawValue
-        })
+    ///
+    /// They run once per captured row, so they are plain C callbacks on the
+    /// SQLite API rather than GRDB `DatabaseFunction`s, whose argument
+    /// marshalling doubled the cost of a captured insert (see BENCHMARKS.md).
+    func register(on db: Database) throws {
+        try define("ferry_capturing", on: db) { context, _, _ in
+            let capture = Unmanaged<ChangeCapture>.fromOpaque(sqlite3_user_data(context)!).takeUnretainedValue()
+            sqlite3_result_int(context, capture.isCapturing ? 1 : 0)
+        }
+        try define("ferry_hlc", on: db) { context, _, _ in
+            let capture = Unmanaged<ChangeCapture>.fromOpaque(sqlite3_user_data(context)!).takeUnretainedValue()
+            sqlite3_result_int64(context, capture.clock.tick().rawValue)
+        }
+    }
+
+    private func define(
+        _ name: String, on db: Database,
+        _ body: @convention(c) (OpaquePointer?, Int32, UnsafeMutablePointer<OpaquePointer?>?) -> Void
+    ) throws {
+        // The connection keeps `self` alive until it drops the function.
+        let retained = Unmanaged.passRetained(self).toOpaque()
+        let code = sqlite3_create_function_v2(
+            db.sqliteConnection, name, 0, SQLITE_UTF8, retained, body, nil, nil,
+            { pointer in if let pointer { Unmanaged<ChangeCapture>.fromOpaque(pointer).release() } })
+        guard code == SQLITE_OK else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: "could not register \(name)()")
+        }
     }
 
     /// Runs `body` with capture switched off: its writes record nothing.

@@ -121,7 +121,7 @@ public struct FerryDatabase: Sendable {
             // GRDB's WAL setup sets synchronous=NORMAL after prepareDatabase runs, so FULL is applied here.
             try db.execute(sql: "PRAGMA synchronous = \(configuration.synchronous.rawValue)")
             try db.execute(sql: "PRAGMA temp_store = MEMORY")
-            capture.register(on: db)
+            try capture.register(on: db)
             try FerryMigrations.migrate(db)
             let saved: Int64 = try FerryMeta.value(.hlc, in: db) ?? 0
             let queued = try Int64.fetchOne(db, sql: "SELECT max(hlc) FROM ferry_outbox") ?? 0

@@ -17,6 +17,8 @@ enum FerryMigrations {
 
     static let all: [Migration] = [
         Migration(identifier: "ferry.v1.core") { db in
+            // No CHECK constraints on ferry_outbox: only Ferry writes it, and an
+            // `IN (...)` check doubled the cost of every captured insert.
             try db.execute(sql: """
                 CREATE TABLE ferry_meta (
                     key TEXT PRIMARY KEY NOT NULL,
@@ -26,13 +28,13 @@ enum FerryMigrations {
                     seq INTEGER PRIMARY KEY,
                     tbl TEXT NOT NULL,
                     row_id TEXT NOT NULL,
-                    op TEXT NOT NULL CHECK (op IN ('insert', 'update', 'delete')),
+                    op TEXT NOT NULL,
                     columns TEXT,
                     scope TEXT,
                     base_version INTEGER,
                     hlc INTEGER NOT NULL,
                     mutation_id INTEGER,
-                    state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'acknowledged', 'rejected')),
+                    state TEXT NOT NULL DEFAULT 'pending',
                     reason TEXT,
                     settled_at INTEGER
                 );
