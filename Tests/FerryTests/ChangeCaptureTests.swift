@@ -88,6 +88,52 @@ import Testing
         #expect(captured.last?.columns == ["title"])
     }
 
+    @Test func rowsReplacedByInsertOrReplaceAreCapturedAsDeletes() throws {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: "CREATE TABLE category (id TEXT PRIMARY KEY NOT NULL, name TEXT NOT NULL UNIQUE COLLATE NOCASE)")
+        }
+        let database = try FerryDatabase(writer: DatabaseQueue(), schema: FerrySchema(migrator: migrator, syncedTables: [SyncedTable("category")]))
+        try database.write { db in
+            try db.execute(sql: "INSERT INTO category(id, name) VALUES ('c1', 'work')")
+            // A different id with the same unique name: SQLite deletes c1 to make room.
+            try db.execute(sql: "INSERT OR REPLACE INTO category(id, name) VALUES ('c2', 'work')")
+        }
+        let captured = try entries(database)
+        #expect(captured.map(\.operation) == [.insert, .delete, .insert])
+        #expect(captured.map(\.rowID) == ["c1", "c1", "c2"])
+    }
+
+    @Test func aCaseOnlyChangeInANocaseColumnIsAChange() throws {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: "CREATE TABLE tag (id TEXT PRIMARY KEY NOT NULL, name TEXT COLLATE NOCASE)")
+        }
+        let database = try FerryDatabase(writer: DatabaseQueue(), schema: FerrySchema(migrator: migrator, syncedTables: [SyncedTable("tag")]))
+        try database.write { db in
+            try db.execute(sql: "INSERT INTO tag(id, name) VALUES ('t1', 'abc')")
+            try db.execute(sql: "UPDATE tag SET name = 'ABC' WHERE id = 't1'")
+        }
+        #expect(try entries(database).map(\.columns) == [nil, ["name"]])
+    }
+
+    @Test func aMigrationMayDropAndRenameColumnsOfASyncedTable() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("app.sqlite")
+        var migrator = NotesAndTasks.migrator()
+        _ = try FerryDatabase(path: path, schema: FerrySchema(migrator: migrator, syncedTables: [SyncedTable("note")]))
+        migrator.registerMigration("v2") { db in
+            try db.execute(sql: "ALTER TABLE note DROP COLUMN score")
+            try db.execute(sql: "ALTER TABLE note RENAME COLUMN body TO text")
+        }
+        let database = try FerryDatabase(path: path, schema: FerrySchema(migrator: migrator, syncedTables: [SyncedTable("note")]))
+        try database.write { db in
+            try db.execute(sql: "INSERT INTO note(id, title, text) VALUES ('n1', 'x', 'y')")
+            try db.execute(sql: "UPDATE note SET text = 'z' WHERE id = 'n1'")
+        }
+        #expect(try entries(database).map(\.columns) == [nil, ["text"]])
+    }
+
     @Test func scopeColumnIsCapturedForInsertsAndDeletes() throws {
         let database = try NotesAndTasks.inMemory()
         try database.write { db in
@@ -213,7 +259,7 @@ import Testing
     @Test func oddTableAndColumnNamesAreQuoted() throws {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
-            try db.execute(sql: #"CREATE TABLE "my ""odd"" table" ("the id" TEXT PRIMARY KEY, "it's" TEXT, "a\b" TEXT)"#)
+            try db.execute(sql: #"CREATE TABLE "my ""odd"" table" ("the id" TEXT PRIMARY KEY NOT NULL, "it's" TEXT, "a\b" TEXT)"#)
         }
         let database = try FerryDatabase(writer: DatabaseQueue(), schema: FerrySchema(migrator: migrator, syncedTables: [SyncedTable(#"my "odd" table"#)]))
         try database.write { db in

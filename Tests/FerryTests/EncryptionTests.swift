@@ -54,5 +54,15 @@ import Testing
             try FerryDatabase(path: directory.path("b.sqlite"), schema: NotesAndTasks.schema, configuration: configuration)
         }
         #expect(failing?.code == .invalidEncryptionKey)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).isEmpty)
+    }
+
+    @Test func anAlreadyOpenWriterCannotBeEncryptedSilently() throws {
+        var configuration = FerryConfiguration()
+        configuration.encryption = KeyFromEnvironment(key: .passphrase("secret"))
+        let error = #expect(throws: FerryError.self) {
+            try FerryDatabase(writer: DatabaseQueue(), schema: NotesAndTasks.schema, configuration: configuration)
+        }
+        #expect(error?.code == .invalidConfiguration)
     }
 }

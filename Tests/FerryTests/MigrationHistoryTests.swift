@@ -82,6 +82,14 @@ import Testing
         }
     }
 
+    @Test func theLatestVersionsOwnFileOpensUnchanged() throws {
+        try Self.tester(to: "v3").upgrade(fixture: Self.fixture("v3")) { database in
+            let categories = try database.read { db in try String.fetchAll(db, sql: "SELECT name FROM category ORDER BY id") }
+            #expect(categories == ["Ünïcödé", ""])
+            #expect(try notes(database).map { $0["categoryId"] as String? } == [nil, nil, "c-1", nil, nil])
+        }
+    }
+
     @Test func aMigrationThatDivergesFromAFreshInstallIsCaught() throws {
         // A data-dependent migration: files with notes get an index a fresh install lacks.
         var migrator = NotesExample.migrator()
@@ -126,15 +134,21 @@ import Testing
             let snapshot = try MigrationTester(schema: NotesExample.schema(at: version)).freshInstallSnapshot(includingFerryObjects: false)
             try snapshot.text.write(to: schemas.appendingPathComponent("\(version).schema.txt"), atomically: true, encoding: .utf8)
         }
-        for version in ["v1", "v2"] {
+        for version in NotesExample.versions {
             let database = try FerryDatabase(path: scratch.appendingPathComponent("\(version).sqlite").path,
                                              schema: NotesExample.schema(at: version))
             try database.write { db in
                 for (n, note) in NotesExample.awkwardNotes.enumerated() {
+                    // v3 stores pinned as an INTEGER: the v1/v2 text mapped as the v3 migration maps it.
+                    let pinned: DatabaseValueConvertible? = version == "v3" ? (note.pinned == "true" ? 1 : 0) : note.pinned
                     try db.execute(sql: "INSERT INTO note(id, title, body, pinned, createdAt) VALUES (?, ?, ?, ?, ?)",
-                                   arguments: [note.id, note.title, note.body, note.pinned, "2026-0\(n + 1)-01T00:00:00Z"])
+                                   arguments: [note.id, note.title, note.body, pinned, "2026-0\(n + 1)-01T00:00:00Z"])
                 }
-                if version == "v2" {
+                if version == "v3" {
+                    try db.execute(sql: "INSERT INTO category(id, name) VALUES ('c-1', 'Ünïcödé'), ('c-2', '')")
+                    try db.execute(sql: "UPDATE note SET categoryId = 'c-1' WHERE id = ?", arguments: [NotesExample.awkwardNotes[2].id])
+                }
+                if version != "v1" {
                     let ids = NotesExample.awkwardNotes.map(\.id)
                     for (n, (noteID, name)) in [(ids[1], "ünïcödé"), (ids[1], ""), (ids[2], "🏷️")].enumerated() {
                         try db.execute(sql: "INSERT INTO tag(id, noteId, name) VALUES (?, ?, ?)", arguments: ["tag-\(n)", noteID, name])

@@ -50,6 +50,22 @@ import Testing
         #expect(next[2].columns == ["title"])
     }
 
+    @Test func aHandedOutMutationIsNeverSplitByASmallerBatch() throws {
+        let database = try NotesAndTasks.inMemory()
+        try database.write { db in
+            try db.execute(sql: "INSERT INTO note(id, title) VALUES ('a', 'x')")
+            try db.execute(sql: "INSERT INTO note(id, title) VALUES ('b', 'x')")
+            try db.execute(sql: "UPDATE note SET body = 'more' WHERE id = 'a'")
+        }
+        let first = try database.outbox.nextBatch(limit: 10)
+        #expect(first.map(\.entrySeqs) == [[1, 3], [2]])
+        // A retry with a smaller batch still resends mutation 1 whole.
+        let retry = try database.outbox.nextBatch(limit: 1)
+        #expect(retry.map(\.mutationID) == [1])
+        #expect(retry.map(\.entrySeqs) == [[1, 3]])
+        #expect(retry[0].values["body"] == "more".databaseValue)
+    }
+
     @Test func anInsertDeletedBeforeAnyPushIsDroppedFromTheOutbox() throws {
         let database = try NotesAndTasks.inMemory()
         try database.write { db in

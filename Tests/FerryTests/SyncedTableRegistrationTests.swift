@@ -40,13 +40,18 @@ import Testing
     }
 
     @Test(arguments: [
-        "CREATE TABLE t (id TEXT PRIMARY KEY)",
+        "CREATE TABLE t (id TEXT PRIMARY KEY NOT NULL)",
         "CREATE TABLE t (id VARCHAR(36) PRIMARY KEY NOT NULL, v INTEGER)",
         "CREATE TABLE t (id TEXT NOT NULL, v INTEGER, PRIMARY KEY (id)) WITHOUT ROWID",
-        "CREATE TABLE t (id TEXT PRIMARY KEY, v INTEGER) STRICT",
+        "CREATE TABLE t (id TEXT PRIMARY KEY NOT NULL, v INTEGER) STRICT",
     ])
     func textKeysAreAccepted(sql: String) throws {
         _ = try open(sql, SyncedTable("t"))
+    }
+
+    @Test func aNullableTextKeyIsRefused() {
+        let text = message("CREATE TABLE t (id TEXT PRIMARY KEY, v INTEGER)", SyncedTable("t"))
+        #expect(text == "table `t` has a nullable primary key `id`; declare it `TEXT PRIMARY KEY NOT NULL` (a row needs an id to sync)")
     }
 
     @Test func missingTableSaysToCreateItInAMigration() {
@@ -55,14 +60,14 @@ import Testing
     }
 
     @Test func missingScopeColumnIsRefused() {
-        let text = message("CREATE TABLE t (id TEXT PRIMARY KEY)", SyncedTable("t", scope: .column("list")))
+        let text = message("CREATE TABLE t (id TEXT PRIMARY KEY NOT NULL)", SyncedTable("t", scope: .column("list")))
         #expect(text?.contains("takes its scope from column `list`, which it does not have") == true)
     }
 
     @Test func reservedNamesAndDuplicatesAreRefused() throws {
-        #expect(message("CREATE TABLE ferry_x (id TEXT PRIMARY KEY)", SyncedTable("ferry_x"))?.contains("reserved") == true)
+        #expect(message("CREATE TABLE ferry_x (id TEXT PRIMARY KEY NOT NULL)", SyncedTable("ferry_x"))?.contains("reserved") == true)
         var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in try db.execute(sql: "CREATE TABLE t (id TEXT PRIMARY KEY)") }
+        migrator.registerMigration("v1") { db in try db.execute(sql: "CREATE TABLE t (id TEXT PRIMARY KEY NOT NULL)") }
         #expect(throws: FerryError.self) {
             try FerryDatabase(writer: DatabaseQueue(),
                               schema: FerrySchema(migrator: migrator, syncedTables: [SyncedTable("t"), SyncedTable("T")]))

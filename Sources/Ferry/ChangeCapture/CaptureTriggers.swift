@@ -46,15 +46,16 @@ struct CaptureTriggers {
 
         let valueColumns = layout.valueColumns
         if !valueColumns.isEmpty {
-            let changed = valueColumns.map { column in
+            // COLLATE BINARY: a NOCASE column changed from 'abc' to 'ABC' did change.
+        let changed = valueColumns.map { column in
                 let quoted = SQLText.identifier(column)
-                return "OLD.\(quoted) IS NOT NEW.\(quoted)"
+                return "OLD.\(quoted) IS NOT NEW.\(quoted) COLLATE BINARY"
             }
             // '[' || substr(',"a"' || ',"b"', 2) || ']' builds the JSON array of changed names.
             let names = valueColumns.map { column in
                 let quoted = SQLText.identifier(column)
                 let element = SQLText.literal("," + SQLText.jsonString(column))
-                return "CASE WHEN OLD.\(quoted) IS NOT NEW.\(quoted) THEN \(element) ELSE '' END"
+                return "CASE WHEN OLD.\(quoted) IS NOT NEW.\(quoted) COLLATE BINARY THEN \(element) ELSE '' END"
             }
             let columnsJSON = "'[' || substr(\(names.joined(separator: " || ")), 2) || ']'"
             let updateName = namePrefix + table + "_update"

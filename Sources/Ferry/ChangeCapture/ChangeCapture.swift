@@ -27,8 +27,8 @@ final class ChangeCapture: Sendable {
     /// Registers `ferry_capturing()` and `ferry_hlc()` on a connection.
     ///
     /// They run once per captured row, so they are plain C callbacks on the
-    /// SQLite API rather than GRDB `DatabaseFunction`s, whose argument
-    /// marshalling doubled the cost of a captured insert (see BENCHMARKS.md).
+    /// SQLite API rather than GRDB `DatabaseFunction`s, skipping GRDB's
+    /// argument marshalling (a small saving; see BENCHMARKS.md).
     func register(on db: Database) throws {
         try define("ferry_capturing", on: db) { context, _, _ in
             let capture = Unmanaged<ChangeCapture>.fromOpaque(sqlite3_user_data(context)!).takeUnretainedValue()

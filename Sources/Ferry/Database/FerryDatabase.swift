@@ -108,8 +108,17 @@ public struct FerryDatabase: Sendable {
     /// ```swift
     /// let database = try FerryDatabase(writer: DatabaseQueue(), schema: schema)
     /// ```
+    ///
+    /// The writer's own GRDB configuration governs its connection:
+    /// `encryption`, `busyTimeout` and `sqlTrace` of `configuration` apply only
+    /// when Ferry opens the file itself, and setting `encryption` here throws.
     public init(writer: any DatabaseWriter, schema: FerrySchema, configuration: FerryConfiguration = FerryConfiguration()) throws {
         try configuration.validate()
+        if configuration.encryption != nil {
+            throw FerryError(.invalidConfiguration, """
+                encryption cannot be applied to an already open writer; open by path with                 `FerryDatabase(path:schema:configuration:)`, or key the connection in your GRDB configuration
+                """)
+        }
         try self.init(writer: writer, schema: schema, configuration: configuration,
                       telemetry: DatabaseTelemetry(logger: configuration.logger,
                                                    longTransactionThreshold: configuration.longTransactionThreshold))
@@ -121,6 +130,8 @@ public struct FerryDatabase: Sendable {
             // GRDB's WAL setup sets synchronous=NORMAL after prepareDatabase runs, so FULL is applied here.
             try db.execute(sql: "PRAGMA synchronous = \(configuration.synchronous.rawValue)")
             try db.execute(sql: "PRAGMA temp_store = MEMORY")
+            // Rows deleted by INSERT OR REPLACE fire delete triggers only with recursive triggers on.
+            try db.execute(sql: "PRAGMA recursive_triggers = ON")
             try capture.register(on: db)
             try FerryMigrations.migrate(db)
             let saved: Int64 = try FerryMeta.value(.hlc, in: db) ?? 0
@@ -130,6 +141,12 @@ public struct FerryDatabase: Sendable {
                 throw FerryError(.invalidConfiguration, "ferry_meta holds no client id; the database was altered outside Ferry")
             }
             return clientID
+        }
+        // Pending app migrations run without Ferry's triggers: a migration that
+        // drops or renames a column of a synced table would otherwise fail on
+        // the stale trigger text. They are reinstalled for the new shape below.
+        if try writer.read({ db in try !schema.isMigrated(db) }) {
+            try writer.write { db in try ChangeCapture.installTriggers(for: [], in: db) }
         }
         try capture.withoutCapture { try schema.migrate(writer) }
         let layouts: [TableLayout] = try writer.write { db in

@@ -38,6 +38,13 @@ public struct FerrySchema: Sendable {
         targetVersion ?? migrator.migrations.last
     }
 
+    /// Whether every migration up to ``version`` is applied.
+    func isMigrated(_ db: Database) throws -> Bool {
+        guard let version else { return true }
+        guard try db.tableExists("grdb_migrations") else { return false }
+        return try migrator.appliedIdentifiers(db).contains(version)
+    }
+
     /// Runs the app's migrations, each in its own transaction.
     func migrate(_ writer: any DatabaseWriter) throws {
         guard let version else { return }

@@ -51,6 +51,7 @@ public struct Outbox: Sendable {
         return try database.write { db in
             let coalesced = OutboxCoalescer.coalesce(try Self.pendingEntries(db, limit: limit))
             if !coalesced.discarded.isEmpty {
+                try Self.saveHighestStamp(db)
                 try db.execute(sql: "DELETE FROM ferry_outbox WHERE seq IN (SELECT value FROM json_each(?))",
                                arguments: [Self.jsonArray(coalesced.discarded)])
             }
@@ -115,11 +116,7 @@ public struct Outbox: Sendable {
     public func purge(retention: OutboxRetention = OutboxRetention()) throws -> Int {
         let now = database.wallClock.nowMilliseconds()
         return try database.write { db in
-            // The clock lives on in the outbox's stamps; save the highest before they go.
-            if let highest = try Int64.fetchOne(db, sql: "SELECT max(hlc) FROM ferry_outbox") {
-                let saved: Int64 = try FerryMeta.value(.hlc, in: db) ?? 0
-                if highest > saved { try FerryMeta.setValue(highest, for: .hlc, in: db) }
-            }
+            try Self.saveHighestStamp(db)
             try db.execute(sql: """
                 DELETE FROM ferry_outbox
                 WHERE (state = 'acknowledged' AND settled_at <= ?) OR (state = 'rejected' AND settled_at <= ?)
@@ -130,6 +127,14 @@ public struct Outbox: Sendable {
     }
 
     // MARK: - Internals
+
+    /// The clock lives on in the outbox's stamps: save the highest before entries go.
+    static func saveHighestStamp(_ db: Database) throws {
+        if let highest = try Int64.fetchOne(db, sql: "SELECT max(hlc) FROM ferry_outbox") {
+            let saved: Int64 = try FerryMeta.value(.hlc, in: db) ?? 0
+            if highest > saved { try FerryMeta.setValue(highest, for: .hlc, in: db) }
+        }
+    }
 
     private func settle(_ seqs: [Int64], state: String, reason: String?) throws {
         let now = database.wallClock.nowMilliseconds()
@@ -163,11 +168,23 @@ public struct Outbox: Sendable {
         return mutation
     }
 
+    /// The first `limit` pending entries, plus every later entry of a
+    /// mutation already handed out among them: a mutation id must always be
+    /// resent whole, or the server would drop its other half as a duplicate.
     static func pendingEntries(_ db: Database, limit: Int?) throws -> [OutboxEntry] {
-        try Row.fetchAll(db, sql: """
+        var entries = try Row.fetchAll(db, sql: """
             SELECT seq, tbl, row_id, op, columns, scope, base_version, hlc, mutation_id
             FROM ferry_outbox WHERE state = 'pending' ORDER BY seq LIMIT ?
             """, arguments: [limit ?? -1]).map(entry)
+        let handedOut = Set(entries.compactMap(\.mutationID))
+        if limit != nil, let last = entries.last, !handedOut.isEmpty {
+            entries += try Row.fetchAll(db, sql: """
+                SELECT seq, tbl, row_id, op, columns, scope, base_version, hlc, mutation_id
+                FROM ferry_outbox WHERE state = 'pending' AND seq > ? AND mutation_id IN (SELECT value FROM json_each(?))
+                ORDER BY seq
+                """, arguments: [last.seq, jsonArray(handedOut.sorted())]).map(entry)
+        }
+        return entries
     }
 
     static func pendingCount(_ db: Database) throws -> Int {

@@ -50,8 +50,11 @@ public struct SchemaSnapshot: Sendable, Hashable, CustomStringConvertible {
             switch type {
             case "table":
                 lines += try Self.describeTable(name, db)
+                // The stored SQL keeps what the pragmas do not show: CHECK, COLLATE, AUTOINCREMENT, generated columns.
+                if let sql { lines.append("  sql: \(Self.normalize(sql))") }
             case "index":
                 lines += try Self.describeIndex(name, on: table, sql: sql, db)
+                if let sql { lines.append("  sql: \(Self.normalize(sql))") }
             case "trigger":
                 lines.append("trigger \(name) on \(table): \(Self.normalize(sql ?? ""))")
             case "view":

@@ -24,11 +24,11 @@ struct TableLayout: Sendable, Hashable {
                 "synced table `\(name)` does not exist; create it in a migration before declaring it synced")
         }
         // table_xinfo lists generated columns too (hidden 2 or 3); they cannot be written, so they are not synced.
-        let rows = try Row.fetchAll(db, sql: "SELECT name, type, pk, hidden FROM pragma_table_xinfo(?)", arguments: [name])
-        let columns: [(name: String, type: String, pk: Int)] = rows.compactMap { row in
+        let rows = try Row.fetchAll(db, sql: "SELECT name, type, pk, hidden, \"notnull\" FROM pragma_table_xinfo(?)", arguments: [name])
+        let columns: [(name: String, type: String, pk: Int, notNull: Bool)] = rows.compactMap { row in
             let hidden: Int = row["hidden"]
             guard hidden == 0 else { return nil }
-            return (row["name"], row["type"], row["pk"])
+            return (row["name"], row["type"], row["pk"], row["notnull"])
         }
         let keyColumns = columns.filter { $0.pk > 0 }
         if keyColumns.isEmpty {
@@ -48,6 +48,13 @@ struct TableLayout: Sendable, Hashable {
             let shown = key.type.isEmpty ? "untyped" : key.type.uppercased()
             throw FerryError(.invalidSyncedTable,
                 "table `\(name)` has \(shown) primary key `\(key.name)`; synced tables need a TEXT primary key holding a UUID")
+        }
+        // SQLite lets a rowid table's TEXT primary key hold NULL; WITHOUT ROWID tables never do.
+        let withoutRowID = try Bool.fetchOne(db, sql: "SELECT wr FROM pragma_table_list WHERE name = ? AND schema = 'main'",
+                                             arguments: [name]) ?? false
+        if !key.notNull && !withoutRowID {
+            throw FerryError(.invalidSyncedTable,
+                "table `\(name)` has a nullable primary key `\(key.name)`; declare it `TEXT PRIMARY KEY NOT NULL` (a row needs an id to sync)")
         }
         let names = columns.map(\.name)
         if case .column(let scopeColumn) = table.scope {
