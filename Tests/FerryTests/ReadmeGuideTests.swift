@@ -37,6 +37,7 @@ import Testing
         let titles = try await database.read { db in try String.fetchAll(db, sql: "SELECT title FROM note") }
         #expect(titles == ["Groceries"])
 
+        // The README loop runs until its task is cancelled; here it stops after the first value.
         for try await count in database.outbox.observePendingCount() {
             #expect(count == 1)   // the insert and update coalesce
             break
