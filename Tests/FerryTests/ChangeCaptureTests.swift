@@ -89,11 +89,9 @@ import Testing
     }
 
     @Test func rowsReplacedByInsertOrReplaceAreCapturedAsDeletes() throws {
-        var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in
-            try db.execute(sql: "CREATE TABLE category (id TEXT PRIMARY KEY NOT NULL, name TEXT NOT NULL UNIQUE COLLATE NOCASE)")
-        }
-        let database = try FerryDatabase(writer: DatabaseQueue(), schema: FerrySchema(migrator: migrator, syncedTables: [SyncedTable("category")]))
+        let database = try singleTableDatabase(
+            "CREATE TABLE category (id TEXT PRIMARY KEY NOT NULL, name TEXT NOT NULL UNIQUE COLLATE NOCASE)",
+            syncing: SyncedTable("category"))
         try database.write { db in
             try db.execute(sql: "INSERT INTO category(id, name) VALUES ('c1', 'work')")
             // A different id with the same unique name: SQLite deletes c1 to make room.
@@ -105,11 +103,8 @@ import Testing
     }
 
     @Test func aCaseOnlyChangeInANocaseColumnIsAChange() throws {
-        var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in
-            try db.execute(sql: "CREATE TABLE tag (id TEXT PRIMARY KEY NOT NULL, name TEXT COLLATE NOCASE)")
-        }
-        let database = try FerryDatabase(writer: DatabaseQueue(), schema: FerrySchema(migrator: migrator, syncedTables: [SyncedTable("tag")]))
+        let database = try singleTableDatabase(
+            "CREATE TABLE tag (id TEXT PRIMARY KEY NOT NULL, name TEXT COLLATE NOCASE)", syncing: SyncedTable("tag"))
         try database.write { db in
             try db.execute(sql: "INSERT INTO tag(id, name) VALUES ('t1', 'abc')")
             try db.execute(sql: "UPDATE tag SET name = 'ABC' WHERE id = 't1'")
@@ -257,11 +252,9 @@ import Testing
     }
 
     @Test func oddTableAndColumnNamesAreQuoted() throws {
-        var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in
-            try db.execute(sql: #"CREATE TABLE "my ""odd"" table" ("the id" TEXT PRIMARY KEY NOT NULL, "it's" TEXT, "a\b" TEXT)"#)
-        }
-        let database = try FerryDatabase(writer: DatabaseQueue(), schema: FerrySchema(migrator: migrator, syncedTables: [SyncedTable(#"my "odd" table"#)]))
+        let database = try singleTableDatabase(
+            #"CREATE TABLE "my ""odd"" table" ("the id" TEXT PRIMARY KEY NOT NULL, "it's" TEXT, "a\b" TEXT)"#,
+            syncing: SyncedTable(#"my "odd" table"#))
         try database.write { db in
             try db.execute(sql: #"INSERT INTO "my ""odd"" table" VALUES ('r1', 'x', 'y')"#)
             try db.execute(sql: #"UPDATE "my ""odd"" table" SET "it's" = 'z', "a\b" = 'w'"#)

@@ -3,15 +3,9 @@ import GRDB
 import Testing
 
 @Suite struct SyncedTableRegistrationTests {
-    func open(_ createSQL: String, _ table: SyncedTable) throws -> FerryDatabase {
-        var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in try db.execute(sql: createSQL) }
-        return try FerryDatabase(writer: DatabaseQueue(), schema: FerrySchema(migrator: migrator, syncedTables: [table]))
-    }
-
     func message(_ createSQL: String, _ table: SyncedTable) -> String? {
         do {
-            _ = try open(createSQL, table)
+            _ = try singleTableDatabase(createSQL, syncing: table)
             return nil
         } catch let error as FerryError {
             #expect(error.code == .invalidSyncedTable)
@@ -46,7 +40,7 @@ import Testing
         "CREATE TABLE t (id TEXT PRIMARY KEY NOT NULL, v INTEGER) STRICT",
     ])
     func textKeysAreAccepted(sql: String) throws {
-        _ = try open(sql, SyncedTable("t"))
+        _ = try singleTableDatabase(sql, syncing: SyncedTable("t"))
     }
 
     @Test func aNullableTextKeyIsRefused() {
