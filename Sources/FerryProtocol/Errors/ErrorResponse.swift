@@ -1,0 +1,43 @@
+/// The JSON body of every error the server returns.
+///
+/// ```json
+/// {"code":"mutationGap","message":"mutation 9 follows 5; resend from 6","lastAppliedMutationID":5}
+/// ```
+public struct ErrorResponse: Sendable, Hashable, Codable, Error {
+    /// What went wrong, for code to switch on.
+    public enum Code: String, Sendable, Hashable, Codable, CaseIterable {
+        /// The request is malformed or breaks a rule; `message` says which.
+        case badRequest
+        /// No token, or a token that is invalid or expired (401).
+        case unauthorized
+        /// The token's user may not do this (403).
+        case forbidden
+        /// No such route or resource (404).
+        case notFound
+        /// The method is not allowed on this route (405).
+        case methodNotAllowed
+        /// The resource already exists (409).
+        case alreadyExists
+        /// A mutation id skipped ahead of the last applied one (409); resend
+        /// from `lastAppliedMutationID + 1`.
+        case mutationGap
+        /// The body is larger than the server accepts (413).
+        case payloadTooLarge
+        /// The server is shutting down or its store is unavailable (503).
+        case unavailable
+        /// A fault in the server (500). Never caused by input.
+        case internalError
+    }
+
+    public var code: Code
+    /// A sentence a person can act on.
+    public var message: String
+    /// For `mutationGap`: the last id applied for this client.
+    public var lastAppliedMutationID: Int64?
+
+    public init(code: Code, message: String, lastAppliedMutationID: Int64? = nil) {
+        self.code = code
+        self.message = message
+        self.lastAppliedMutationID = lastAppliedMutationID
+    }
+}

@@ -1,0 +1,29 @@
+/// The body of `POST /v1/pull`: the scopes a client follows and where it is in each.
+///
+/// ```swift
+/// let pull = PullRequest(clientID: "5D6A…", scopes: [.init(scope: "user:alice", cursor: savedCursor)])
+/// ```
+public struct PullRequest: Sendable, Hashable, Codable {
+    /// One followed scope and the cursor the last pull of it returned.
+    public struct ScopeCursor: Sendable, Hashable, Codable {
+        public var scope: String
+        /// The opaque cursor from the previous page, or `nil` to start from scratch.
+        public var cursor: String?
+
+        public init(scope: String, cursor: String? = nil) {
+            self.scope = scope
+            self.cursor = cursor
+        }
+    }
+
+    public var clientID: String
+    public var scopes: [ScopeCursor]
+    /// The most rows to return per scope; the server's default when `nil`.
+    public var limit: Int?
+
+    public init(clientID: String, scopes: [ScopeCursor], limit: Int? = nil) {
+        self.clientID = clientID
+        self.scopes = scopes
+        self.limit = limit
+    }
+}

@@ -1,0 +1,16 @@
+import FerryProtocol
+
+/// Who may do what in a scope (DESIGN.md server semantic 7), as a pure rule.
+///
+/// A user owns `user:<id>` and may write it; nobody else may touch it. In a
+/// shared scope, the owner writes and members have the role they were given.
+enum ScopeAccess {
+    /// The role `userID` has in `scope`, given its stored membership (if any).
+    static func role(of userID: String, in scope: String, membership: ScopeMembership?) -> ScopeRole? {
+        if let owner = ScopeName.owner(of: scope) {
+            return owner == userID ? .write : nil
+        }
+        guard let membership else { return nil }
+        return membership.owner ? .write : membership.role
+    }
+}

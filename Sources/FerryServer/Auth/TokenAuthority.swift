@@ -1,0 +1,82 @@
+import FerryProtocol
+import Foundation
+import JWTKit
+
+/// Mints and checks the bearer tokens of the API: HS256 JWTs whose `sub` is
+/// the user id and whose `exp` is always checked.
+///
+/// ```swift
+/// let authority = await TokenAuthority(secret: secret)
+/// let token = try await authority.mint(userID: "alice", lifetime: .seconds(3600))
+/// let user = try await authority.userID(fromToken: token)   // "alice"
+/// ```
+public struct TokenAuthority: Sendable {
+    /// The shortest secret accepted, in bytes.
+    public static let minimumSecretLength = 16
+
+    private let keys: JWTKeyCollection
+
+    /// - Precondition: `secret` has at least ``minimumSecretLength`` bytes;
+    ///   use ``validate(secret:)`` on input first.
+    public init(secret: String) async {
+        precondition(secret.utf8.count >= Self.minimumSecretLength, "JWT secret too short")
+        keys = JWTKeyCollection()
+        await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
+    }
+
+    /// Refuses secrets too short to be safe for HS256.
+    public static func validate(secret: String) throws(FerryServerError) {
+        guard secret.utf8.count >= minimumSecretLength else {
+            throw FerryServerError(
+                .badRequest,
+                "the JWT secret must be at least \(minimumSecretLength) bytes; use a long random string"
+            )
+        }
+    }
+
+    /// A token for `userID`, valid for `lifetime` from `now`.
+    public func mint(userID: String, lifetime: Duration, now: Date = Date()) async throws -> String {
+        guard ScopeName.isValidUserID(userID) else {
+            throw FerryServerError(
+                .badRequest,
+                "user id \(String(reflecting: userID)) must be 1–128 letters, digits or `_ . @ + -`"
+            )
+        }
+        let seconds = Double(lifetime.components.seconds) + Double(lifetime.components.attoseconds) / 1e18
+        let payload = FerryTokenPayload(
+            sub: SubjectClaim(value: userID),
+            exp: ExpirationClaim(value: now.addingTimeInterval(seconds)),
+            iat: IssuedAtClaim(value: now)
+        )
+        return try await keys.sign(payload)
+    }
+
+    /// The user a token belongs to.
+    ///
+    /// - Throws: ``FerryServerError`` `unauthorized` when the token is
+    ///   malformed, signed with another key, or expired.
+    public func userID(fromToken token: String) async throws(FerryServerError) -> String {
+        let payload: FerryTokenPayload
+        do {
+            payload = try await keys.verify(token, as: FerryTokenPayload.self)
+        } catch let error as JWTError where error.errorType == .claimVerificationFailure {
+            throw FerryServerError(.unauthorized, "the token has expired; get a new one")
+        } catch {
+            throw FerryServerError(.unauthorized, "the token is not valid for this server")
+        }
+        guard ScopeName.isValidUserID(payload.sub.value) else {
+            throw FerryServerError(.unauthorized, "the token's subject is not a valid user id")
+        }
+        return payload.sub.value
+    }
+}
+
+struct FerryTokenPayload: JWTPayload {
+    var sub: SubjectClaim
+    var exp: ExpirationClaim
+    var iat: IssuedAtClaim?
+
+    func verify(using algorithm: some JWTAlgorithm) async throws {
+        try exp.verifyNotExpired()
+    }
+}

@@ -1,0 +1,36 @@
+import Foundation
+
+/// Everything a Ferry server needs besides its store.
+///
+/// ```swift
+/// var configuration = FerryServerConfiguration(jwtSecret: secret)
+/// configuration.port = 9090
+/// configuration.tables.rules["invoice"] = TableRule(policy: .manual)
+/// let app = try await FerryApplication.build(configuration: configuration, store: store)
+/// try await app.runService()
+/// ```
+public struct FerryServerConfiguration: Sendable {
+    /// The address to listen on; loopback by default.
+    public var host = "127.0.0.1"
+    /// The port to listen on; `0` picks a free one.
+    public var port = 8080
+    /// The HS256 secret that signs bearer tokens.
+    public var jwtSecret: String
+    public var limits = ServerLimits()
+    public var tables = ServerTables()
+    /// How far ahead of server time a last-write-wins stamp may be.
+    public var maxClockDrift: Duration = .seconds(60)
+    /// How long tombstones are kept before garbage collection removes them.
+    public var tombstoneRetention: Duration = .seconds(30 * 24 * 3600)
+    /// How often garbage collection runs.
+    public var garbageCollectionInterval: Duration = .seconds(3600)
+    /// How often an idle live stream sends a comment, so proxies keep it open
+    /// and a vanished client is noticed.
+    public var liveHeartbeat: Duration = .seconds(15)
+    /// Server wall time; tests inject their own.
+    public var now: @Sendable () -> Date = { Date() }
+
+    public init(jwtSecret: String) {
+        self.jwtSecret = jwtSecret
+    }
+}

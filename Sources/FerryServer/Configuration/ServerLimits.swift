@@ -1,0 +1,20 @@
+/// Size limits the server holds on every request (DESIGN.md server semantic 8).
+///
+/// ```swift
+/// var limits = ServerLimits()
+/// limits.maxBodyBytes = 1 << 20
+/// ```
+public struct ServerLimits: Sendable, Hashable {
+    /// The largest request body, in bytes; larger ones get 413.
+    public var maxBodyBytes = 4 << 20
+    public var maxMutationsPerPush = 1000
+    public var maxColumnsPerMutation = 256
+    /// The most scopes one pull or live subscription may name.
+    public var maxScopesPerRequest = 64
+    /// The page size when a pull names none.
+    public var defaultPullLimit = 500
+    /// The largest page size a pull may ask for.
+    public var maxPullLimit = 5000
+
+    public init() {}
+}

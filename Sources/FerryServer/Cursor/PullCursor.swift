@@ -1,0 +1,92 @@
+import Crypto
+import Foundation
+
+/// Where a client is in one scope: the opaque cursor of a pull.
+///
+/// A cursor names the server epoch it came from, the scope, and a position
+/// in the store's change order (for the SQLite store, the version of the
+/// last change seen; the PostgreSQL store uses both parts). It is signed
+/// with the store's cursor key, so a forged or garbled cursor is refused
+/// instead of silently skipping changes.
+struct PullCursor: Hashable, Sendable {
+    var epoch: String
+    var scope: String
+    var position: Int64
+    var subposition: Int64 = 0
+}
+
+/// Encodes and checks cursors for one store epoch.
+///
+/// ```swift
+/// let codec = PullCursorCodec(epoch: "e1", key: key)
+/// let text = codec.encode(PullCursor(epoch: "e1", scope: "user:alice", position: 42))
+/// let decoded = try codec.decode(text, scope: "user:alice")   // .position(42, 0)
+/// ```
+struct PullCursorCodec: Sendable {
+    let epoch: String
+    let key: SymmetricKey
+
+    enum Decoded: Hashable, Sendable {
+        case position(Int64, Int64)
+        /// The cursor is from another epoch of the server: the client starts over.
+        case otherEpoch
+    }
+
+    enum Invalid: Error, Equatable {
+        case garbled
+        case forged
+        case wrongScope
+    }
+
+    private static let version = "c1"
+
+    func encode(_ cursor: PullCursor) -> String {
+        let payload = [Self.version, cursor.epoch, cursor.scope, String(cursor.position), String(cursor.subposition)]
+            .joined(separator: "|")
+        let bytes = Data(payload.utf8)
+        let mac = Data(HMAC<SHA256>.authenticationCode(for: bytes, using: key))
+        return Self.base64URL(bytes) + "." + Self.base64URL(mac)
+    }
+
+    func decode(_ text: String, scope: String) throws(Invalid) -> Decoded {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard text.utf8.count <= 1024, parts.count == 2,
+            let payload = Self.data(base64URL: parts[0]),
+            let mac = Self.data(base64URL: parts[1]),
+            let string = String(data: payload, encoding: .utf8)
+        else { throw .garbled }
+        let fields = string.split(separator: "|", omittingEmptySubsequences: false)
+        guard fields.count == 5, fields[0] == Self.version,
+            let position = Int64(fields[3]), let subposition = Int64(fields[4]),
+            position >= 0, subposition >= 0
+        else { throw .garbled }
+        guard fields[1] == epoch else {
+            // Signed with another epoch's key, which this store cannot check;
+            // starting over is safe whatever the cursor says.
+            return .otherEpoch
+        }
+        guard HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: payload, using: key) else {
+            throw .forged
+        }
+        guard fields[2] == scope else { throw .wrongScope }
+        return .position(position, subposition)
+    }
+
+    private static func base64URL(_ data: Data) -> String {
+        data.base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    private static func data(base64URL text: Substring) -> Data? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "-")
+                || byte == UInt8(ascii: "_")
+        }) else { return nil }
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        return Data(base64Encoded: base64)
+    }
+}

@@ -1,0 +1,25 @@
+import Hummingbird
+
+/// Requires `Authorization: Bearer <JWT>` and puts its user in the context.
+struct AuthMiddleware: RouterMiddleware {
+    typealias Context = FerryRequestContext
+
+    let authority: TokenAuthority
+
+    func handle(
+        _ request: Request,
+        context: Context,
+        next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        guard let header = request.headers[.authorization] else {
+            throw FerryServerError(.unauthorized, "send a bearer token: `Authorization: Bearer <token>` (mint one with `ferry-server token --user <id>`)")
+        }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+            throw FerryServerError(.unauthorized, "the Authorization header must be `Bearer <token>`")
+        }
+        var context = context
+        context.userID = try await authority.userID(fromToken: String(parts[1]))
+        return try await next(request, context)
+    }
+}

@@ -1,0 +1,67 @@
+import FerryProtocol
+import Foundation
+import GRDB
+import Hummingbird
+import NIOCore
+
+/// Turns every error into a JSON ``ErrorResponse``: input problems are 4xx
+/// with a message saying what to fix; anything else is logged and answered
+/// with a 500 that leaks nothing.
+struct ErrorMiddleware: RouterMiddleware {
+    typealias Context = FerryRequestContext
+
+    func handle(
+        _ request: Request,
+        context: Context,
+        next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch {
+            let failure = Self.serverError(for: error)
+            if failure.code == .internalError {
+                context.logger.error("request failed", metadata: ["error": "\(String(reflecting: error))"])
+            }
+            return Self.response(for: failure)
+        }
+    }
+
+    static func serverError(for error: any Error) -> FerryServerError {
+        switch error {
+        case let error as FerryServerError:
+            return error
+        case is NIOTooManyBytesError:
+            return FerryServerError(.payloadTooLarge, "the request body is too large")
+        case let error as HTTPError:
+            return FerryServerError(code(for: error.status), error.body ?? error.status.reasonPhrase)
+        case let error as any HTTPResponseError:
+            return FerryServerError(code(for: error.status), error.status.reasonPhrase)
+        case let error as DatabaseError where error.resultCode == .SQLITE_BUSY:
+            return FerryServerError(.unavailable, "the store is busy; retry shortly")
+        default:
+            return FerryServerError(.internalError, "the server failed to handle the request; its log has the details")
+        }
+    }
+
+    static func code(for status: HTTPResponse.Status) -> ErrorResponse.Code {
+        switch status.code {
+        case 401: .unauthorized
+        case 403: .forbidden
+        case 404: .notFound
+        case 405: .methodNotAllowed
+        case 409: .alreadyExists
+        case 413: .payloadTooLarge
+        case 503: .unavailable
+        case 400..<500: .badRequest
+        default: .internalError
+        }
+    }
+
+    static func response(for error: FerryServerError) -> Response {
+        var response = JSONResponse.make(error.response, status: .init(code: error.status))
+        if error.code == .unauthorized {
+            response.headers[.wwwAuthenticate] = "Bearer"
+        }
+        return response
+    }
+}

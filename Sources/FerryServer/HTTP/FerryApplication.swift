@@ -1,0 +1,113 @@
+import FerryProtocol
+import Foundation
+import Hummingbird
+import Logging
+import ServiceLifecycle
+
+/// Builds the Ferry sync server: a Hummingbird 2 application over a ``SyncStore``.
+///
+/// ```swift
+/// let store = try SQLiteSyncStore(directory: URL(filePath: "./ferry-data"))
+/// let app = try await FerryApplication.build(
+///     configuration: FerryServerConfiguration(jwtSecret: secret),
+///     store: store
+/// )
+/// try await app.runService()   // until SIGTERM or SIGINT; then drains and closes the store
+/// ```
+///
+/// ## Topics
+/// - ``FerryServerConfiguration``
+/// - ``SyncStore``
+/// - ``TokenAuthority``
+public enum FerryApplication {
+    /// The application: routes, the store's lifecycle and garbage collection.
+    ///
+    /// - Parameter onServerRunning: called with the bound address once the
+    ///   server listens (useful with port `0`).
+    public static func build(
+        configuration: FerryServerConfiguration,
+        store: any SyncStore,
+        metrics: ServerMetrics = ServerMetrics(),
+        logger: Logger = Logger(label: "ferry-server"),
+        onServerRunning: (@Sendable (String, Int) async -> Void)? = nil
+    ) async throws -> some ApplicationProtocol {
+        let router = try await makeRouter(configuration: configuration, store: store, metrics: metrics)
+        return Application(
+            router: router,
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "ferry"),
+            services: [
+                StoreLifecycle(store: store),
+                GarbageCollector(store: store, configuration: configuration, logger: logger),
+            ],
+            onServerRunning: { channel in
+                if let address = channel.localAddress {
+                    await onServerRunning?(address.ipAddress ?? configuration.host, address.port ?? configuration.port)
+                }
+            },
+            logger: logger
+        )
+    }
+
+    /// The router alone, for tests that drive requests without a socket.
+    public static func makeRouter(
+        configuration: FerryServerConfiguration,
+        store: any SyncStore,
+        metrics: ServerMetrics = ServerMetrics()
+    ) async throws -> Router<FerryRequestContext> {
+        try TokenAuthority.validate(secret: configuration.jwtSecret)
+        let authority = await TokenAuthority(secret: configuration.jwtSecret)
+        let document = try OpenAPIDocument.bundled()
+        let api = SyncAPI(store: store, configuration: configuration, metrics: metrics)
+
+        let router = Router(context: FerryRequestContext.self)
+        router.add(middleware: MetricsMiddleware(metrics: metrics))
+        router.add(middleware: ErrorMiddleware())
+        router.get("healthz", use: api.health)
+        router.get("metrics", use: api.metricsText)
+        router.get("openapi.json", use: SyncAPI.openAPI(document))
+
+        let v1 = router.group("v1").add(middleware: AuthMiddleware(authority: authority))
+        v1.post("push", use: api.push)
+        v1.post("pull", use: api.pull)
+        v1.get("live", use: api.live)
+        v1.get("scopes", use: api.listScopes)
+        v1.post("scopes", use: api.createScope)
+        v1.put("scopes/:scope/members/:user", use: api.setMember)
+        return router
+    }
+}
+
+/// Closes the store after the server has drained its requests.
+struct StoreLifecycle: Service {
+    let store: any SyncStore
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        try await store.close()
+    }
+}
+
+/// Removes old tombstones on a schedule (DESIGN.md server semantic 6).
+struct GarbageCollector: Service {
+    let store: any SyncStore
+    let configuration: FerryServerConfiguration
+    let logger: Logger
+
+    func run() async throws {
+        while !Task.isShuttingDownGracefully, !Task.isCancelled {
+            do {
+                try await cancelWhenGracefulShutdown { try await Task.sleep(for: configuration.garbageCollectionInterval) }
+            } catch {
+                return
+            }
+            let (seconds, attoseconds) = configuration.tombstoneRetention.components
+            let cutoff = configuration.now().addingTimeInterval(-(Double(seconds) + Double(attoseconds) / 1e18))
+            do {
+                let report = try await store.collectGarbage(before: cutoff)
+                logger.info("garbage collected", metadata: ["tombstones": "\(report.tombstonesRemoved)", "horizon": "\(report.horizon)"])
+            } catch {
+                logger.error("garbage collection failed", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+}

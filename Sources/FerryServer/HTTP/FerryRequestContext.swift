@@ -1,0 +1,20 @@
+import Hummingbird
+
+/// The per-request context of the Ferry API: Hummingbird's core storage plus
+/// the authenticated user.
+public struct FerryRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    /// The user the bearer token belongs to, once ``AuthMiddleware`` checked it.
+    public var userID: String?
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        userID = nil
+    }
+
+    /// The authenticated user; routes behind ``AuthMiddleware`` always have one.
+    func requireUser() throws(FerryServerError) -> String {
+        guard let userID else { throw FerryServerError(.unauthorized, "this route needs a bearer token") }
+        return userID
+    }
+}

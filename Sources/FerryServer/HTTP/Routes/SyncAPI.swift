@@ -1,0 +1,32 @@
+import FerryProtocol
+import Hummingbird
+
+/// The state every API route shares, and the access rule they all apply.
+struct SyncAPI: Sendable {
+    let store: any SyncStore
+    let configuration: FerryServerConfiguration
+    let metrics: ServerMetrics
+
+    var limits: ServerLimits { configuration.limits }
+
+    /// Throws the same 403 whether the scope is missing, empty or someone
+    /// else's, so a refusal tells nothing about it.
+    func require(_ role: ScopeRole, in scope: String, for userID: String) async throws {
+        let membership = ScopeName.owner(of: scope) == nil ? try await store.membership(of: userID, in: scope) : nil
+        guard let actual = ScopeAccess.role(of: userID, in: scope, membership: membership), actual >= role else {
+            throw FerryServerError.noAccess(to: scope, needs: role)
+        }
+    }
+
+    /// Checks a list of followed scopes: count, names, no repeats.
+    func checkFollowed(_ scopes: [String]) throws(FerryServerError) {
+        guard !scopes.isEmpty else { throw .badRequest("name at least one scope") }
+        guard scopes.count <= limits.maxScopesPerRequest else {
+            throw .badRequest("at most \(limits.maxScopesPerRequest) scopes per request; this one names \(scopes.count)")
+        }
+        for scope in scopes where !ScopeName.isValid(scope) {
+            throw .badRequest("scope \(MutationCheck.quoted(scope)) is not a valid scope name")
+        }
+        guard Set(scopes).count == scopes.count else { throw .badRequest("a scope is named twice") }
+    }
+}

@@ -1,0 +1,35 @@
+import FerryProtocol
+import Hummingbird
+
+/// `POST /v1/push` and `POST /v1/pull`.
+extension SyncAPI {
+    func push(_ request: Request, context: FerryRequestContext) async throws -> Response {
+        let userID = try context.requireUser()
+        let push = try await request.decodeJSON(PushRequest.self, limits: limits)
+        try MutationCheck(limits: limits, tables: configuration.tables).check(push)
+        for scope in Set(push.mutations.map(\.scope)).sorted() {
+            try await require(.write, in: scope, for: userID)
+        }
+        let rules = PushRules(tables: configuration.tables, maxClockDrift: configuration.maxClockDrift, now: configuration.now())
+        let receipt = try await store.push(push, userID: userID, rules: rules)
+        metrics.recordPush(receipt.response)
+        return JSONResponse.make(receipt.response)
+    }
+
+    func pull(_ request: Request, context: FerryRequestContext) async throws -> Response {
+        let userID = try context.requireUser()
+        let pull = try await request.decodeJSON(PullRequest.self, limits: limits)
+        try MutationCheck.checkClientID(pull.clientID)
+        try checkFollowed(pull.scopes.map(\.scope))
+        let limit = pull.limit ?? limits.defaultPullLimit
+        guard (1...limits.maxPullLimit).contains(limit) else {
+            throw FerryServerError.badRequest("limit must be between 1 and \(limits.maxPullLimit); it was \(limit)")
+        }
+        for followed in pull.scopes {
+            try await require(.read, in: followed.scope, for: userID)
+        }
+        let response = try await store.pull(pull, userID: userID, limit: limit)
+        metrics.recordPull(response)
+        return JSONResponse.make(response)
+    }
+}

@@ -1,0 +1,116 @@
+import FerryProtocol
+
+/// Decides a whole push: idempotency, ordering, validation, clock drift and
+/// the merge of each mutation (DESIGN.md server semantics 1–4).
+struct PushPlanner: Sendable {
+    var tables: ServerTables
+    /// How far ahead of server time a last-write-wins stamp may be.
+    var maxClockDriftMilliseconds: Int64
+
+    enum Refusal: Error, Equatable {
+        /// A fresh mutation id does not follow the last applied one.
+        case gap(lastApplied: Int64, found: Int64)
+    }
+
+    /// Plans `mutations` (strictly increasing ids, checked by the caller).
+    ///
+    /// - Parameters:
+    ///   - rows: the current state of every row the fresh mutations touch
+    ///     (absent: no such row).
+    ///   - version: the store's version counter before the push.
+    ///   - nowMilliseconds: server wall time, for the drift limit.
+    func plan(
+        userID: String,
+        clientID: String,
+        mutations: [Mutation],
+        lastApplied: Int64,
+        rows: [RowKey: StoredRow],
+        version: Int64,
+        nowMilliseconds: Int64
+    ) throws(Refusal) -> PushPlan {
+        let replayed = mutations.prefix { $0.mutationID <= lastApplied }
+        let fresh = mutations.dropFirst(replayed.count)
+        var expected = lastApplied + 1
+        for mutation in fresh {
+            guard mutation.mutationID == expected else {
+                throw .gap(lastApplied: lastApplied, found: mutation.mutationID)
+            }
+            expected += 1
+        }
+
+        var plan = PushPlan(
+            lastAppliedMutationID: fresh.last?.mutationID ?? lastApplied,
+            version: version,
+            results: [],
+            replayedIDs: replayed.map(\.mutationID),
+            rows: [:],
+            overwritten: [:],
+            conflicts: [],
+            rejections: []
+        )
+        var state = rows
+
+        for mutation in fresh {
+            let key = RowKey(scope: mutation.scope, table: mutation.table, rowID: mutation.rowID)
+            let current = state[key]
+            guard let rule = tables.rule(for: mutation.table) else {
+                // Callers refuse unknown tables before planning; keep the plan total anyway.
+                reject(mutation, "table `\(mutation.table)` is not synced by this server", into: &plan)
+                continue
+            }
+            if rule.policy == .lastWriteWins,
+                mutation.hlc.wallMilliseconds > nowMilliseconds + maxClockDriftMilliseconds
+            {
+                let ahead = mutation.hlc.wallMilliseconds - nowMilliseconds
+                reject(
+                    mutation,
+                    "the edit's clock stamp is \(ahead) ms ahead of the server (limit \(maxClockDriftMilliseconds) ms); correct the device clock",
+                    into: &plan
+                )
+                continue
+            }
+            if let validator = rule.validator {
+                let proposed = ProposedMutation(
+                    userID: userID,
+                    clientID: clientID,
+                    mutation: mutation,
+                    currentValues: current.flatMap { $0.deleted ? nil : $0.values }
+                )
+                if case .reject(let reason) = validator.validate(proposed) {
+                    reject(mutation, reason, into: &plan)
+                    continue
+                }
+            }
+
+            let outcome = RowMerge.merge(
+                mutation,
+                from: clientID,
+                into: current,
+                policy: rule.policy,
+                version: plan.version + 1
+            )
+            if outcome.changed, let row = outcome.row {
+                plan.version += 1
+                state[key] = row
+                plan.rows[key] = row
+                plan.overwritten[key, default: []] += outcome.overwritten
+            }
+            let rowVersion = outcome.row.map(\.version)
+            plan.results.append(MutationResult(
+                mutationID: mutation.mutationID,
+                status: outcome.status,
+                version: rowVersion,
+                conflicts: outcome.conflicts
+            ))
+            plan.conflicts += outcome.conflicts.map {
+                PushPlan.RecordedConflict(key: key, mutationID: mutation.mutationID, version: rowVersion, conflict: $0)
+            }
+        }
+        return plan
+    }
+
+    private func reject(_ mutation: Mutation, _ reason: String, into plan: inout PushPlan) {
+        plan.results.append(MutationResult(mutationID: mutation.mutationID, status: .rejected, reason: reason))
+        plan.rejections.append(PushPlan.RecordedRejection(mutation: mutation, reason: reason))
+    }
+}

@@ -1,0 +1,62 @@
+import FerryProtocol
+
+/// Identifies a row in a store: rows are keyed by scope, so one scope can
+/// never see, overwrite or learn of a row in another.
+struct RowKey: Hashable, Sendable, Comparable {
+    var scope: String
+    var table: String
+    var rowID: String
+
+    static func < (lhs: RowKey, rhs: RowKey) -> Bool {
+        (lhs.scope, lhs.table, lhs.rowID) < (rhs.scope, rhs.table, rhs.rowID)
+    }
+}
+
+/// A column's current value and who last changed it.
+struct StoredCell: Hashable, Sendable, Codable {
+    var value: ColumnValue
+    /// The server version of the mutation that set this value.
+    var version: Int64
+    /// The writer's hybrid logical clock stamp, for last-write-wins.
+    var hlc: HLCTimestamp
+    /// The client that wrote it: a client's later mutation never conflicts with its own earlier one.
+    var clientID: String
+}
+
+/// A value a column held before it was overwritten, kept so a conflict can
+/// report the value at the mutation's base.
+struct HistoricValue: Hashable, Sendable {
+    var column: String
+    /// The version that set this value.
+    var version: Int64
+    var value: ColumnValue
+}
+
+/// A row as a store holds it: the input and output of a merge.
+struct StoredRow: Hashable, Sendable {
+    /// The version of the last change to the row (its delete, for a tombstone).
+    var version: Int64
+    var deleted: Bool
+    var cells: [String: StoredCell]
+    /// The client that made the last change.
+    var clientID: String
+    /// Older values of the row's columns, oldest first.
+    var history: [HistoricValue] = []
+
+    /// The column's value as of `version`, or `nil` when it had none or the
+    /// store no longer knows it (history older than the tombstone horizon).
+    func value(of column: String, at version: Int64) -> ColumnValue? {
+        if let cell = cells[column], cell.version <= version {
+            return cell.value
+        }
+        return history
+            .filter { $0.column == column && $0.version <= version }
+            .max { $0.version < $1.version }?
+            .value
+    }
+
+    /// Current values, as a pull returns them.
+    var values: [String: ColumnValue] {
+        cells.mapValues(\.value)
+    }
+}

@@ -1,0 +1,77 @@
+import FerryProtocol
+import Prometheus
+
+/// The server's Prometheus metrics, served at `/metrics`.
+///
+/// Each application owns its registry, so several servers (or tests) in one
+/// process never mix their counts.
+///
+/// ```
+/// ferry_http_requests_total{method="POST",route="/v1/push",status="200"} 12
+/// ferry_push_mutations_total{status="conflict"} 1
+/// ```
+public final class ServerMetrics: Sendable {
+    public let registry = PrometheusCollectorRegistry()
+
+    private static let latencyBuckets: [Duration] = [
+        .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2.5), .milliseconds(5),
+        .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
+        .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5),
+    ]
+
+    public init() {}
+
+    func recordRequest(method: String, route: String, status: Int, duration: Duration) {
+        registry.makeCounter(
+            descriptor: .init(namespace: "ferry", metricName: "http_requests", unitName: "total", helpText: "HTTP requests handled"),
+            labels: [("method", method), ("route", route), ("status", String(status))]
+        ).increment()
+        registry.makeDurationHistogram(
+            descriptor: .init(namespace: "ferry", metricName: "http_request_duration", unitName: "seconds", helpText: "HTTP request latency"),
+            labels: [("method", method), ("route", route)],
+            buckets: Self.latencyBuckets
+        ).record(duration)
+    }
+
+    func recordPush(_ response: PushResponse) {
+        registry.makeCounter(
+            descriptor: .init(namespace: "ferry", metricName: "pushes", unitName: "total", helpText: "Pushes applied")
+        ).increment()
+        for result in response.results where !result.replayed {
+            registry.makeCounter(
+                descriptor: .init(namespace: "ferry", metricName: "push_mutations", unitName: "total", helpText: "Mutations by outcome"),
+                labels: [("status", result.status.rawValue)]
+            ).increment()
+            if !result.conflicts.isEmpty {
+                registry.makeCounter(
+                    descriptor: .init(namespace: "ferry", metricName: "conflicts", unitName: "total", helpText: "Conflicting values recorded")
+                ).increment(by: Int64(result.conflicts.count))
+            }
+            if result.status == .rejected {
+                registry.makeCounter(
+                    descriptor: .init(namespace: "ferry", metricName: "rejections", unitName: "total", helpText: "Mutations rejected by validation")
+                ).increment()
+            }
+        }
+    }
+
+    func recordPull(_ response: PullResponse) {
+        registry.makeCounter(
+            descriptor: .init(namespace: "ferry", metricName: "pulls", unitName: "total", helpText: "Pulls served")
+        ).increment()
+        registry.makeCounter(
+            descriptor: .init(namespace: "ferry", metricName: "pulled_rows", unitName: "total", helpText: "Rows sent by pulls")
+        ).increment(by: Int64(response.pages.reduce(0) { $0 + $1.changes.count }))
+    }
+
+    func recordLiveSubscribers(_ count: Int) {
+        registry.makeGauge(
+            descriptor: .init(namespace: "ferry", metricName: "live_subscribers", unitName: "", helpText: "Open live streams")
+        ).set(Double(count))
+    }
+
+    /// The exposition text.
+    public func render() -> String {
+        registry.emitToString()
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import GRDB
+
+extension SQLiteSyncStore {
+    /// The store's schema. Each shipped migration is frozen; changes go in new ones.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("server.v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE store_meta (
+                    key TEXT PRIMARY KEY NOT NULL,
+                    value NOT NULL
+                ) WITHOUT ROWID;
+
+                -- Current state of every row. `cells` is JSON: per column the
+                -- value, the version that set it, its HLC stamp and client.
+                CREATE TABLE rows (
+                    scope TEXT NOT NULL,
+                    tbl TEXT NOT NULL,
+                    row_id TEXT NOT NULL,
+                    version INTEGER NOT NULL,
+                    deleted INTEGER NOT NULL,
+                    client_id TEXT NOT NULL,
+                    changed_at INTEGER NOT NULL,
+                    cells TEXT NOT NULL,
+                    PRIMARY KEY (scope, tbl, row_id)
+                ) WITHOUT ROWID;
+                CREATE INDEX rows_by_scope_version ON rows (scope, version);
+                CREATE INDEX rows_tombstones ON rows (changed_at) WHERE deleted = 1;
+
+                -- Overwritten values, so a conflict can report the value at its base.
+                CREATE TABLE history (
+                    scope TEXT NOT NULL,
+                    tbl TEXT NOT NULL,
+                    row_id TEXT NOT NULL,
+                    col TEXT NOT NULL,
+                    version INTEGER NOT NULL,
+                    value TEXT NOT NULL,
+                    PRIMARY KEY (scope, tbl, row_id, col, version)
+                ) WITHOUT ROWID;
+
+                CREATE TABLE clients (
+                    user_id TEXT NOT NULL,
+                    client_id TEXT NOT NULL,
+                    last_mutation_id INTEGER NOT NULL,
+                    PRIMARY KEY (user_id, client_id)
+                ) WITHOUT ROWID;
+
+                -- The result of each applied mutation, returned again on replay.
+                CREATE TABLE results (
+                    user_id TEXT NOT NULL,
+                    client_id TEXT NOT NULL,
+                    mutation_id INTEGER NOT NULL,
+                    version INTEGER NOT NULL,
+                    result TEXT NOT NULL,
+                    PRIMARY KEY (user_id, client_id, mutation_id)
+                ) WITHOUT ROWID;
+
+                CREATE TABLE conflicts (
+                    id INTEGER PRIMARY KEY,
+                    user_id TEXT NOT NULL,
+                    client_id TEXT NOT NULL,
+                    mutation_id INTEGER NOT NULL,
+                    scope TEXT NOT NULL,
+                    tbl TEXT NOT NULL,
+                    row_id TEXT NOT NULL,
+                    version INTEGER,
+                    conflict TEXT NOT NULL,
+                    created_at INTEGER NOT NULL
+                );
+
+                CREATE TABLE rejections (
+                    id INTEGER PRIMARY KEY,
+                    user_id TEXT NOT NULL,
+                    client_id TEXT NOT NULL,
+                    mutation_id INTEGER NOT NULL,
+                    scope TEXT NOT NULL,
+                    tbl TEXT NOT NULL,
+                    row_id TEXT NOT NULL,
+                    reason TEXT NOT NULL,
+                    mutation TEXT NOT NULL,
+                    created_at INTEGER NOT NULL
+                );
+
+                CREATE TABLE scopes (
+                    scope TEXT PRIMARY KEY NOT NULL,
+                    owner TEXT
+                ) WITHOUT ROWID;
+
+                CREATE TABLE members (
+                    scope TEXT NOT NULL REFERENCES scopes(scope),
+                    user_id TEXT NOT NULL,
+                    role TEXT NOT NULL,
+                    PRIMARY KEY (scope, user_id)
+                ) WITHOUT ROWID;
+                CREATE INDEX members_by_user ON members (user_id);
+                """)
+            try db.execute(
+                sql: "INSERT INTO store_meta (key, value) VALUES ('epoch', ?), ('cursorKey', ?), ('version', 0), ('horizon', 0)",
+                arguments: [UUID().uuidString, Data((0..<32).map { _ in UInt8.random(in: 0...255) })]
+            )
+        }
+        return migrator
+    }
+}
+

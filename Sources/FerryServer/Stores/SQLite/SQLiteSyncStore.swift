@@ -1,0 +1,278 @@
+import Crypto
+import FerryProtocol
+import Foundation
+import GRDB
+
+/// The embedded store: one SQLite file, one server process.
+///
+/// Versions are assigned inside SQLite's single write transaction, so they
+/// commit in order and a pull can never skip one (DESIGN.md server semantic 5).
+/// Reads run on a WAL snapshot, so a pull page and the client's last applied
+/// id always agree.
+///
+/// ```swift
+/// let store = try SQLiteSyncStore(directory: URL(filePath: "./ferry-data"))
+/// let receipt = try await store.push(push, userID: "alice", rules: PushRules())
+/// ```
+public final class SQLiteSyncStore: SyncStore {
+    /// The database file's name inside the data directory.
+    public static let fileName = "ferry-server.sqlite"
+
+    public let changeFeed = ChangeFeed()
+    let pool: DatabasePool
+    let cursors: PullCursorCodec
+
+    /// Opens (creating if needed) the store in `directory`.
+    public convenience init(directory: URL) throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try self.init(path: directory.appending(path: Self.fileName).path)
+    }
+
+    /// Opens (creating if needed) the store at a database file path.
+    public init(path: String) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(5)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        pool = try DatabasePool(path: path, configuration: configuration)
+        try Self.migrator.migrate(pool)
+        cursors = try pool.read { db in
+            guard let epoch = try String.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'epoch'"),
+                let key = try Data.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'cursorKey'")
+            else { throw FerryServerError(.internalError, "the store at \(path) has no epoch; it is damaged") }
+            return PullCursorCodec(epoch: epoch, key: SymmetricKey(data: key))
+        }
+    }
+
+    /// The store's epoch: cursors from any other epoch get a reset.
+    public var epoch: String { cursors.epoch }
+
+    public func close() async throws {
+        changeFeed.close()
+        try pool.close()
+    }
+
+    // MARK: Push
+
+    public func push(_ request: PushRequest, userID: String, rules: PushRules) async throws -> PushReceipt {
+        let planner = rules.planner
+        let now = rules.nowMilliseconds
+        let receipt = try await pool.write { db -> PushReceipt in
+            let lastApplied = try Self.lastMutationID(db, userID: userID, clientID: request.clientID)
+            var rows: [RowKey: StoredRow] = [:]
+            for mutation in request.mutations where mutation.mutationID > lastApplied {
+                let key = RowKey(scope: mutation.scope, table: mutation.table, rowID: mutation.rowID)
+                if rows[key] == nil, let row = try Self.loadRow(db, key) {
+                    rows[key] = row
+                }
+            }
+            let plan: PushPlan
+            do {
+                plan = try planner.plan(
+                    userID: userID,
+                    clientID: request.clientID,
+                    mutations: request.mutations,
+                    lastApplied: lastApplied,
+                    rows: rows,
+                    version: try Self.meta(db, "version"),
+                    nowMilliseconds: now
+                )
+            } catch PushPlanner.Refusal.gap(let last, let found) {
+                throw FerryServerError(
+                    .mutationGap,
+                    "mutation \(found) does not follow the last applied mutation \(last); resend from \(last + 1)",
+                    lastAppliedMutationID: last
+                )
+            }
+            try Self.write(plan, db, userID: userID, clientID: request.clientID, now: now)
+            let replayed = try Self.recordedResults(db, userID: userID, clientID: request.clientID, ids: plan.replayedIDs)
+            return PushReceipt(
+                response: PushResponse(lastAppliedMutationID: plan.lastAppliedMutationID, results: replayed + plan.results),
+                changedScopes: plan.changedScopes
+            )
+        }
+        changeFeed.publish(receipt.changedScopes)
+        return receipt
+    }
+
+    private static func write(_ plan: PushPlan, _ db: Database, userID: String, clientID: String, now: Int64) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        for (key, row) in plan.rows {
+            try db.execute(
+                sql: """
+                    INSERT INTO rows (scope, tbl, row_id, version, deleted, client_id, changed_at, cells)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (scope, tbl, row_id) DO UPDATE SET
+                        version = excluded.version, deleted = excluded.deleted, client_id = excluded.client_id,
+                        changed_at = excluded.changed_at, cells = excluded.cells
+                    """,
+                arguments: [
+                    key.scope, key.table, key.rowID, row.version, row.deleted, row.clientID, now,
+                    String(decoding: try encoder.encode(row.cells), as: UTF8.self),
+                ]
+            )
+        }
+        for (key, values) in plan.overwritten {
+            for old in values {
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO history (scope, tbl, row_id, col, version, value) VALUES (?, ?, ?, ?, ?, ?)",
+                    arguments: [
+                        key.scope, key.table, key.rowID, old.column, old.version,
+                        String(decoding: try encoder.encode(old.value), as: UTF8.self),
+                    ]
+                )
+            }
+        }
+        for recorded in plan.conflicts {
+            try db.execute(
+                sql: """
+                    INSERT INTO conflicts (user_id, client_id, mutation_id, scope, tbl, row_id, version, conflict, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    userID, clientID, recorded.mutationID, recorded.key.scope, recorded.key.table, recorded.key.rowID,
+                    recorded.version, String(decoding: try encoder.encode(recorded.conflict), as: UTF8.self), now,
+                ]
+            )
+        }
+        for rejection in plan.rejections {
+            let mutation = rejection.mutation
+            try db.execute(
+                sql: """
+                    INSERT INTO rejections (user_id, client_id, mutation_id, scope, tbl, row_id, reason, mutation, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    userID, clientID, mutation.mutationID, mutation.scope, mutation.table, mutation.rowID,
+                    rejection.reason, String(decoding: try encoder.encode(mutation), as: UTF8.self), now,
+                ]
+            )
+        }
+        for result in plan.results {
+            try db.execute(
+                sql: "INSERT INTO results (user_id, client_id, mutation_id, version, result) VALUES (?, ?, ?, ?, ?)",
+                arguments: [
+                    userID, clientID, result.mutationID, plan.version,
+                    String(decoding: try encoder.encode(result), as: UTF8.self),
+                ]
+            )
+        }
+        if !plan.results.isEmpty {
+            try db.execute(
+                sql: """
+                    INSERT INTO clients (user_id, client_id, last_mutation_id) VALUES (?, ?, ?)
+                    ON CONFLICT (user_id, client_id) DO UPDATE SET last_mutation_id = excluded.last_mutation_id
+                    """,
+                arguments: [userID, clientID, plan.lastAppliedMutationID]
+            )
+        }
+        try db.execute(sql: "UPDATE store_meta SET value = ? WHERE key = 'version'", arguments: [plan.version])
+    }
+
+    private static func recordedResults(_ db: Database, userID: String, clientID: String, ids: [Int64]) throws -> [MutationResult] {
+        let decoder = JSONDecoder()
+        return try ids.map { id in
+            let json = try String.fetchOne(
+                db,
+                sql: "SELECT result FROM results WHERE user_id = ? AND client_id = ? AND mutation_id = ?",
+                arguments: [userID, clientID, id]
+            )
+            // Results older than the tombstone horizon are collected; the id is still acknowledged.
+            var result = try json.map { try decoder.decode(MutationResult.self, from: Data($0.utf8)) }
+                ?? MutationResult(mutationID: id, status: .applied)
+            result.replayed = true
+            return result
+        }
+    }
+
+    static func loadRow(_ db: Database, _ key: RowKey) throws -> StoredRow? {
+        guard let row = try Row.fetchOne(
+            db,
+            sql: "SELECT version, deleted, client_id, cells FROM rows WHERE scope = ? AND tbl = ? AND row_id = ?",
+            arguments: [key.scope, key.table, key.rowID]
+        ) else { return nil }
+        let decoder = JSONDecoder()
+        let history = try Row.fetchAll(
+            db,
+            sql: "SELECT col, version, value FROM history WHERE scope = ? AND tbl = ? AND row_id = ? ORDER BY version",
+            arguments: [key.scope, key.table, key.rowID]
+        ).map { entry in
+            HistoricValue(
+                column: entry["col"],
+                version: entry["version"],
+                value: try decoder.decode(ColumnValue.self, from: Data((entry["value"] as String).utf8))
+            )
+        }
+        return StoredRow(
+            version: row["version"],
+            deleted: row["deleted"],
+            cells: try decoder.decode([String: StoredCell].self, from: Data((row["cells"] as String).utf8)),
+            clientID: row["client_id"],
+            history: history
+        )
+    }
+
+    static func lastMutationID(_ db: Database, userID: String, clientID: String) throws -> Int64 {
+        try Int64.fetchOne(
+            db,
+            sql: "SELECT last_mutation_id FROM clients WHERE user_id = ? AND client_id = ?",
+            arguments: [userID, clientID]
+        ) ?? 0
+    }
+
+    static func meta(_ db: Database, _ key: String) throws -> Int64 {
+        try Int64.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = ?", arguments: [key]) ?? 0
+    }
+
+    // MARK: Pull
+
+    public func pull(_ request: PullRequest, userID: String, limit: Int) async throws -> PullResponse {
+        let cursors = self.cursors
+        return try await pool.read { db in
+            let lastApplied = try Self.lastMutationID(db, userID: userID, clientID: request.clientID)
+            let version = try Self.meta(db, "version")
+            let horizon = try Self.meta(db, "horizon")
+            let decoder = JSONDecoder()
+            var pages: [PullPage] = []
+            for followed in request.scopes {
+                var start = PullStart.fromScratch(reset: false)
+                if let text = followed.cursor {
+                    start = try PullStart(cursor: text, scope: followed.scope, codec: cursors, horizon: horizon, version: version)
+                }
+                let rows = try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT tbl, row_id, version, deleted, cells FROM rows
+                        WHERE scope = ? AND version > ? AND (deleted = 0 OR ?)
+                        ORDER BY version LIMIT ?
+                        """,
+                    arguments: [followed.scope, start.position, !start.isFromScratch, limit + 1]
+                )
+                let hasMore = rows.count > limit
+                let changes = try rows.prefix(limit).map { row in
+                    RowChange(
+                        table: row["tbl"],
+                        rowID: row["row_id"],
+                        version: row["version"],
+                        deleted: row["deleted"],
+                        values: try decoder.decode([String: StoredCell].self, from: Data((row["cells"] as String).utf8))
+                            .mapValues(\.value)
+                    )
+                }
+                // A finished scope moves to the store's version, so a quiet
+                // scope's cursor never falls behind the tombstone horizon.
+                let position = hasMore ? changes.last!.version : version
+                pages.append(PullPage(
+                    scope: followed.scope,
+                    changes: changes,
+                    cursor: cursors.encode(PullCursor(epoch: cursors.epoch, scope: followed.scope, position: position)),
+                    hasMore: hasMore,
+                    reset: start.isReset
+                ))
+            }
+            return PullResponse(lastAppliedMutationID: lastApplied, pages: pages)
+        }
+    }
+}

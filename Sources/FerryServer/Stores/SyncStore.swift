@@ -1,0 +1,97 @@
+import FerryProtocol
+import Foundation
+
+/// The rules a store applies to a push, beyond its data.
+public struct PushRules: Sendable {
+    public var tables: ServerTables
+    /// How far ahead of server time a last-write-wins stamp may be.
+    public var maxClockDrift: Duration
+    /// Server wall time now.
+    public var now: Date
+
+    public init(tables: ServerTables = ServerTables(), maxClockDrift: Duration = .seconds(60), now: Date = Date()) {
+        self.tables = tables
+        self.maxClockDrift = maxClockDrift
+        self.now = now
+    }
+
+    var planner: PushPlanner {
+        let (seconds, attoseconds) = maxClockDrift.components
+        return PushPlanner(
+            tables: tables,
+            maxClockDriftMilliseconds: seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        )
+    }
+
+    var nowMilliseconds: Int64 {
+        Int64((now.timeIntervalSince1970 * 1000).rounded(.down))
+    }
+}
+
+/// What a push did, for the reply and for metrics.
+public struct PushReceipt: Sendable, Hashable {
+    public var response: PushResponse
+    /// Scopes whose rows changed.
+    public var changedScopes: Set<String>
+}
+
+/// What a garbage collection removed.
+public struct GarbageReport: Sendable, Hashable {
+    /// The tombstone horizon now: cursors older than it get a reset.
+    public var horizon: Int64
+    public var tombstonesRemoved: Int
+}
+
+/// Where the server keeps rows, versions, client state and scopes: the seam
+/// between the HTTP API and a database.
+///
+/// Every store keeps DESIGN.md's server semantics: a push and the client's
+/// last applied mutation id advance in one transaction; a pull page and the
+/// last applied id are read from one snapshot; versions never let a pull
+/// skip a committed change. ``SQLiteSyncStore`` runs on one machine; a
+/// PostgreSQL store serves many instances.
+///
+/// Callers check access and the shape of requests first (the HTTP layer
+/// does); a store trusts that `userID` may write every scope of a push and
+/// read every scope of a pull.
+///
+/// ```swift
+/// let store = try SQLiteSyncStore(directory: dataDirectory)
+/// let receipt = try await store.push(request, userID: "alice", rules: PushRules())
+/// let page = try await store.pull(PullRequest(clientID: id, scopes: [.init(scope: "user:alice")]), userID: "alice", limit: 500)
+/// ```
+public protocol SyncStore: Sendable {
+    /// Live news of committed changes.
+    var changeFeed: ChangeFeed { get }
+
+    /// Applies a push: idempotent, all or nothing.
+    ///
+    /// - Throws: ``FerryServerError`` `mutationGap` when a fresh id skips
+    ///   ahead, with the last applied id; nothing is written.
+    func push(_ request: PushRequest, userID: String, rules: PushRules) async throws -> PushReceipt
+
+    /// Reads one page per scope, and the client's last applied id, from one snapshot.
+    ///
+    /// - Throws: ``FerryServerError`` `badRequest` for a garbled or forged cursor.
+    func pull(_ request: PullRequest, userID: String, limit: Int) async throws -> PullResponse
+
+    /// The stored membership of `userID` in a shared scope, if any.
+    func membership(of userID: String, in scope: String) async throws -> ScopeMembership?
+
+    /// Every shared scope `userID` owns or belongs to.
+    func memberships(of userID: String) async throws -> [ScopeMembership]
+
+    /// Creates a shared scope. `owner` may add members; `nil` leaves it to administrators.
+    ///
+    /// - Throws: ``FerryServerError`` `alreadyExists`.
+    func createScope(_ scope: String, owner: String?) async throws
+
+    /// Adds `userID` to a shared scope, or changes their role.
+    func setMember(_ userID: String, role: ScopeRole, in scope: String) async throws
+
+    /// Removes tombstones last changed before `cutoff` and moves the horizon past them.
+    func collectGarbage(before cutoff: Date) async throws -> GarbageReport
+
+    /// Closes the store; later calls fail.
+    func close() async throws
+}

@@ -1,0 +1,69 @@
+import ArgumentParser
+import FerryProtocol
+import FerryServer
+import Foundation
+import Logging
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Serve the sync API (the default).")
+
+    @OptionGroup var options: ServerOptions
+
+    @Option(help: "The address to listen on.")
+    var host: String = "127.0.0.1"
+
+    @Option(help: "The port to listen on (0 picks a free one).")
+    var port: Int = 8080
+
+    @Option(help: "A table's conflict policy, as table=policy (lastWriteWins, serverWins, clientWins, manual). Repeatable; other tables use lastWriteWins.")
+    var policy: [String] = []
+
+    @Option(help: "Days a tombstone is kept before garbage collection.")
+    var tombstoneRetentionDays: Int = 30
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0–65535") }
+        guard tombstoneRetentionDays >= 1 else { throw ValidationError("--tombstone-retention-days must be at least 1") }
+        _ = try tables()
+    }
+
+    func tables() throws -> ServerTables {
+        var tables = ServerTables()
+        for entry in policy {
+            let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let policy = ConflictPolicy(rawValue: parts[1]) else {
+                throw ValidationError("--policy \(entry): write table=policy, policy one of \(ConflictPolicy.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            tables.rules[parts[0]] = TableRule(policy: policy)
+        }
+        return tables
+    }
+
+    func run() async throws {
+        // Line-buffered, so the listening address shows at once even when piped.
+        setvbuf(stdout, nil, _IOLBF, 0)
+        LoggingSystem.bootstrap(StreamLogHandler.standardError)
+        let secret = try options.secret()
+        var configuration = FerryServerConfiguration(jwtSecret: secret.value)
+        configuration.host = host
+        configuration.port = port
+        configuration.tables = try tables()
+        configuration.tombstoneRetention = .seconds(tombstoneRetentionDays * 24 * 3600)
+        let store = try SQLiteSyncStore(directory: options.dataDirectory)
+        let dataDir = options.dataDir
+        let app = try await FerryApplication.build(
+            configuration: configuration,
+            store: store,
+            onServerRunning: { host, port in
+                print("""
+                    Ferry server listening on http://\(host):\(port)
+                    Store: SQLite in \(dataDir) (epoch \(store.epoch))
+                    JWT secret: \(secret.origin)
+                    Get a token: swift run ferry-server token --user alice --data-dir \(dataDir)
+                    """)
+            }
+        )
+        try await app.runService()
+        print("Ferry server stopped; store closed.")
+    }
+}
