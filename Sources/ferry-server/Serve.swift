@@ -40,8 +40,6 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
-        // Line-buffered, so the listening address shows at once even when piped.
-        setvbuf(stdout, nil, _IOLBF, 0)
         LoggingSystem.bootstrap(StreamLogHandler.standardError)
         let secret = try options.secret()
         var configuration = FerryServerConfiguration(jwtSecret: secret.value)
@@ -55,15 +53,17 @@ struct Serve: AsyncParsableCommand {
             configuration: configuration,
             store: store,
             onServerRunning: { host, port in
-                print("""
+                // Written unbuffered, so it shows at once even when piped.
+                FileHandle.standardOutput.write(Data("""
                     Ferry server listening on http://\(host):\(port)
                     Store: SQLite in \(dataDir) (epoch \(store.epoch))
                     JWT secret: \(secret.origin)
                     Get a token: swift run ferry-server token --user alice --data-dir \(dataDir)
-                    """)
+
+                    """.utf8))
             }
         )
         try await app.runService()
-        print("Ferry server stopped; store closed.")
+        FileHandle.standardOutput.write(Data("Ferry server stopped; store closed.\n".utf8))
     }
 }

@@ -12,9 +12,9 @@ import Foundation
 /// reads back to the same `Double`) and `{"blob": "<base64>"}`.
 ///
 /// ```swift
-/// let values: [String: ColumnValue] = ["title": "Milk", "count": 2, "ratio": .real(0.5)]
+/// let values: [String: ColumnValue] = ["title": "Milk", "count": 2, "ratio": .real(0.5), "due": .null]
 /// let json = try JSONEncoder().encode(values)
-/// // {"count":2,"ratio":{"real":"0.5"},"title":"Milk"}
+/// // {"count":2,"due":null,"ratio":{"real":"0.5"},"title":"Milk"}
 /// assert(try JSONDecoder().decode([String: ColumnValue].self, from: json) == values)
 /// ```
 ///
@@ -145,10 +145,9 @@ public enum ColumnValue: Sendable, Hashable, Codable, CustomStringConvertible {
     }
 }
 
-extension ColumnValue: ExpressibleByNilLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
-    ExpressibleByStringLiteral
-{
-    public init(nilLiteral: ()) { self = .null }
+// Deliberately not ExpressibleByNilLiteral: `nil` must stay "absent" in a
+// `ColumnValue?`, never silently become SQL NULL.
+extension ColumnValue: ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral, ExpressibleByStringLiteral {
     public init(integerLiteral value: Int64) { self = .integer(value) }
     public init(floatLiteral value: Double) { self = .real(value) }
     public init(stringLiteral value: String) { self = .text(value) }

@@ -1,0 +1,65 @@
+@testable import FerryServer
+import FerryProtocol
+import Testing
+
+/// DESIGN.md server semantic 1 and the validation hook, on the pure planner.
+@Suite struct PushPlannerTests {
+    static let now: Int64 = 1_700_000_000_000
+
+    static func mutation(_ id: Int64, row: String = "r", title: String = "t", at ms: Int64 = now) -> Mutation {
+        Mutation(
+            mutationID: id, table: "note", rowID: row, scope: "user:a", operation: .upsert,
+            columns: ["title": .text(title)], baseVersion: nil, hlc: HLCTimestamp(wallMilliseconds: ms, counter: 0)
+        )
+    }
+
+    static func plan(_ mutations: [Mutation], lastApplied: Int64 = 0, planner: PushPlanner = PushPlanner(tables: ServerTables(), maxClockDriftMilliseconds: 60_000)) throws -> PushPlan {
+        try planner.plan(userID: "a", clientID: "c", mutations: mutations, lastApplied: lastApplied, rows: [:], version: 10, nowMilliseconds: now)
+    }
+
+    @Test func freshMutationsGetConsecutiveVersions() throws {
+        let plan = try Self.plan([Self.mutation(1, row: "x"), Self.mutation(2, row: "y"), Self.mutation(3, row: "x", title: "u")])
+        #expect(plan.lastAppliedMutationID == 3)
+        #expect(plan.version == 13)
+        #expect(plan.results.map(\.version) == [11, 12, 13])
+        #expect(plan.rows[RowKey(scope: "user:a", table: "note", rowID: "x")]?.values == ["title": "u"])
+    }
+
+    @Test func replayedIDsAreAcknowledgedWithoutEffect() throws {
+        let plan = try Self.plan([Self.mutation(4), Self.mutation(5), Self.mutation(6)], lastApplied: 5)
+        #expect(plan.replayedIDs == [4, 5])
+        #expect(plan.results.map(\.mutationID) == [6])
+        #expect(plan.lastAppliedMutationID == 6)
+    }
+
+    @Test(arguments: [[Int64(2)], [1, 3], [7]])
+    func aGapIsRefused(ids: [Int64]) {
+        #expect(throws: PushPlanner.Refusal.self) {
+            try Self.plan(ids.map { Self.mutation($0) }, lastApplied: ids == [7] ? 5 : 0)
+        }
+    }
+
+    @Test func stampsTooFarAheadAreRejectedForLastWriteWinsOnly() throws {
+        let ahead = Self.mutation(1, at: Self.now + 61_000)
+        let plan = try Self.plan([ahead, Self.mutation(2, at: Self.now + 59_000)])
+        #expect(plan.results.map(\.status) == [.rejected, .applied])
+        #expect(plan.results[0].reason?.contains("ahead of the server") == true)
+        #expect(plan.lastAppliedMutationID == 2, "a rejection still advances the last applied id")
+
+        let serverWins = PushPlanner(tables: ServerTables(defaultRule: TableRule(policy: .serverWins)), maxClockDriftMilliseconds: 60_000)
+        #expect(try Self.plan([ahead], planner: serverWins).results.map(\.status) == [.applied])
+    }
+
+    @Test func validatorRejectsWithReasonAndIsRecorded() throws {
+        let validator = MutationValidator { proposed in
+            proposed.mutation.columns["title"] == "" ? .reject(reason: "a note needs a title") : .accept
+        }
+        let planner = PushPlanner(tables: ServerTables(rules: ["note": TableRule(validator: validator)]), maxClockDriftMilliseconds: 60_000)
+        let plan = try Self.plan([Self.mutation(1, title: ""), Self.mutation(2, row: "s")], planner: planner)
+        #expect(plan.results.map(\.status) == [.rejected, .applied])
+        #expect(plan.results[0].reason == "a note needs a title")
+        #expect(plan.rejections.map(\.reason) == ["a note needs a title"])
+        #expect(plan.lastAppliedMutationID == 2)
+        #expect(plan.rows.keys.map(\.rowID) == ["s"])
+    }
+}
