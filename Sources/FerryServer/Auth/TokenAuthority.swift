@@ -12,7 +12,7 @@ import JWTKit
 /// ```
 public struct TokenAuthority: Sendable {
     /// The shortest secret accepted, in bytes.
-    public static let minimumSecretLength = 16
+    public static let minimumSecretLength = 32
 
     private let keys: JWTKeyCollection
 
