@@ -1,0 +1,97 @@
+@testable import FerryServer
+import FerryProtocol
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import JWTKit
+import Testing
+
+/// Bearer JWTs and scope access (DESIGN.md server semantic 7) over HTTP.
+@Suite struct APIAuthTests {
+    static let pull = #"{"clientID":"c1","scopes":[{"scope":"user:alice"}]}"#
+
+    @Test func noTokenBadSignatureExpiredOrGarbledAre401() async throws {
+        let server = try await TestServer()
+        let otherKey = await TokenAuthority(secret: String(repeating: "x", count: 40))
+        let forged = try await otherKey.mint(userID: "alice", lifetime: .seconds(600))
+        let expired = try await server.authority.mint(userID: "alice", lifetime: .seconds(60), now: Date().addingTimeInterval(-3600))
+        try await server.withClient { client in
+            for token: String? in [nil, forged, expired, "not.a.jwt", ""] {
+                let response = try await client.send(.post, "/v1/pull", token: token, json: Self.pull)
+                #expect(response.status == .unauthorized)
+                #expect(try response.decode(ErrorResponse.self).code == .unauthorized)
+            }
+            let wrongScheme = try await client.execute(uri: "/v1/pull", method: .post, headers: [.authorization: "Basic YTpi"], body: .init(string: Self.pull))
+            #expect(wrongScheme.status == .unauthorized)
+            let expiredBody = try await client.send(.post, "/v1/pull", token: expired, json: Self.pull)
+            #expect(try expiredBody.decode(ErrorResponse.self).message.contains("expired"))
+        }
+    }
+
+    @Test func anotherUsersScopeIs403AndRevealsNothing() async throws {
+        let server = try await TestServer()
+        try await server.store.createScope("team:secret", owner: "bob")
+        _ = try await server.store.push(
+            PushRequest(clientID: "b1", mutations: [Mutations.upsert(1, scope: "team:secret", ["t": "plans"])]),
+            userID: "bob", rules: PushRules()
+        )
+        _ = try await server.store.push(
+            PushRequest(clientID: "b2", mutations: [Mutations.upsert(1, scope: "user:bob", ["t": "diary"])]),
+            userID: "bob", rules: PushRules()
+        )
+        let mallory = try await server.token("mallory")
+        let before = try await server.digest()
+        try await server.withClient { client in
+            // An existing scope with data, another user's personal scope, and a scope that does not exist.
+            var bodies: [String] = []
+            for scope in ["team:secret", "user:bob", "team:nothing"] {
+                let pull = try await client.send(.post, "/v1/pull", token: mallory, body: PullRequest(clientID: "m1", scopes: [.init(scope: scope)]))
+                let push = try await client.send(.post, "/v1/push", token: mallory, body: PushRequest(clientID: "m1", mutations: [Mutations.upsert(1, scope: scope, ["t": "x"])]))
+                let live = try await client.send(.get, "/v1/live?scope=\(scope)", token: mallory)
+                for response in [pull, push, live] {
+                    #expect(response.status == .forbidden)
+                    bodies.append(response.text.replacingOccurrences(of: scope, with: "SCOPE"))
+                }
+                let member = try await client.send(.put, "/v1/scopes/\(scope)/members/mallory", token: mallory, json: #"{"role":"write"}"#)
+                #expect(member.status == .forbidden)
+                bodies.append(member.text)
+            }
+            // Same answers, word for word, whatever the scope holds or whether it exists.
+            #expect(Set(bodies[0..<4]) == Set(bodies[4..<8]))
+            #expect(Set(bodies[4..<8]) == Set(bodies[8..<12]))
+        }
+        #expect(try await server.digest() == before)
+    }
+
+    @Test func pushNeedsWriteAndPullNeedsRead() async throws {
+        let server = try await TestServer()
+        let owner = try await server.token("olga")
+        let reader = try await server.token("rita")
+        let writer = try await server.token("walt")
+        try await server.withClient { client in
+            let created = try await client.send(.post, "/v1/scopes", token: owner, json: #"{"scope":"team:survey"}"#)
+            #expect(created.status == .created)
+            #expect(try await client.send(.post, "/v1/scopes", token: reader, json: #"{"scope":"team:survey"}"#).status == .conflict)
+            #expect(try await client.send(.put, "/v1/scopes/team:survey/members/rita", token: owner, json: #"{"role":"read"}"#).status == .ok)
+            #expect(try await client.send(.put, "/v1/scopes/team:survey/members/walt", token: owner, json: #"{"role":"write"}"#).status == .ok)
+            // A member who does not own the scope cannot add others.
+            #expect(try await client.send(.put, "/v1/scopes/team:survey/members/eve", token: writer, json: #"{"role":"write"}"#).status == .forbidden)
+
+            let push = { (token: String, client: String) in
+                PushRequest(clientID: client, mutations: [Mutations.upsert(1, row: client, scope: "team:survey", ["t": .text(client)])])
+            }
+            #expect(try await client.send(.post, "/v1/push", token: reader, body: push(reader, "rc")).status == .forbidden)
+            #expect(try await client.send(.post, "/v1/push", token: writer, body: push(writer, "wc")).status == .ok)
+            #expect(try await client.send(.post, "/v1/push", token: owner, body: push(owner, "oc")).status == .ok)
+            let pulled = try await client.send(.post, "/v1/pull", token: reader, body: PullRequest(clientID: "rc", scopes: [.init(scope: "team:survey")]))
+            #expect(pulled.status == .ok)
+            #expect(Set(try pulled.decode(PullResponse.self).pages[0].changes.map(\.rowID)) == ["wc", "oc"])
+
+            let scopes = try await client.send(.get, "/v1/scopes", token: reader).decode(ScopeList.self)
+            #expect(scopes.scopes == [
+                ScopeMembership(scope: "user:rita", role: .write, owner: true),
+                ScopeMembership(scope: "team:survey", role: .read, owner: false),
+            ])
+        }
+    }
+}
