@@ -1,0 +1,99 @@
+@testable import FerryServer
+import FerryProtocol
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import NIOConcurrencyHelpers
+import Testing
+
+/// The live endpoint on a real socket.
+@Suite struct LiveTests {
+    @Test func aCommitReachesASubscriberWithin100Milliseconds() async throws {
+        let server = try await TestServer()
+        let token = try await server.token("alice")
+        try await server.store.createScope("team:field", owner: "alice")
+        let app = try await server.application()
+        try await app.test(.live) { client in
+            let port = try #require(client.port)
+            let latencies = NIOLockedValueBox<[Duration]>([])
+            let pushStarted = NIOLockedValueBox<ContinuousClock.Instant?>(nil)
+            let rounds = 10
+            let (ready, readyContinuation) = AsyncStream.makeStream(of: Void.self)
+            let (received, receivedContinuation) = AsyncStream.makeStream(of: Void.self)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    // However the stream ends, nobody waits for it any longer.
+                    defer {
+                        readyContinuation.finish()
+                        receivedContinuation.finish()
+                    }
+                    let status = try await EventStreamClient.stream(port: port, path: "/v1/live?scope=user:alice&scope=team:field", token: token) { event in
+                        switch event.name {
+                        case "ready":
+                            readyContinuation.yield()
+                        case "change":
+                            #expect(event.data == #"{"scopes":["user:alice"]}"#)
+                            if let start = pushStarted.withLockedValue({ $0 }) {
+                                latencies.withLockedValue { $0.append(event.received - start) }
+                            }
+                            receivedContinuation.yield()
+                        default:
+                            break
+                        }
+                        return latencies.withLockedValue { $0.count } < rounds
+                    }
+                    #expect(status.contains(" 200 "))
+                }
+                var readyIterator = ready.makeAsyncIterator()
+                await readyIterator.next()
+                var receivedIterator = received.makeAsyncIterator()
+                for round in 1...rounds {
+                    // Measured from before the push starts: an upper bound on commit → notification.
+                    pushStarted.withLockedValue { $0 = ContinuousClock.now }
+                    _ = try await server.store.push(
+                        PushRequest(clientID: "c1", mutations: [Mutations.upsert(Int64(round), row: "r\(round)", ["n": .integer(Int64(round))])]),
+                        userID: "alice", rules: PushRules()
+                    )
+                    await receivedIterator.next()
+                }
+                try await group.waitForAll()
+            }
+            let measured = latencies.withLockedValue { $0 }
+            #expect(measured.count == rounds)
+            let worst = try #require(measured.max())
+            #expect(worst < .milliseconds(100), "slowest notification took \(worst)")
+            print("live notification latency over \(rounds) commits: max \(worst), all \(measured)")
+        }
+    }
+
+    @Test func subscribersHearOnlyTheirScopesAndForbiddenScopesAre403() async throws {
+        let server = try await TestServer()
+        let alice = try await server.token("alice")
+        let app = try await server.application()
+        try await app.test(.live) { client in
+            let port = try #require(client.port)
+            let status = try await EventStreamClient.stream(port: port, path: "/v1/live?scope=user:bob", token: alice) { _ in false }
+            #expect(status.contains("403"))
+
+            let heard = NIOLockedValueBox<[String]>([])
+            let (ready, readyContinuation) = AsyncStream.makeStream(of: Void.self)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    defer { readyContinuation.finish() }
+                    try await EventStreamClient.stream(port: port, path: "/v1/live?scope=user:alice", token: alice) { event in
+                        if event.name == "ready" { readyContinuation.yield() }
+                        if event.name == "change" { heard.withLockedValue { $0.append(event.data) } }
+                        return event.name != "change"
+                    }
+                }
+                var iterator = ready.makeAsyncIterator()
+                await iterator.next()
+                // Bob's commit is not Alice's news; hers is.
+                _ = try await server.store.push(PushRequest(clientID: "b", mutations: [Mutations.upsert(1, scope: "user:bob", ["t": "b"])]), userID: "bob", rules: PushRules())
+                _ = try await server.store.push(PushRequest(clientID: "a", mutations: [Mutations.upsert(1, ["t": "a"])]), userID: "alice", rules: PushRules())
+                try await group.waitForAll()
+            }
+            #expect(heard.withLockedValue { $0 } == [#"{"scopes":["user:alice"]}"#])
+        }
+    }
+}
