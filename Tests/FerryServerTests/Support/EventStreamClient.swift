@@ -63,3 +63,24 @@ struct EventStreamClient {
         }
     }
 }
+
+extension EventStreamClient {
+    /// One plain request on a real socket (`Connection: close`): the status line and body.
+    static func request(port: Int, method: String, path: String, token: String? = nil, body: String = "") async throws -> (status: String, body: String) {
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connect(host: "127.0.0.1", port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                }
+            }
+        return try await channel.executeThenClose { inbound, outbound in
+            let authorization = token.map { "Authorization: Bearer \($0)\r\n" } ?? ""
+            try await outbound.write(ByteBuffer(string: "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(authorization)Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"))
+            var text = ""
+            for try await buffer in inbound { text += String(buffer: buffer) }
+            let parts = text.components(separatedBy: "\r\n\r\n")
+            let status = parts[0].split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+            return (status, parts.dropFirst().joined(separator: "\r\n\r\n"))
+        }
+    }
+}
