@@ -16,47 +16,56 @@ import Testing
         try await app.test(.live) { client in
             let port = try #require(client.port)
             let latencies = NIOLockedValueBox<[Duration]>([])
-            let pushStarted = NIOLockedValueBox<ContinuousClock.Instant?>(nil)
+            // Commit instants: an in-process subscriber hears of each commit right after the store makes it.
+            let commits = NIOLockedValueBox<[ContinuousClock.Instant]>([])
+            let inProcess = server.store.changeFeed.subscribe(to: ["user:alice"])
             let rounds = 10
             let (ready, readyContinuation) = AsyncStream.makeStream(of: Void.self)
-            let (received, receivedContinuation) = AsyncStream.makeStream(of: Void.self)
+            let (received, receivedContinuation) = AsyncStream.makeStream(of: ContinuousClock.Instant.self)
             try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await _ in inProcess.changes {
+                        let now = ContinuousClock.now
+                        if commits.withLockedValue({ $0.append(now); return $0.count }) == rounds { break }
+                    }
+                }
                 group.addTask {
                     // However the stream ends, nobody waits for it any longer.
                     defer {
                         readyContinuation.finish()
                         receivedContinuation.finish()
                     }
+                    let changes = NIOLockedValueBox(0)
                     let status = try await EventStreamClient.stream(port: port, path: "/v1/live?scope=user:alice&scope=team:field", token: token) { event in
                         switch event.name {
                         case "ready":
                             readyContinuation.yield()
                         case "change":
                             #expect(event.data == #"{"scopes":["user:alice"]}"#)
-                            if let start = pushStarted.withLockedValue({ $0 }) {
-                                latencies.withLockedValue { $0.append(event.received - start) }
-                            }
-                            receivedContinuation.yield()
+                            receivedContinuation.yield(event.received)
+                            changes.withLockedValue { $0 += 1 }
                         default:
                             break
                         }
-                        return latencies.withLockedValue { $0.count } < rounds
+                        return changes.withLockedValue { $0 } < rounds
                     }
                     #expect(status.contains(" 200 "))
                 }
                 var readyIterator = ready.makeAsyncIterator()
                 await readyIterator.next()
+                var arrivals: [ContinuousClock.Instant] = []
                 var receivedIterator = received.makeAsyncIterator()
                 for round in 1...rounds {
-                    // Measured from before the push starts: an upper bound on commit → notification.
-                    pushStarted.withLockedValue { $0 = ContinuousClock.now }
                     _ = try await server.store.push(
                         PushRequest(clientID: "c1", mutations: [Mutations.upsert(Int64(round), row: "r\(round)", ["n": .integer(Int64(round))])]),
                         userID: "alice", rules: PushRules()
                     )
-                    await receivedIterator.next()
+                    arrivals.append(try #require(await receivedIterator.next()))
                 }
                 try await group.waitForAll()
+                let committed = commits.withLockedValue { $0 }
+                #expect(committed.count == rounds)
+                latencies.withLockedValue { $0 = zip(arrivals, committed).map { max(.zero, $0 - $1) } }
             }
             let measured = latencies.withLockedValue { $0 }
             #expect(measured.count == rounds)
