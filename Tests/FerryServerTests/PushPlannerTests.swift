@@ -62,4 +62,29 @@ import Testing
         #expect(plan.lastAppliedMutationID == 2)
         #expect(plan.rows.keys.map(\.rowID) == ["s"])
     }
+
+    @Test func aBaseTheServerNeverIssuedIsRejected() throws {
+        let key = RowKey(scope: "user:a", table: "note", rowID: "r")
+        let row = StoredRow(version: 4, deleted: false, cells: [:], clientID: "a:other")
+        var mutation = Self.mutation(1)
+        mutation.baseVersion = 5
+        let plan = try PushPlanner(tables: ServerTables(), maxClockDriftMilliseconds: 60_000)
+            .plan(userID: "a", clientID: "c", mutations: [mutation], lastApplied: 0, rows: [key: row], version: 10, nowMilliseconds: Self.now)
+        #expect(plan.results.map(\.status) == [.rejected])
+        #expect(plan.rows.isEmpty)
+    }
+
+    @Test func theSameClientIDUnderAnotherUserIsAnotherWriter() throws {
+        let key = RowKey(scope: "team:x", table: "note", rowID: "r")
+        let planner = PushPlanner(tables: ServerTables(defaultRule: TableRule(policy: .serverWins)), maxClockDriftMilliseconds: 60_000)
+        var first = Self.mutation(1)
+        first.scope = "team:x"
+        let created = try planner.plan(userID: "a", clientID: "c", mutations: [first], lastApplied: 0, rows: [:], version: 0, nowMilliseconds: Self.now)
+        var second = Self.mutation(1, title: "other")
+        second.scope = "team:x"
+        second.baseVersion = 0
+        let plan = try planner.plan(userID: "b", clientID: "c", mutations: [second], lastApplied: 0, rows: created.rows, version: 1, nowMilliseconds: Self.now)
+        #expect(plan.results.map(\.status) == [.conflict])
+        #expect(plan.rows[key] == nil, "server wins: b's stale edit must not overwrite a's value")
+    }
 }

@@ -103,9 +103,12 @@ import Testing
 
     @Test func rowGoneAfterGarbageCollectionStaysGoneForAStaleClient() {
         // The tombstone was collected: no row, but the client's base says it saw one.
-        let outcome = RowMerge.merge(Self.upsert(["title": "back"], base: 2), from: Self.alice, into: nil, policy: .clientWins, version: 4)
+        // The tombstone was at version 3, so the horizon is 3.
+        let outcome = RowMerge.merge(Self.upsert(["title": "back"], base: 2), from: Self.alice, into: nil, policy: .clientWins, version: 4, horizon: 3)
         #expect(outcome.row == nil)
         #expect(outcome.status == .conflict)
+        let sawDelete = RowMerge.merge(Self.upsert(["title": "back"], base: 3), from: Self.alice, into: nil, policy: .clientWins, version: 4, horizon: 3)
+        #expect(sawDelete.row?.values == ["title": "back"])
     }
 
     @Test func deleteOfMissingOrDeletedRowChangesNothing() {

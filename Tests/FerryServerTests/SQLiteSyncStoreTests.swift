@@ -227,6 +227,30 @@ import Testing
         )
         #expect(stale.response.results.map(\.status) == [.conflict])
         #expect(try await pullAll(store).changes.map(\.rowID) == ["keep"])
+
+        // A client that saw the delete (base at the horizon) may re-create it.
+        let recreated = try await store.push(
+            PushRequest(clientID: "c3", mutations: [Mutations.upsert(1, row: "gone", ["t": "new"], base: 3)]),
+            userID: "alice", rules: Self.rules
+        )
+        #expect(recreated.response.results.map(\.status) == [.applied])
+    }
+
+    @Test func pagesAreCutBySizeAndStillAdvance() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteSyncStore(directory: directory.url, maxPageBytes: 10_000)
+        let big = ColumnValue.text(String(repeating: "x", count: 4000))
+        _ = try await store.push(PushRequest(clientID: "c1", mutations: (1...5).map { Mutations.upsert(Int64($0), row: "r\($0)", ["t": big]) }), userID: "alice", rules: Self.rules)
+        var cursor: String?
+        var sizes: [Int] = []
+        while true {
+            let page = try await pullAll(store, cursor: cursor)
+            sizes.append(page.changes.count)
+            cursor = page.cursor
+            if !page.hasMore { break }
+        }
+        #expect(sizes == [2, 2, 1])
+        try await store.close()
     }
 
     @Test func cursorsFromAnotherServerEpochGetAReset() async throws {

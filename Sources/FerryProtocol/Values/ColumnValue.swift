@@ -76,6 +76,13 @@ public enum ColumnValue: Sendable, Hashable, Codable, CustomStringConvertible {
             return
         }
         if let integer = try? single.decode(Int64.self) {
+            // Decoders round `1.0000000000000001` to 1: only an exactly integral number is an integer.
+            if let decimal = try? single.decode(Decimal.self), decimal != Decimal(integer) {
+                throw DecodingError.dataCorruptedError(
+                    in: single,
+                    debugDescription: "a bare number must be a 64-bit integer; write reals as {\"real\": \"1.5\"}"
+                )
+            }
             self = .integer(integer)
             return
         }

@@ -6,6 +6,8 @@ struct PushPlanner: Sendable {
     var tables: ServerTables
     /// How far ahead of server time a last-write-wins stamp may be.
     var maxClockDriftMilliseconds: Int64
+    /// The most columns a stored row may hold.
+    var maxColumnsPerRow = 1024
 
     enum Refusal: Error, Equatable {
         /// A fresh mutation id does not follow the last applied one.
@@ -26,6 +28,7 @@ struct PushPlanner: Sendable {
         lastApplied: Int64,
         rows: [RowKey: StoredRow],
         version: Int64,
+        horizon: Int64 = 0,
         nowMilliseconds: Int64
     ) throws(Refusal) -> PushPlan {
         let replayed = mutations.prefix { $0.mutationID <= lastApplied }
@@ -49,6 +52,8 @@ struct PushPlanner: Sendable {
             rejections: []
         )
         var state = rows
+        // Cells remember user and client: client ids are only unique per user.
+        let writer = "\(userID):\(clientID)"
 
         for mutation in fresh {
             let key = RowKey(scope: mutation.scope, table: mutation.table, rowID: mutation.rowID)
@@ -69,6 +74,11 @@ struct PushPlanner: Sendable {
                 )
                 continue
             }
+            if let base = mutation.baseVersion, base > (current?.version ?? plan.version) {
+                // A base the server never issued would switch off conflict detection.
+                reject(mutation, "baseVersion \(base) is newer than any version of this row the server has issued", into: &plan)
+                continue
+            }
             if let validator = rule.validator {
                 let proposed = ProposedMutation(
                     userID: userID,
@@ -84,11 +94,16 @@ struct PushPlanner: Sendable {
 
             let outcome = RowMerge.merge(
                 mutation,
-                from: clientID,
+                from: writer,
                 into: current,
                 policy: rule.policy,
-                version: plan.version + 1
+                version: plan.version + 1,
+                horizon: horizon
             )
+            if let row = outcome.row, row.cells.count > maxColumnsPerRow {
+                reject(mutation, "the row would hold \(row.cells.count) columns; the limit is \(maxColumnsPerRow)", into: &plan)
+                continue
+            }
             if outcome.changed, let row = outcome.row {
                 plan.version += 1
                 state[key] = row

@@ -24,17 +24,22 @@ enum RowMerge {
 
     /// Merges `mutation`, sent by `clientID`, into `current`.
     ///
-    /// - Parameter version: the store version the row takes if it changes.
+    /// - Parameters:
+    ///   - clientID: the writer's identity (user and client: a client's later
+    ///     mutation never conflicts with its own earlier one).
+    ///   - version: the store version the row takes if it changes.
+    ///   - horizon: the tombstone horizon; tombstones at or below it are collected.
     static func merge(
         _ mutation: Mutation,
         from clientID: String,
         into current: StoredRow?,
         policy: ConflictPolicy,
-        version: Int64
+        version: Int64,
+        horizon: Int64 = 0
     ) -> Outcome {
         switch mutation.operation {
         case .upsert:
-            upsert(mutation, from: clientID, into: current, policy: policy, version: version)
+            upsert(mutation, from: clientID, into: current, policy: policy, version: version, horizon: horizon)
         case .delete:
             delete(mutation, from: clientID, into: current, version: version)
         }
@@ -45,7 +50,8 @@ enum RowMerge {
         from clientID: String,
         into current: StoredRow?,
         policy: ConflictPolicy,
-        version: Int64
+        version: Int64,
+        horizon: Int64
     ) -> Outcome {
         func fresh(history: [HistoricValue]) -> StoredRow {
             StoredRow(
@@ -60,9 +66,11 @@ enum RowMerge {
         }
 
         guard let row = current else {
-            if let base = mutation.baseVersion {
+            if let base = mutation.baseVersion, base < horizon {
                 // The client saw this row at `base`, and it is gone: deleted,
-                // and its tombstone collected. The delete still wins.
+                // and its tombstone collected. The delete still wins. (A base
+                // at or past the horizon is past the collected delete: the
+                // client saw it, so it may re-create the row.)
                 return lostToDelete(mutation, row: nil, base: base)
             }
             return Outcome(row: fresh(history: []), status: .applied, conflicts: [], changed: true, overwritten: [])

@@ -19,17 +19,20 @@ public final class SQLiteSyncStore: SyncStore {
     public static let fileName = "ferry-server.sqlite"
 
     public let changeFeed = ChangeFeed()
+    /// The most row bytes one pull returns per scope; a bigger page is cut and `hasMore` set.
+    public let maxPageBytes: Int
     let pool: DatabasePool
     let cursors: PullCursorCodec
 
     /// Opens (creating if needed) the store in `directory`.
-    public convenience init(directory: URL) throws {
+    public convenience init(directory: URL, maxPageBytes: Int = 8 << 20) throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        try self.init(path: directory.appending(path: Self.fileName).path)
+        try self.init(path: directory.appending(path: Self.fileName).path, maxPageBytes: maxPageBytes)
     }
 
     /// Opens (creating if needed) the store at a database file path.
-    public init(path: String) throws {
+    public init(path: String, maxPageBytes: Int = 8 << 20) throws {
+        self.maxPageBytes = maxPageBytes
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
         configuration.prepareDatabase { db in
@@ -76,6 +79,7 @@ public final class SQLiteSyncStore: SyncStore {
                     lastApplied: lastApplied,
                     rows: rows,
                     version: try Self.meta(db, "version"),
+                    horizon: try Self.meta(db, "horizon"),
                     nowMilliseconds: now
                 )
             } catch PushPlanner.Refusal.gap(let last, let found) {
@@ -230,6 +234,7 @@ public final class SQLiteSyncStore: SyncStore {
 
     public func pull(_ request: PullRequest, userID: String, limit: Int) async throws -> PullResponse {
         let cursors = self.cursors
+        let maxPageBytes = self.maxPageBytes
         return try await pool.read { db in
             let lastApplied = try Self.lastMutationID(db, userID: userID, clientID: request.clientID)
             let version = try Self.meta(db, "version")
@@ -250,8 +255,16 @@ public final class SQLiteSyncStore: SyncStore {
                         """,
                     arguments: [followed.scope, start.position, !start.isFromScratch, limit + 1]
                 )
-                let hasMore = rows.count > limit
-                let changes = try rows.prefix(limit).map { row in
+                // Cut the page by size too, keeping at least one row so it always advances.
+                var kept = 0
+                var bytes = 0
+                for row in rows.prefix(limit) {
+                    bytes += (row["cells"] as String).utf8.count
+                    if kept > 0, bytes > maxPageBytes { break }
+                    kept += 1
+                }
+                let hasMore = rows.count > kept
+                let changes = try rows.prefix(kept).map { row in
                     RowChange(
                         table: row["tbl"],
                         rowID: row["row_id"],
