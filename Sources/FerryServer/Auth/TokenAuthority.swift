@@ -42,10 +42,9 @@ public struct TokenAuthority: Sendable {
                 "user id \(String(reflecting: userID)) must be 1–128 letters, digits or `_ . @ + -`"
             )
         }
-        let seconds = Double(lifetime.components.seconds) + Double(lifetime.components.attoseconds) / 1e18
         let payload = FerryTokenPayload(
             sub: SubjectClaim(value: userID),
-            exp: ExpirationClaim(value: now.addingTimeInterval(seconds)),
+            exp: ExpirationClaim(value: now.addingTimeInterval(lifetime.timeInterval)),
             iat: IssuedAtClaim(value: now)
         )
         return try await keys.sign(payload)

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// Where the server's JWT secret comes from: the flag, then the
@@ -34,7 +35,7 @@ public struct JWTSecret: Sendable {
             return JWTSecret(value: value, origin: file.path)
         }
         try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
-        let value = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+        let value = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }.base64EncodedString()
         // Created with owner-only permissions, never readable by others even briefly.
         guard FileManager.default.createFile(
             atPath: file.path,

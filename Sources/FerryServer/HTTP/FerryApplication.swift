@@ -100,8 +100,7 @@ struct GarbageCollector: Service {
             } catch {
                 return
             }
-            let (seconds, attoseconds) = configuration.tombstoneRetention.components
-            let cutoff = configuration.now().addingTimeInterval(-(Double(seconds) + Double(attoseconds) / 1e18))
+            let cutoff = configuration.now().addingTimeInterval(-configuration.tombstoneRetention.timeInterval)
             do {
                 let report = try await store.collectGarbage(before: cutoff)
                 logger.info("garbage collected", metadata: ["tombstones": "\(report.tombstonesRemoved)", "horizon": "\(report.horizon)"])

@@ -16,11 +16,7 @@ public struct PushRules: Sendable {
     }
 
     var planner: PushPlanner {
-        let (seconds, attoseconds) = maxClockDrift.components
-        return PushPlanner(
-            tables: tables,
-            maxClockDriftMilliseconds: seconds * 1000 + attoseconds / 1_000_000_000_000_000
-        )
+        PushPlanner(tables: tables, maxClockDriftMilliseconds: maxClockDrift.wholeMilliseconds)
     }
 
     var nowMilliseconds: Int64 {

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import GRDB
 
@@ -97,7 +98,7 @@ extension SQLiteSyncStore {
                 """)
             try db.execute(
                 sql: "INSERT INTO store_meta (key, value) VALUES ('epoch', ?), ('cursorKey', ?), ('version', 0), ('horizon', 0)",
-                arguments: [UUID().uuidString, Data((0..<32).map { _ in UInt8.random(in: 0...255) })]
+                arguments: [UUID().uuidString, SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }]
             )
         }
         return migrator

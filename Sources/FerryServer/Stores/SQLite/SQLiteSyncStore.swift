@@ -103,6 +103,9 @@ public final class SQLiteSyncStore: SyncStore {
     private static func write(_ plan: PushPlan, _ db: Database, userID: String, clientID: String, now: Int64) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
+        func json(_ value: some Encodable) throws -> String {
+            String(decoding: try encoder.encode(value), as: UTF8.self)
+        }
         for (key, row) in plan.rows {
             try db.execute(
                 sql: """
@@ -114,7 +117,7 @@ public final class SQLiteSyncStore: SyncStore {
                     """,
                 arguments: [
                     key.scope, key.table, key.rowID, row.version, row.deleted, row.clientID, now,
-                    String(decoding: try encoder.encode(row.cells), as: UTF8.self),
+                    try json(row.cells),
                 ]
             )
         }
@@ -124,7 +127,7 @@ public final class SQLiteSyncStore: SyncStore {
                     sql: "INSERT OR REPLACE INTO history (scope, tbl, row_id, col, version, value) VALUES (?, ?, ?, ?, ?, ?)",
                     arguments: [
                         key.scope, key.table, key.rowID, old.column, old.version,
-                        String(decoding: try encoder.encode(old.value), as: UTF8.self),
+                        try json(old.value),
                     ]
                 )
             }
@@ -137,7 +140,7 @@ public final class SQLiteSyncStore: SyncStore {
                     """,
                 arguments: [
                     userID, clientID, recorded.mutationID, recorded.key.scope, recorded.key.table, recorded.key.rowID,
-                    recorded.version, String(decoding: try encoder.encode(recorded.conflict), as: UTF8.self), now,
+                    recorded.version, try json(recorded.conflict), now,
                 ]
             )
         }
@@ -150,7 +153,7 @@ public final class SQLiteSyncStore: SyncStore {
                     """,
                 arguments: [
                     userID, clientID, mutation.mutationID, mutation.scope, mutation.table, mutation.rowID,
-                    rejection.reason, String(decoding: try encoder.encode(mutation), as: UTF8.self), now,
+                    rejection.reason, try json(mutation), now,
                 ]
             )
         }
@@ -159,7 +162,7 @@ public final class SQLiteSyncStore: SyncStore {
                 sql: "INSERT INTO results (user_id, client_id, mutation_id, version, result) VALUES (?, ?, ?, ?, ?)",
                 arguments: [
                     userID, clientID, result.mutationID, plan.version,
-                    String(decoding: try encoder.encode(result), as: UTF8.self),
+                    try json(result),
                 ]
             )
         }
@@ -212,10 +215,15 @@ public final class SQLiteSyncStore: SyncStore {
         return StoredRow(
             version: row["version"],
             deleted: row["deleted"],
-            cells: try decoder.decode([String: StoredCell].self, from: Data((row["cells"] as String).utf8)),
+            cells: try decodeCells(row["cells"] as String, decoder),
             clientID: row["client_id"],
             history: history
         )
+    }
+
+    /// A row's `cells` column: per column, value, version, stamp and writer.
+    static func decodeCells(_ json: String, _ decoder: JSONDecoder) throws -> [String: StoredCell] {
+        try decoder.decode([String: StoredCell].self, from: Data(json.utf8))
     }
 
     static func lastMutationID(_ db: Database, userID: String, clientID: String) throws -> Int64 {
@@ -270,8 +278,7 @@ public final class SQLiteSyncStore: SyncStore {
                         rowID: row["row_id"],
                         version: row["version"],
                         deleted: row["deleted"],
-                        values: try decoder.decode([String: StoredCell].self, from: Data((row["cells"] as String).utf8))
-                            .mapValues(\.value)
+                        values: try Self.decodeCells(row["cells"] as String, decoder).mapValues(\.value)
                     )
                 }
                 // A finished scope moves to the store's version, so a quiet
