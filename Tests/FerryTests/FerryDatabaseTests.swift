@@ -19,7 +19,7 @@ import Testing
         let readerTempStore = try database.read { db in try Int.fetchOne(db, sql: "PRAGMA temp_store") }
         #expect(readerTempStore == 2)
         #expect(try database.read { db in try Bool.fetchOne(db, sql: "SELECT 1 FROM ferry_migrations") } == true)
-        #expect(UUID(uuidString: database.clientID) != nil)
+        #expect(UUID(uuidString: try database.clientID) != nil)
     }
 
     @Test func settingsAreConfigurable() throws {

@@ -45,8 +45,6 @@ public struct FerryDatabase: Sendable {
     public let schema: FerrySchema
     /// Transaction timing and lock waits.
     public let telemetry: DatabaseTelemetry
-    /// This installation's identity towards the sync server.
-    public let clientID: String
 
     let capture: ChangeCapture
     let layouts: [String: TableLayout]
@@ -126,7 +124,7 @@ public struct FerryDatabase: Sendable {
 
     private init(writer: any DatabaseWriter, schema: FerrySchema, configuration: FerryConfiguration, telemetry: DatabaseTelemetry) throws {
         let capture = ChangeCapture(clock: EditClock(wallClock: configuration.wallClock, resumingAfter: .zero))
-        let clientID: String = try writer.writeWithoutTransaction { db in
+        try writer.writeWithoutTransaction { db in
             // GRDB's WAL setup sets synchronous=NORMAL after prepareDatabase runs, so FULL is applied here.
             try db.execute(sql: "PRAGMA synchronous = \(configuration.synchronous.rawValue)")
             try db.execute(sql: "PRAGMA temp_store = MEMORY")
@@ -137,10 +135,7 @@ public struct FerryDatabase: Sendable {
             let saved: Int64 = try FerryMeta.value(.hlc, in: db) ?? 0
             let queued = try Int64.fetchOne(db, sql: "SELECT max(hlc) FROM ferry_outbox") ?? 0
             capture.clock.advance(past: HLCTimestamp(rawValue: max(saved, queued)))
-            guard let clientID: String = try FerryMeta.value(.clientID, in: db) else {
-                throw FerryError(.invalidConfiguration, "ferry_meta holds no client id; the database was altered outside Ferry")
-            }
-            return clientID
+            _ = try Self.clientID(db)
         }
         // Pending app migrations run without Ferry's triggers: a migration that
         // drops or renames a column of a synced table would otherwise fail on
@@ -167,7 +162,6 @@ public struct FerryDatabase: Sendable {
         self.writer = writer
         self.schema = schema
         self.telemetry = telemetry
-        self.clientID = clientID
         self.capture = capture
         self.layouts = Dictionary(uniqueKeysWithValues: layouts.map { ($0.table.name, $0) })
         self.wallClock = configuration.wallClock
@@ -178,6 +172,22 @@ public struct FerryDatabase: Sendable {
             let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? nil
             if size == 0 { try? FileManager.default.removeItem(atPath: file) }
         }
+    }
+
+    /// This installation's identity towards the sync server.
+    ///
+    /// Made once when Ferry's tables are created. The sync engine gives the
+    /// database a new one when it finds the file was restored from an older
+    /// copy, so the server never mistakes new edits for ones it has seen.
+    public var clientID: String {
+        get throws { try read(Self.clientID) }
+    }
+
+    static func clientID(_ db: Database) throws -> String {
+        guard let clientID: String = try FerryMeta.value(.clientID, in: db) else {
+            throw FerryError(.invalidConfiguration, "ferry_meta holds no client id; the database was altered outside Ferry")
+        }
+        return clientID
     }
 
     /// The synced table declarations, by table name.

@@ -31,6 +31,14 @@ public struct FerryError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let unknownSchemaVersion = Code(rawValue: "unknownSchemaVersion")
         /// An outbox entry is not in the state the operation needs.
         public static let outboxStateMismatch = Code(rawValue: "outboxStateMismatch")
+        /// The conflict was already resolved or dismissed.
+        public static let conflictNotFound = Code(rawValue: "conflictNotFound")
+        /// The server refused the token and no refreshed one was available.
+        public static let unauthorized = Code(rawValue: "unauthorized")
+        /// The server could not be reached, or kept failing, within the attempts allowed.
+        public static let serverUnavailable = Code(rawValue: "serverUnavailable")
+        /// The server refused a request the engine cannot fix by itself.
+        public static let serverRefused = Code(rawValue: "serverRefused")
     }
 
     /// What kind of failure this is.

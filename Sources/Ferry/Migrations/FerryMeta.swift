@@ -11,6 +11,11 @@ enum FerryMeta {
         static let hlc = Key(rawValue: "hlc")
         /// The last mutation id handed to a push.
         static let lastMutationID = Key(rawValue: "lastMutationID")
+        /// The columns of each synced table at the last pull, as JSON: a
+        /// column added since makes the engine refetch.
+        static let syncedColumns = Key(rawValue: "syncedColumns")
+        /// The Unix milliseconds of the last sync that completed.
+        static let lastSyncAt = Key(rawValue: "lastSyncAt")
     }
 
     static func value<T: DatabaseValueConvertible>(_ key: Key, in db: Database) throws -> T? {

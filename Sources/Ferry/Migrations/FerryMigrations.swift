@@ -48,6 +48,65 @@ enum FerryMigrations {
             try db.execute(sql: "INSERT INTO ferry_meta(key, value) VALUES (?, ?)",
                            arguments: [FerryMeta.Key.clientID.rawValue, UUID().uuidString.lowercased()])
         },
+        Migration(identifier: "ferry.v2.sync") { db in
+            try db.execute(sql: """
+                -- The values a handed-out mutation carries, frozen when its id is
+                -- assigned: a resend after a lost response is byte-identical.
+                CREATE TABLE ferry_frozen (
+                    mutation_id INTEGER PRIMARY KEY,
+                    payload TEXT NOT NULL
+                );
+                -- Where each followed scope's pull stands. `refetching` marks a
+                -- from-scratch fetch after a reset, finished by a sweep.
+                CREATE TABLE ferry_cursors (
+                    scope TEXT PRIMARY KEY NOT NULL,
+                    cursor TEXT,
+                    refetching INTEGER NOT NULL DEFAULT 0
+                );
+                -- Rows a refetch has seen so far (for the sweep at its end).
+                CREATE TABLE ferry_refetch_seen (
+                    scope TEXT NOT NULL,
+                    tbl TEXT NOT NULL,
+                    row_id TEXT NOT NULL,
+                    PRIMARY KEY (scope, tbl, row_id)
+                ) WITHOUT ROWID;
+                -- Conflicts the server reported, until the app resolves them.
+                CREATE TABLE ferry_conflicts (
+                    id INTEGER PRIMARY KEY,
+                    tbl TEXT NOT NULL,
+                    row_id TEXT NOT NULL,
+                    scope TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    column_name TEXT,
+                    base TEXT,
+                    local TEXT,
+                    server TEXT,
+                    resolution TEXT NOT NULL,
+                    mutation_id INTEGER NOT NULL,
+                    -- The row's server version the report came with: a
+                    -- resolution is based on it, so it never conflicts again.
+                    server_version INTEGER,
+                    -- For an update lost to a delete: the whole local row, so
+                    -- "mine" can re-create it.
+                    row_values TEXT,
+                    detected_at INTEGER NOT NULL
+                );
+                CREATE INDEX ferry_conflicts_row ON ferry_conflicts(tbl, row_id);
+                -- Pulled rows that could not be applied (a constraint, a type),
+                -- kept with their values and retried after later pages.
+                CREATE TABLE ferry_set_aside (
+                    tbl TEXT NOT NULL,
+                    row_id TEXT NOT NULL,
+                    scope TEXT NOT NULL,
+                    version INTEGER NOT NULL,
+                    deleted INTEGER NOT NULL,
+                    row_values TEXT NOT NULL,
+                    reason TEXT NOT NULL,
+                    set_aside_at INTEGER NOT NULL,
+                    PRIMARY KEY (tbl, row_id)
+                ) WITHOUT ROWID;
+                """)
+        },
     ]
 
     static func migrate(_ db: Database) throws {

@@ -58,6 +58,14 @@ public struct Outbox: Sendable {
             var lastID: Int64 = try FerryMeta.value(.lastMutationID, in: db) ?? 0
             var batch: [PendingMutation] = []
             for var mutation in coalesced.mutations.prefix(limit) {
+                if let mutationID = mutation.mutationID,
+                   let payload = try String.fetchOne(db, sql: "SELECT payload FROM ferry_frozen WHERE mutation_id = ?",
+                                                     arguments: [mutationID]) {
+                    // Resent exactly as first sent: the server may have applied it.
+                    mutation.values = try ColumnValueJSON.decodeRow(payload).mapValues(\.databaseValue)
+                    batch.append(mutation)
+                    continue
+                }
                 if mutation.mutationID == nil {
                     lastID += 1
                     mutation.mutationID = lastID
@@ -65,7 +73,10 @@ public struct Outbox: Sendable {
                         UPDATE ferry_outbox SET mutation_id = ? WHERE seq IN (SELECT value FROM json_each(?))
                         """, arguments: [lastID, Self.jsonArray(mutation.entrySeqs)])
                 }
-                batch.append(try withValues(mutation, db))
+                mutation = try withValues(mutation, db)
+                try db.execute(sql: "INSERT OR REPLACE INTO ferry_frozen(mutation_id, payload) VALUES (?, ?)",
+                               arguments: [mutation.mutationID, ColumnValueJSON.encodeRow(mutation.values.mapValues(ColumnValue.init))])
+                batch.append(mutation)
             }
             try FerryMeta.setValue(lastID, for: .lastMutationID, in: db)
             return batch
@@ -97,6 +108,64 @@ public struct Outbox: Sendable {
     /// and never blocks the mutations after it.
     public func markRejected(_ mutation: PendingMutation, reason: String) throws {
         try settle(mutation.entrySeqs, state: "rejected", reason: reason)
+    }
+
+    /// The mutations the server rejected (or that could never be sent), with
+    /// their reasons, oldest first. Each can be fixed and resent, or discarded.
+    ///
+    /// ```swift
+    /// for rejected in try database.outbox.rejectedMutations() {
+    ///     print(rejected.table, rejected.rowID, rejected.reason)
+    ///     try database.outbox.discard(rejected)
+    /// }
+    /// ```
+    public func rejectedMutations() throws -> [RejectedMutation] {
+        let entries = try rejectedEntries()
+        var order: [String] = []
+        var groups: [String: [RejectedEntry]] = [:]
+        for rejected in entries {
+            let key = rejected.entry.mutationID.map { "m\($0)" } ?? "s\(rejected.entry.seq)"
+            if groups[key] == nil { order.append(key) }
+            groups[key, default: []].append(rejected)
+        }
+        return order.map { key in
+            let group = groups[key]!
+            return RejectedMutation(entrySeqs: group.map(\.entry.seq), table: group[0].entry.table,
+                                    rowID: group[0].entry.rowID, reason: group[0].reason, rejectedAt: group[0].rejectedAt)
+        }
+    }
+
+    /// Queues a rejected mutation again, under a new mutation id, with the
+    /// row's current values: fix the row first, then resend.
+    ///
+    /// ```swift
+    /// try database.write { db in try db.execute(sql: "UPDATE note SET title = ? WHERE id = ?", arguments: ["Fixed", id]) }
+    /// try database.outbox.resend(rejected)
+    /// ```
+    public func resend(_ rejected: RejectedMutation) throws {
+        try database.write { db in
+            try db.execute(sql: """
+                UPDATE ferry_outbox SET state = 'pending', reason = NULL, settled_at = NULL, mutation_id = NULL
+                WHERE seq IN (SELECT value FROM json_each(?)) AND state = 'rejected'
+                """, arguments: [Self.jsonArray(rejected.entrySeqs)])
+            guard db.changesCount == rejected.entrySeqs.count else {
+                throw FerryError(.outboxStateMismatch, "the rejected mutation of `\(rejected.table)` row \(rejected.rowID) was already resent, discarded or purged")
+            }
+        }
+    }
+
+    /// Drops a rejected mutation for good. The local row keeps its values
+    /// until the next server change to it.
+    public func discard(_ rejected: RejectedMutation) throws {
+        try database.write { db in
+            try Self.saveHighestStamp(db)
+            try db.execute(sql: """
+                DELETE FROM ferry_outbox WHERE seq IN (SELECT value FROM json_each(?)) AND state = 'rejected'
+                """, arguments: [Self.jsonArray(rejected.entrySeqs)])
+            guard db.changesCount == rejected.entrySeqs.count else {
+                throw FerryError(.outboxStateMismatch, "the rejected mutation of `\(rejected.table)` row \(rejected.rowID) was already resent, discarded or purged")
+            }
+        }
     }
 
     /// The entries the server rejected and that are still kept.
@@ -136,17 +205,36 @@ public struct Outbox: Sendable {
         }
     }
 
+    /// Forgets every mutation id handed out and not settled, and continues
+    /// numbering after `lastApplied`: for a server that has applied nothing
+    /// past it (a gap it refused, or a new client identity at 0). The
+    /// entries are coalesced and numbered again at the next batch.
+    static func renumber(after lastApplied: Int64, in db: Database) throws {
+        try db.execute(sql: "UPDATE ferry_outbox SET mutation_id = NULL WHERE state = 'pending' AND mutation_id IS NOT NULL")
+        try db.execute(sql: "DELETE FROM ferry_frozen")
+        try FerryMeta.setValue(lastApplied, for: .lastMutationID, in: db)
+    }
+
+    /// Settles mutations inside a transaction the caller runs.
+    static func settle(_ seqs: [Int64], state: String, reason: String?, now: Int64, in db: Database) throws {
+        try db.execute(sql: """
+            UPDATE ferry_outbox SET state = ?, reason = ?, settled_at = ?
+            WHERE seq IN (SELECT value FROM json_each(?)) AND state = 'pending'
+            """, arguments: [state, reason, now, jsonArray(seqs)])
+        if db.changesCount != seqs.count {
+            throw FerryError(.outboxStateMismatch,
+                "\(seqs.count - db.changesCount) of \(seqs.count) outbox entries were not pending; they were already settled or purged")
+        }
+        try db.execute(sql: """
+            DELETE FROM ferry_frozen WHERE mutation_id IN
+                (SELECT mutation_id FROM ferry_outbox WHERE seq IN (SELECT value FROM json_each(?)))
+            """, arguments: [jsonArray(seqs)])
+    }
+
     private func settle(_ seqs: [Int64], state: String, reason: String?) throws {
         let now = database.wallClock.nowMilliseconds()
         try database.write { db in
-            try db.execute(sql: """
-                UPDATE ferry_outbox SET state = ?, reason = ?, settled_at = ?
-                WHERE seq IN (SELECT value FROM json_each(?)) AND state = 'pending'
-                """, arguments: [state, reason, now, Self.jsonArray(seqs)])
-            if db.changesCount != seqs.count {
-                throw FerryError(.outboxStateMismatch,
-                    "\(seqs.count - db.changesCount) of \(seqs.count) outbox entries were not pending; they were already settled or purged")
-            }
+            try Self.settle(seqs, state: state, reason: reason, now: now, in: db)
         }
     }
 

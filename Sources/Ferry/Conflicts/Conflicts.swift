@@ -1,0 +1,139 @@
+import FerryProtocol
+import Foundation
+import GRDB
+
+/// The conflicts the server reported, until the app resolves them.
+///
+/// ```swift
+/// for try await conflicts in database.conflicts.observe() {
+///     badge.count = conflicts.count
+/// }
+/// let conflict = try database.conflicts.list()[0]
+/// try database.conflicts.resolve(conflict, with: .mine)   // an ordinary new edit, pushed at the next sync
+/// ```
+public struct Conflicts: Sendable {
+    let database: FerryDatabase
+
+    /// Every unresolved conflict, oldest first.
+    public func list() throws -> [SyncConflict] {
+        try database.read(Self.list)
+    }
+
+    /// How many conflicts await a decision.
+    public func count() throws -> Int {
+        try database.read(Self.count)
+    }
+
+    /// The list as an async sequence that yields after every change.
+    public func observe() -> AsyncValueObservation<[SyncConflict]> {
+        ValueObservation.tracking(Self.list).removeDuplicates().values(in: database.writer)
+    }
+
+    /// Settles `conflict`: writes the chosen values as an ordinary local
+    /// edit (captured into the outbox, based on the server version the
+    /// report came with) and removes the conflict from the list, in one
+    /// transaction.
+    ///
+    /// - throws: ``FerryError`` `.conflictNotFound` if it was already resolved;
+    ///   `DatabaseError` if the write breaks a constraint (nothing changes).
+    public func resolve(_ conflict: SyncConflict, with choice: ConflictChoice) throws {
+        guard let layout = database.layouts[conflict.table] else {
+            throw FerryError(.invalidSyncedTable, "table `\(conflict.table)` is no longer synced; discard the conflict instead")
+        }
+        try database.write { db in
+            try db.execute(sql: "DELETE FROM ferry_conflicts WHERE id = ?", arguments: [conflict.id])
+            guard db.changesCount == 1 else {
+                throw FerryError(.conflictNotFound, "conflict \(conflict.id) on `\(conflict.table)` row \(conflict.rowID) was already resolved")
+            }
+            let before = try Int64.fetchOne(db, sql: "SELECT max(seq) FROM ferry_outbox") ?? 0
+            try Self.write(choice, for: conflict, layout: layout, db)
+            if let version = conflict.serverVersion {
+                // Based on the version the report showed: the resolution does not conflict again.
+                try db.execute(sql: """
+                    UPDATE ferry_outbox SET base_version = max(coalesce(base_version, 0), ?)
+                    WHERE seq > ? AND tbl = ? AND row_id = ?
+                    """, arguments: [version, before, conflict.table, conflict.rowID])
+            }
+        }
+    }
+
+    /// Removes a conflict from the list without writing anything.
+    public func dismiss(_ conflict: SyncConflict) throws {
+        try database.write { db in
+            try db.execute(sql: "DELETE FROM ferry_conflicts WHERE id = ?", arguments: [conflict.id])
+        }
+    }
+
+    // MARK: - Internals
+
+    private static func write(_ choice: ConflictChoice, for conflict: SyncConflict, layout: TableLayout, _ db: Database) throws {
+        let table = SQLText.identifier(layout.table.name)
+        let key = SQLText.identifier(layout.primaryKey)
+        let exists = try Bool.fetchOne(db, sql: "SELECT 1 FROM \(table) WHERE \(key) = ?", arguments: [conflict.rowID]) ?? false
+        var values: [String: ColumnValue]
+        var rowShouldExist: Bool
+        switch (conflict.kind, choice) {
+        case (.column, .mine):
+            values = conflict.column.flatMap { column in conflict.mine.map { [column: $0] } } ?? [:]
+            rowShouldExist = true
+        case (.column, .theirs):
+            values = conflict.column.flatMap { column in conflict.theirs.map { [column: $0] } } ?? [:]
+            rowShouldExist = true
+        case (.updateLostToDelete, .mine):
+            values = conflict.rowValues ?? conflict.column.flatMap { column in conflict.mine.map { [column: $0] } } ?? [:]
+            rowShouldExist = true
+        case (.updateLostToDelete, .theirs), (.deleteOverrodeUpdate, .mine):
+            values = [:]
+            rowShouldExist = false
+        case (.deleteOverrodeUpdate, .theirs):
+            values = conflict.column.flatMap { column in conflict.theirs.map { [column: $0] } } ?? [:]
+            rowShouldExist = true
+        case (_, .merged(let merged)):
+            values = merged
+            rowShouldExist = true
+        }
+        for column in values.keys where !layout.columns.contains(column) || column == layout.primaryKey {
+            throw FerryError(.invalidConfiguration, "`\(conflict.table)` has no value column `\(column)`")
+        }
+        if !rowShouldExist {
+            if exists { try db.execute(sql: "DELETE FROM \(table) WHERE \(key) = ?", arguments: [conflict.rowID]) }
+            return
+        }
+        let columns = values.keys.sorted()
+        if exists {
+            guard !columns.isEmpty else { return }
+            let sets = columns.map { "\(SQLText.identifier($0)) = ?" }.joined(separator: ", ")
+            try db.execute(sql: "UPDATE \(table) SET \(sets) WHERE \(key) = ?",
+                           arguments: StatementArguments(columns.map { values[$0]!.databaseValue } + [conflict.rowID.databaseValue]))
+        } else {
+            let names = ([layout.primaryKey] + columns).map(SQLText.identifier).joined(separator: ", ")
+            let marks = Array(repeating: "?", count: columns.count + 1).joined(separator: ", ")
+            try db.execute(sql: "INSERT INTO \(table) (\(names)) VALUES (\(marks))",
+                           arguments: StatementArguments([conflict.rowID.databaseValue] + columns.map { values[$0]!.databaseValue }))
+        }
+    }
+
+    static func count(_ db: Database) throws -> Int {
+        try Int.fetchOne(db, sql: "SELECT count(*) FROM ferry_conflicts") ?? 0
+    }
+
+    static func list(_ db: Database) throws -> [SyncConflict] {
+        try Row.fetchAll(db, sql: "SELECT * FROM ferry_conflicts ORDER BY id").map { row in
+            SyncConflict(
+                id: row["id"], table: row["tbl"], rowID: row["row_id"], scope: row["scope"],
+                kind: Conflict.Kind(rawValue: row["kind"]) ?? .column, column: row["column_name"],
+                base: try ColumnValueJSON.decode(row["base"]), mine: try ColumnValueJSON.decode(row["local"]),
+                theirs: try ColumnValueJSON.decode(row["server"]),
+                resolution: Conflict.Resolution(rawValue: row["resolution"]) ?? .unresolved,
+                mutationID: row["mutation_id"],
+                detectedAt: Date(timeIntervalSince1970: Double(row["detected_at"] as Int64) / 1000),
+                serverVersion: row["server_version"],
+                rowValues: try (row["row_values"] as String?).map(ColumnValueJSON.decodeRow))
+        }
+    }
+}
+
+extension FerryDatabase {
+    /// The conflicts the server reported for this device's edits.
+    public var conflicts: Conflicts { Conflicts(database: self) }
+}

@@ -1,0 +1,28 @@
+import Foundation
+import GRDB
+
+/// The device's identity towards the server, and what happens when a
+/// database file turns out to be an older copy of itself.
+///
+/// The server remembers the last mutation id it applied for each client. A
+/// file restored from a backup numbers its new edits from where the copy
+/// stood, and the server would take them for replays and drop them. When the
+/// server reports more applied mutations than this file ever handed out, the
+/// file takes a new client id and numbers its unsent edits from 1 again.
+enum ClientIdentity {
+    /// Whether the server's count proves the file is an older copy.
+    static func isRestoredCopy(serverLastApplied: Int64, in db: Database) throws -> Bool {
+        let lastAssigned: Int64 = try FerryMeta.value(.lastMutationID, in: db) ?? 0
+        return serverLastApplied > lastAssigned
+    }
+
+    /// Gives the database a new client id; every unsettled mutation is
+    /// renumbered under it at the next push. Returns the new id.
+    @discardableResult
+    static func renew(in db: Database) throws -> String {
+        let clientID = UUID().uuidString.lowercased()
+        try FerryMeta.setValue(clientID, for: .clientID, in: db)
+        try Outbox.renumber(after: 0, in: db)
+        return clientID
+    }
+}

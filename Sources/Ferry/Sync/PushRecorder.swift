@@ -1,0 +1,112 @@
+import FerryProtocol
+import Foundation
+import GRDB
+
+/// Records a push reply in one transaction: settles the outbox entries,
+/// stores the conflicts the server reported, and sets rejected mutations
+/// aside.
+struct PushRecorder {
+    struct Report: Sendable, Equatable {
+        var acknowledged = 0
+        var conflicts = 0
+        var rejected = 0
+        /// The server has applied more mutations for this client than it
+        /// ever made: the database was restored from an older copy.
+        var restoredFromBackup = false
+    }
+
+    let database: FerryDatabase
+    /// The scope of mutations whose row names none.
+    let userScope: String
+
+    func record(_ response: PushResponse, for batch: [PendingMutation]) throws -> Report {
+        let now = database.wallClock.nowMilliseconds()
+        return try database.writeWithoutCapture { db in
+            var report = Report()
+            let lastAssigned: Int64 = try FerryMeta.value(.lastMutationID, in: db) ?? 0
+            if response.lastAppliedMutationID > lastAssigned {
+                report.restoredFromBackup = true
+                return report
+            }
+            let byID = Dictionary(batch.compactMap { m in m.mutationID.map { ($0, m) } }, uniquingKeysWith: { a, _ in a })
+            for result in response.results {
+                guard let mutation = byID[result.mutationID] else { continue }
+                switch result.status {
+                case .applied, .merged:
+                    try Outbox.settle(mutation.entrySeqs, state: "acknowledged", reason: nil, now: now, in: db)
+                    report.acknowledged += 1
+                case .conflict:
+                    try Outbox.settle(mutation.entrySeqs, state: "acknowledged", reason: nil, now: now, in: db)
+                    report.acknowledged += 1
+                    report.conflicts += try store(result, of: mutation, now: now, db)
+                case .rejected:
+                    try Outbox.settle(mutation.entrySeqs, state: "rejected",
+                                      reason: result.reason ?? "rejected by the server", now: now, in: db)
+                    report.rejected += 1
+                }
+            }
+            return report
+        }
+    }
+
+    /// Sets a mutation aside that the server refused outright (a 4xx for it
+    /// alone): it never reached the server's ledger.
+    func refuse(_ mutation: PendingMutation, reason: String) throws {
+        let now = database.wallClock.nowMilliseconds()
+        try database.write { db in
+            try Outbox.settle(mutation.entrySeqs, state: "rejected", reason: reason, now: now, in: db)
+        }
+    }
+
+    private func store(_ result: MutationResult, of mutation: PendingMutation, now: Int64, _ db: Database) throws -> Int {
+        guard let layout = database.layouts[mutation.table] else { return 0 }
+        let lostToDelete = result.conflicts.contains { $0.kind == .updateLostToDelete }
+        let overrodeUpdate = result.conflicts.contains { $0.kind == .deleteOverrodeUpdate }
+        var snapshot: String?
+        if lostToDelete {
+            let sql = "SELECT * FROM \(SQLText.identifier(layout.table.name)) WHERE \(SQLText.identifier(layout.primaryKey)) = ?"
+            if let row = try Row.fetchOne(db, sql: sql, arguments: [mutation.rowID]) {
+                var values: [String: ColumnValue] = [:]
+                for column in layout.columns where column != layout.primaryKey {
+                    values[column] = ColumnValue(row[column] as DatabaseValue)
+                }
+                snapshot = try ColumnValueJSON.encodeRow(values)
+            } else {
+                snapshot = try ColumnValueJSON.encodeRow(mutation.values.filter { $0.key != layout.primaryKey }.mapValues(ColumnValue.init))
+            }
+        }
+        let scope = mutation.scope ?? userScope
+        for conflict in result.conflicts {
+            try db.execute(sql: """
+                INSERT INTO ferry_conflicts(tbl, row_id, scope, kind, column_name, base, local, server, resolution,
+                                            mutation_id, server_version, row_values, detected_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [mutation.table, mutation.rowID, scope, conflict.kind.rawValue, conflict.column,
+                                 try ColumnValueJSON.encode(conflict.base), try ColumnValueJSON.encode(conflict.local),
+                                 try ColumnValueJSON.encode(conflict.server), conflict.resolution.rawValue,
+                                 result.mutationID, result.version, snapshot, now])
+        }
+        if lostToDelete || overrodeUpdate {
+            // The device now knows of the delete: a re-creation is based on it.
+            if let version = result.version {
+                try db.execute(sql: """
+                    INSERT INTO ferry_rows(tbl, row_id, version) VALUES (?, ?, ?)
+                    ON CONFLICT(tbl, row_id) DO UPDATE SET version = max(version, excluded.version)
+                    """, arguments: [mutation.table, mutation.rowID, version])
+            } else {
+                try db.execute(sql: "DELETE FROM ferry_rows WHERE tbl = ? AND row_id = ?", arguments: [mutation.table, mutation.rowID])
+            }
+        }
+        if lostToDelete {
+            let stillPending = try Bool.fetchOne(db, sql: """
+                SELECT 1 FROM ferry_outbox WHERE state = 'pending' AND tbl = ? AND row_id = ? LIMIT 1
+                """, arguments: [mutation.table, mutation.rowID]) ?? false
+            if !stillPending {
+                // The delete won on the server; the row's values live on in the conflict.
+                try db.execute(sql: "DELETE FROM \(SQLText.identifier(layout.table.name)) WHERE \(SQLText.identifier(layout.primaryKey)) = ?",
+                               arguments: [mutation.rowID])
+            }
+        }
+        return result.conflicts.count
+    }
+}

@@ -1,0 +1,110 @@
+import FerryProtocol
+import Foundation
+import GRDB
+
+/// Syncing by itself: shortly after local writes (debounced), periodically,
+/// and when the server's live stream announces news.
+extension SyncEngine {
+    enum Trigger: Sendable {
+        /// A local write: wait for more before syncing.
+        case localChange
+        /// Live news, a periodic tick, or the start: sync now.
+        case now
+    }
+
+    /// Starts syncing by itself, beginning with a sync now. Transient
+    /// failures retry with backoff, without limit, until ``stop()``.
+    ///
+    /// ```swift
+    /// await engine.start()
+    /// // ... the app writes; changes go out within `debounce`, news comes in live ...
+    /// await engine.stop()
+    /// ```
+    public func start() {
+        guard background == nil else { return }
+        let (triggers, trigger) = AsyncStream.makeStream(of: Trigger.self, bufferingPolicy: .bufferingNewest(1))
+        let configuration = self.configuration
+        let database = self.database
+        background = Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    // Local writes: the count of rows with pending changes goes up.
+                    var last = Int.max
+                    let counts = ValueObservation.tracking { db in
+                        (try SyncEngine.pendingRows(db), try Conflicts.count(db))
+                    }.values(in: database.writer)
+                    do {
+                        for try await (pending, conflicts) in counts {
+                            self.broadcaster.update { $0.pendingCount = pending; $0.conflictCount = conflicts }
+                            if pending > last || (last == Int.max && pending > 0) { trigger.yield(.localChange) }
+                            last = pending
+                        }
+                    } catch {}
+                }
+                if let interval = configuration.periodicInterval {
+                    group.addTask {
+                        while !Task.isCancelled {
+                            try? await Task.sleep(for: interval)
+                            trigger.yield(.now)
+                        }
+                    }
+                }
+                if configuration.live {
+                    group.addTask { await self.listenLive(trigger) }
+                }
+                group.addTask {
+                    for await reason in triggers {
+                        if reason == .localChange, configuration.debounce > .zero {
+                            try? await Task.sleep(for: configuration.debounce)
+                        }
+                        if Task.isCancelled { break }
+                        _ = try? await self.runExclusive(attempts: nil)
+                    }
+                }
+                await group.next()
+                group.cancelAll()
+            }
+        }
+        trigger.yield(.now)
+        stopTrigger = trigger
+    }
+
+    /// Stops syncing by itself and waits until the work in progress ends.
+    /// A page being applied is committed or rolled back whole.
+    public func stop() async {
+        let task = background
+        background = nil
+        stopTrigger?.finish()
+        stopTrigger = nil
+        task?.cancel()
+        await task?.value
+        broadcaster.update { $0.phase = .idle; $0.liveConnected = false }
+    }
+
+    /// Listens on the live endpoint, reconnecting with backoff, and asks for
+    /// a sync when subscribed (to catch up) and on every announcement.
+    private func listenLive(_ trigger: AsyncStream<Trigger>.Continuation) async {
+        var failures = 0
+        while !Task.isCancelled {
+            do {
+                for try await message in transport.live(scopes: configuration.scopes, token: await credentials.token) {
+                    switch message {
+                    case .ready:
+                        failures = 0
+                        broadcaster.update { $0.liveConnected = true }
+                        trigger.yield(.now)
+                    case .change:
+                        trigger.yield(.now)
+                    }
+                }
+            } catch {
+                if SyncFailure(error) == .unauthorized { _ = await credentials.refresh() }
+            }
+            broadcaster.update { $0.liveConnected = false }
+            if Task.isCancelled { break }
+            let delay = configuration.retry.delay(attempt: failures, unit: Double.random(in: 0..<1))
+            failures += 1
+            try? await Task.sleep(for: delay)
+        }
+    }
+}

@@ -1,0 +1,38 @@
+import FerryProtocol
+
+/// What the engine does about a failed request: the decision, apart from
+/// the I/O that met it.
+enum SyncFailure: Equatable, Sendable {
+    /// The network or the server is struggling: wait and retry, queue untouched.
+    case transient(retryAfter: Duration?)
+    /// The token is missing, invalid or expired: refresh it.
+    case unauthorized
+    /// A push skipped ahead of the server: renumber after `lastApplied`.
+    case gap(lastApplied: Int64)
+    /// The server refuses the request as sent (4xx): retrying as is cannot help.
+    case refused(status: Int, message: String)
+    /// Not a transport failure: stop and report.
+    case fatal
+
+    init(_ error: any Error) {
+        guard let error = error as? SyncTransportError else {
+            self = .fatal
+            return
+        }
+        switch error {
+        case .unreachable, .timedOut, .invalidResponse:
+            self = .transient(retryAfter: nil)
+        case .http(let status, let body, let retryAfter):
+            switch status {
+            case 401:
+                self = .unauthorized
+            case 409 where body?.code == .mutationGap:
+                self = .gap(lastApplied: body?.lastAppliedMutationID ?? 0)
+            case 408, 429, 500...599:
+                self = .transient(retryAfter: retryAfter)
+            default:
+                self = .refused(status: status, message: body?.message ?? "HTTP \(status)")
+            }
+        }
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+
+/// Where the sync engine stands, as ``SyncEngine/statusUpdates()`` yields it.
+///
+/// ```swift
+/// for await status in engine.statusUpdates() {
+///     label.text = "\(status.phase) · \(status.pendingCount) to send · \(status.conflictCount) conflicts"
+/// }
+/// ```
+public struct SyncStatus: Sendable, Hashable {
+    /// What the engine is doing.
+    public enum Phase: String, Sendable, Hashable {
+        /// Not syncing right now.
+        case idle
+        /// Sending local changes.
+        case pushing
+        /// Fetching and applying server changes.
+        case pulling
+        /// Waiting before a retry after a transient failure.
+        case backingOff
+        /// The server refused the token and no refreshed one is available.
+        case unauthorized
+    }
+
+    public var phase: Phase = .idle
+    /// Local changes waiting to be pushed.
+    public var pendingCount = 0
+    /// Mutations acknowledged by the server in the current (or last) sync.
+    public var pushed = 0
+    /// Rows pulled in the current (or last) sync.
+    public var pulled = 0
+    /// When a sync last completed.
+    public var lastSuccessfulSync: Date?
+    /// The last failure, cleared by the next success.
+    public var lastError: String?
+    /// Conflicts awaiting the app.
+    public var conflictCount = 0
+    /// Mutations the server rejected, set aside.
+    public var rejectedCount = 0
+    /// Whether the live stream is connected.
+    public var liveConnected = false
+
+    public init() {}
+}
+
+/// What one ``SyncEngine/sync()`` did.
+public struct SyncSummary: Sendable, Hashable {
+    /// Mutations the server acknowledged (applied, merged or in conflict).
+    public var pushed = 0
+    /// Mutations acknowledged with a conflict report.
+    public var conflicts = 0
+    /// Mutations the server rejected, now set aside.
+    public var rejected = 0
+    /// Rows pulled (written, deleted or kept).
+    public var pulled = 0
+    /// Pulled rows that could not be applied and were set aside.
+    public var setAside: [SetAsideRow] = []
+    /// Local rows removed after a reset because the server no longer has them.
+    public var swept = 0
+    /// Scopes refetched from scratch after the server reset their cursors.
+    public var resets = 0
+    /// The database turned out to be a restored older copy and took a new client id.
+    public var identityRenewed = false
+    /// Attempts that failed transiently and were retried.
+    public var retries = 0
+
+    public init() {}
+}
+
+/// Holds the latest status and hands it to every listener.
+final class StatusBroadcaster: Sendable {
+    private struct State {
+        var status = SyncStatus()
+        var listeners: [UUID: AsyncStream<SyncStatus>.Continuation] = [:]
+    }
+
+    private let state = Locked(State())
+
+    var current: SyncStatus { state.withLock { $0.status } }
+
+    func update(_ change: (inout SyncStatus) -> Void) {
+        let (status, listeners) = state.withLock { state -> (SyncStatus, [AsyncStream<SyncStatus>.Continuation]) in
+            let before = state.status
+            change(&state.status)
+            return state.status == before ? (state.status, []) : (state.status, Array(state.listeners.values))
+        }
+        for listener in listeners { listener.yield(status) }
+    }
+
+    func stream() -> AsyncStream<SyncStatus> {
+        let (stream, continuation) = AsyncStream.makeStream(of: SyncStatus.self, bufferingPolicy: .bufferingNewest(16))
+        let id = UUID()
+        let status = state.withLock { state in
+            state.listeners[id] = continuation
+            return state.status
+        }
+        continuation.yield(status)
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.listeners.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    func finish() {
+        let listeners = state.withLock { state in
+            defer { state.listeners = [:] }
+            return Array(state.listeners.values)
+        }
+        for listener in listeners { listener.finish() }
+    }
+}

@@ -1,0 +1,137 @@
+import AsyncHTTPClient
+import FerryProtocol
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// The default transport: the `/v1` HTTP API over AsyncHTTPClient.
+///
+/// AsyncHTTPClient runs on SwiftNIO, so the same code works on Linux and on
+/// Apple platforms, and it streams response bodies, which the live endpoint
+/// (server-sent events) needs. It shares `HTTPClient.shared` unless given a
+/// client.
+///
+/// ```swift
+/// let transport = HTTPSyncTransport(baseURL: URL(string: "http://127.0.0.1:8080")!)
+/// let engine = SyncEngine(database: database, transport: transport,
+///                         configuration: SyncConfiguration(userID: "alice"),
+///                         token: token)
+/// ```
+public struct HTTPSyncTransport: SyncTransport {
+    /// The server's address, without `/v1`.
+    public let baseURL: URL
+    /// How long a push or pull may take, reply included.
+    public var requestTimeout: Duration
+    /// The largest reply accepted (a pull page is cut at 8 MiB by the server).
+    public var maxResponseBytes: Int
+    private let client: HTTPClient
+
+    public init(baseURL: URL, requestTimeout: Duration = .seconds(60), maxResponseBytes: Int = 64 << 20,
+                client: HTTPClient = .shared) {
+        self.baseURL = baseURL
+        self.requestTimeout = requestTimeout
+        self.maxResponseBytes = maxResponseBytes
+        self.client = client
+    }
+
+    public func push(_ request: PushRequest, token: String?) async throws -> PushResponse {
+        try await post("/v1/push", request, token: token)
+    }
+
+    public func pull(_ request: PullRequest, token: String?) async throws -> PullResponse {
+        try await post("/v1/pull", request, token: token)
+    }
+
+    public func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: LiveMessage.self)
+        var components = URLComponents(url: url("/v1/live"), resolvingAgainstBaseURL: false)!
+        components.queryItems = scopes.map { URLQueryItem(name: "scope", value: $0) }
+        var request = HTTPClientRequest(url: components.url!.absoluteString)
+        request.headers.add(name: "Accept", value: "text/event-stream")
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        let client = self.client
+        let task = Task {
+            do {
+                let response = try await Self.mapErrors {
+                    try await client.execute(request, deadline: .distantFuture)
+                }
+                guard response.status == .ok else {
+                    let body = try? await response.body.collect(upTo: 1 << 20)
+                    throw Self.failure(response, body: body)
+                }
+                var parser = EventStreamParser()
+                for try await buffer in response.body {
+                    for event in parser.feed(buffer.readableBytesView) {
+                        switch event.name {
+                        case LiveEvent.Name.ready.rawValue:
+                            continuation.yield(.ready)
+                        case LiveEvent.Name.change.rawValue:
+                            let news = try? JSONDecoder().decode(LiveEvent.self, from: Data(event.data.utf8))
+                            continuation.yield(.change(scopes: news?.scopes ?? scopes))
+                        default:
+                            break
+                        }
+                    }
+                }
+                continuation.finish(throwing: SyncTransportError.unreachable("the live stream ended"))
+            } catch {
+                continuation.finish(throwing: Self.transportError(error))
+            }
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+
+    // MARK: - Requests
+
+    private func url(_ path: String) -> URL {
+        baseURL.appendingPathComponent(String(path.dropFirst()))
+    }
+
+    private func post<Body: Encodable, Reply: Decodable>(_ path: String, _ body: Body, token: String?) async throws -> Reply {
+        var request = HTTPClientRequest(url: url(path).absoluteString)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        request.body = .bytes(ByteBuffer(bytes: try JSONEncoder().encode(body)))
+        let deadline = NIODeadline.now() + .nanoseconds(Int64(requestTimeout.components.seconds) * 1_000_000_000
+            + requestTimeout.components.attoseconds / 1_000_000_000)
+        let maxBytes = maxResponseBytes
+        let client = self.client
+        return try await Self.mapErrors {
+            let response = try await client.execute(request, deadline: deadline)
+            let bytes = try await response.body.collect(upTo: maxBytes)
+            guard response.status == .ok else { throw Self.failure(response, body: bytes) }
+            do {
+                return try JSONDecoder().decode(Reply.self, from: Data(bytes.readableBytesView))
+            } catch {
+                throw SyncTransportError.invalidResponse("\(path) answered a body that is not a \(Reply.self): \(error)")
+            }
+        }
+    }
+
+    private static func failure(_ response: HTTPClientResponse, body: ByteBuffer?) -> SyncTransportError {
+        let error = body.flatMap { try? JSONDecoder().decode(ErrorResponse.self, from: Data($0.readableBytesView)) }
+        let retryAfter = response.headers.first(name: "Retry-After").flatMap(Int.init).map { Duration.seconds($0) }
+        return .http(status: Int(response.status.code), error: error, retryAfter: retryAfter)
+    }
+
+    private static func mapErrors<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch {
+            throw transportError(error)
+        }
+    }
+
+    private static func transportError(_ error: any Error) -> any Error {
+        if error is SyncTransportError || error is CancellationError { return error }
+        if let error = error as? HTTPClientError {
+            if error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
+                return SyncTransportError.timedOut
+            }
+            if error == .cancelled { return CancellationError() }
+        }
+        return SyncTransportError.unreachable(String(describing: error))
+    }
+}

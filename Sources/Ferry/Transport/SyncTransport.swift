@@ -1,0 +1,56 @@
+import FerryProtocol
+import Foundation
+
+/// How the sync engine reaches the server: one call per protocol request.
+///
+/// ``HTTPSyncTransport`` is the default. Wrap a transport to add behaviour
+/// (``FaultInjectingTransport`` drops, delays, duplicates and reorders
+/// requests for tests), or implement one for another channel.
+///
+/// ```swift
+/// let transport = HTTPSyncTransport(baseURL: URL(string: "https://sync.example.com")!)
+/// let reply = try await transport.push(PushRequest(clientID: id, mutations: []), token: token)
+/// print(reply.lastAppliedMutationID)
+/// ```
+///
+/// Failures are thrown as ``SyncTransportError`` so the engine can tell a
+/// network failure (retried) from a refusal (not retried).
+public protocol SyncTransport: Sendable {
+    /// `POST /v1/push`.
+    func push(_ request: PushRequest, token: String?) async throws -> PushResponse
+    /// `POST /v1/pull`.
+    func pull(_ request: PullRequest, token: String?) async throws -> PullResponse
+    /// `GET /v1/live`: the server's news for `scopes`, until the stream ends
+    /// or fails. The first message is ``LiveMessage/ready`` once subscribed.
+    func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error>
+}
+
+/// A message on the live stream.
+public enum LiveMessage: Sendable, Hashable {
+    /// Subscribed: every change committed from now on will be announced.
+    case ready
+    /// These scopes have news: pull them.
+    case change(scopes: [String])
+}
+
+/// Why a request did not produce a reply.
+public enum SyncTransportError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// No connection, or it was refused, reset or closed early.
+    case unreachable(String)
+    /// No answer in time.
+    case timedOut
+    /// The server answered with an error status.
+    case http(status: Int, error: ErrorResponse?, retryAfter: Duration?)
+    /// The server answered something that is not the protocol.
+    case invalidResponse(String)
+
+    public var description: String {
+        switch self {
+        case .unreachable(let reason): "server unreachable: \(reason)"
+        case .timedOut: "the server did not answer in time"
+        case .http(let status, let error, _):
+            "HTTP \(status)" + (error.map { " \($0.code.rawValue): \($0.message)" } ?? "")
+        case .invalidResponse(let reason): "invalid response: \(reason)"
+        }
+    }
+}
