@@ -1,0 +1,110 @@
+import Ferry
+@testable import FerryServer
+import FerryProtocol
+import Foundation
+import GRDB
+import Testing
+
+/// The started engine: syncing after local writes, live news from the
+/// server, status as an async sequence, and stopping mid-sync.
+@Suite struct BackgroundSyncTests {
+    let directory: TemporaryDirectory
+
+    init() throws {
+        directory = try TemporaryDirectory()
+    }
+
+    private func waitUntil(timeout: Duration = .seconds(10), _ condition: () async throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try await condition() { return }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        Issue.record("condition not met within \(timeout)")
+    }
+
+    /// `a` writes; a started `b`, listening live with no periodic sync,
+    /// sees the row soon after — in under 2 s, each time, over 5 edits.
+    @Test func writesReachAListeningDeviceLive() async throws {
+        let server = try await SyncServer.start()
+        defer { Task { await server.stop() } }
+        let a = try await Device.make("a", user: "alice", server: server, directory: directory) { $0.debounce = .milliseconds(20) }
+        let b = try await Device.make("b", user: "alice", server: server, directory: directory) { $0.live = true }
+        await a.engine.start()
+        await b.engine.start()
+        defer { Task { await a.engine.stop(); await b.engine.stop() } }
+        try await waitUntil { b.engine.status.liveConnected }
+
+        for index in 0..<5 {
+            let start = ContinuousClock.now
+            try a.execute("INSERT INTO note(id, title) VALUES (?, 'live')", ["n\(index)"])
+            try await waitUntil { try b.note("n\(index)") != nil }
+            #expect(ContinuousClock.now - start < .seconds(2))
+        }
+    }
+
+    @Test func statusReportsPhasesCountsAndTheLastSync() async throws {
+        let server = try await SyncServer.start()
+        defer { Task { await server.stop() } }
+        let device = try await Device.make("a", user: "alice", server: server, directory: directory) { $0.pushBatchSize = 10 }
+        let seen = Locked<[SyncStatus]>([])
+        let watcher = Task {
+            for await status in device.engine.statusUpdates() {
+                seen.withLock { $0.append(status) }
+            }
+        }
+        defer { watcher.cancel() }
+        try await device.database.write { db in
+            for index in 0..<30 { try db.execute(sql: "INSERT INTO note(id, title) VALUES (?, 'x')", arguments: ["n\(index)"]) }
+        }
+        try await device.engine.sync()
+        try await waitUntil { seen.withLock { $0.last?.lastSuccessfulSync != nil } }
+
+        let statuses = seen.withLock { $0 }
+        let phases = statuses.map(\.phase)
+        #expect(phases.contains(.pushing) && phases.contains(.pulling))
+        #expect(statuses.contains { $0.phase == .pushing && $0.pushed == 10 })
+        let last = try #require(statuses.last)
+        #expect(last.phase == .idle && last.pendingCount == 0 && last.pushed == 30 && last.pulled == 30)
+        #expect(last.lastError == nil && last.conflictCount == 0)
+    }
+
+    /// Cancelling a sync mid-pull leaves whole pages applied, and the next
+    /// sync finishes the job.
+    @Test func cancellingMidPullLeavesWholePages() async throws {
+        let server = try await SyncServer.start()
+        defer { Task { await server.stop() } }
+        let writer = try await Device.make("w", user: "alice", server: server, directory: directory) { $0.pushBatchSize = 1000 }
+        try await writer.database.write { db in
+            for index in 0..<3000 { try db.execute(sql: "INSERT INTO note(id, title) VALUES (?, 'x')", arguments: ["n\(index)"]) }
+        }
+        try await writer.engine.sync()
+
+        let reader = try await Device.make("r", user: "alice", server: server, directory: directory) { $0.pullPageSize = 100 }
+        let sync = Task { try await reader.engine.sync() }
+        try await waitUntil { try reader.notes().count >= 300 }
+        sync.cancel()
+        _ = try? await sync.value
+        let count = try reader.notes().count
+        #expect(count % 100 == 0)
+        let cursor = try await reader.database.read { db in try String.fetchOne(db, sql: "SELECT cursor FROM ferry_cursors") }
+        #expect(cursor != nil)
+        try await reader.engine.sync()
+        #expect(try reader.notes().count == 3000)
+    }
+
+    @Test func localWritesAreSyncedShortlyAfterByAStartedEngine() async throws {
+        let server = try await SyncServer.start()
+        defer { Task { await server.stop() } }
+        let device = try await Device.make("a", user: "alice", server: server, directory: directory) {
+            $0.live = false
+            $0.debounce = .milliseconds(50)
+        }
+        await device.engine.start()
+        defer { Task { await device.engine.stop() } }
+        try device.execute("INSERT INTO note(id, title) VALUES ('1', 'auto')")
+        try await waitUntil { try await server.rows("note", in: "user:alice")["1"] != nil }
+        await device.engine.stop()
+        #expect(device.engine.status.phase == .idle)
+    }
+}

@@ -1,0 +1,235 @@
+import Ferry
+@testable import FerryServer
+import FerryProtocol
+import Foundation
+import GRDB
+import Testing
+
+/// Lost requests, lost replies, duplicates, a server that dies mid-sync,
+/// refusals and expired tokens: every edit still lands exactly once.
+@Suite struct FailureTests {
+    let directory: TemporaryDirectory
+
+    init() throws {
+        directory = try TemporaryDirectory()
+    }
+
+    /// Mutations acknowledged by the server, by id, on this device.
+    private func acknowledgedMutations(_ device: Device) throws -> Int {
+        try device.database.read { db in
+            try Int.fetchOne(db, sql: "SELECT count(DISTINCT mutation_id) FROM ferry_outbox WHERE state = 'acknowledged'") ?? 0
+        }
+    }
+
+    @Test func droppedAndDuplicatedRequestsApplyEveryMutationExactlyOnce() async throws {
+        let server = try await SyncServer.start()
+        defer { Task { await server.stop() } }
+        let faulty = Locked<FaultInjectingTransport?>(nil)
+        let device = try await Device.make("a", user: "alice", server: server, directory: directory,
+                                           configure: { $0.pushBatchSize = 7; $0.pullPageSize = 5; $0.retry.attemptsPerSync = 1000 },
+                                           transport: { inner in
+            let transport = FaultInjectingTransport(wrapping: inner)
+            faulty.withLock { $0 = transport }
+            return transport
+        })
+        let transport = try #require(faulty.withLock { $0 })
+        let faults: [FaultInjectingTransport.Fault] = [.dropRequest, .dropResponse, .duplicate, .reorder, .delay(.milliseconds(3))]
+        transport.injectRandomly(faults, on: .push, probability: 0.5, seed: 42)
+        transport.injectRandomly(faults, on: .pull, probability: 0.5, seed: 7)
+
+        let clientID = try device.database.clientID
+        var expected: [String: Note] = [:]
+        for round in 0..<12 {
+            for index in 0..<10 {
+                let id = "n\(index)"
+                if expected[id] == nil {
+                    try device.execute("INSERT INTO note(id, title, counter) VALUES (?, ?, 1)", [id, "r\(round)"])
+                    expected[id] = Note(title: "r\(round)", body: nil, counter: 1)
+                } else if (round + index) % 3 == 0 {
+                    try device.execute("UPDATE note SET counter = counter + 1, title = ? WHERE id = ?", ["r\(round)", id])
+                    expected[id]!.counter += 1
+                    expected[id]!.title = "r\(round)"
+                }
+            }
+            try await device.engine.sync()
+        }
+        transport.heal()
+        try await device.engine.sync()
+
+        #expect(transport.log.contains { $0.contains("dropResponse") })
+        #expect(transport.log.contains { $0.contains("duplicate") })
+        #expect(try device.notes() == expected)
+        let onServer = try await server.rows("note", in: "user:alice")
+        #expect(onServer.mapValues { $0["counter"] } == expected.mapValues { .integer($0.counter) })
+        // One store version per applied mutation: none was applied twice.
+        #expect(try await server.storeVersion() == Int64(try acknowledgedMutations(device)))
+        #expect(try device.database.clientID == clientID)
+        #expect(try device.database.outbox.pendingCount() == 0)
+    }
+
+    /// The server process is SIGKILLed while a device pushes 1,500 rows in
+    /// batches of 25, and restarted on the same port: the sync rides it out
+    /// and every row is on the server exactly once.
+    @Test func serverKilledAndRestartedMidSync() async throws {
+        let data = directory.url.appending(path: "server-data").path
+        let secret = SyncServer.secret
+        let first = try ServerProcess(["serve", "--port", "0", "--data-dir", data, "--jwt-secret", secret])
+        let line = try await first.waitForLine(startingWith: "Ferry server listening on ")
+        let url = try #require(URL(string: String(line.dropFirst("Ferry server listening on ".count))))
+        let port = try #require(url.port)
+        let token = try #require(ServerProcess.run(["token", "--user", "alice", "--data-dir", data, "--jwt-secret", secret])
+            .output.split(separator: "\n").last.map(String.init))
+
+        let device = try await Device.make("a", user: "alice", baseURL: url, directory: directory, configure: {
+            $0.pushBatchSize = 25
+            $0.retry = RetryPolicy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(300), attemptsPerSync: 200)
+        }, token: token)
+        try await device.database.write { db in
+            for index in 0..<1500 {
+                try db.execute(sql: "INSERT INTO note(id, title, counter) VALUES (?, ?, ?)", arguments: ["n\(index)", "t\(index)", index])
+            }
+        }
+        let sync = Task { try await device.engine.sync() }
+        // Kill once some batches are in.
+        while try acknowledgedMutations(device) < 200 { try await Task.sleep(for: .milliseconds(5)) }
+        first.process.interrupt()
+        kill(first.process.processIdentifier, SIGKILL)
+        first.process.waitUntilExit()
+        let atKill = try acknowledgedMutations(device)
+        try await Task.sleep(for: .milliseconds(400))
+        let second = try ServerProcess(["serve", "--port", "\(port)", "--data-dir", data, "--jwt-secret", secret])
+        defer { second.process.terminate(); second.process.waitUntilExit() }
+        _ = try await second.waitForLine(startingWith: "Ferry server listening on ")
+
+        let summary = try await sync.value
+        #expect(atKill < 1500)
+        #expect(summary.retries > 0)
+        #expect(try acknowledgedMutations(device) == 1500)
+
+        // A fresh device pulls every row back, each with its value.
+        let reader = try await Device.make("reader", user: "alice", baseURL: url, directory: directory, token: token)
+        try await reader.engine.sync()
+        let notes = try reader.notes()
+        #expect(notes.count == 1500)
+        #expect(notes["n1499"] == Note(title: "t1499", body: nil, counter: 1499))
+        let version = try await DatabaseQueue(path: data + "/ferry-server.sqlite").read { db in
+            try Int64.fetchOne(db, sql: "SELECT CAST(value AS INTEGER) FROM store_meta WHERE key = 'version'")
+        }
+        #expect(version == 1500)
+    }
+
+    @Test func rejectedMutationIsSetAsideAndDoesNotBlockTheQueue() async throws {
+        let noForbidden = MutationValidator { proposed in
+            proposed.mutation.columns["title"] == .text("forbidden") ? .reject(reason: "that title is not allowed") : .accept
+        }
+        let server = try await SyncServer.start(tables: ServerTables(rules: ["note": TableRule(validator: noForbidden)]))
+        defer { Task { await server.stop() } }
+        let device = try await Device.make("a", user: "alice", server: server, directory: directory)
+        try device.execute("INSERT INTO note(id, title) VALUES ('1', 'fine')")
+        try device.execute("INSERT INTO note(id, title) VALUES ('2', 'forbidden')")
+        try device.execute("INSERT INTO note(id, title) VALUES ('3', 'also fine')")
+        let summary = try await device.engine.sync()
+
+        #expect(summary.rejected == 1 && summary.pushed == 2)
+        #expect(Set(try await server.rows("note", in: "user:alice").keys) == ["1", "3"])
+        let rejected = try device.database.outbox.rejectedMutations()
+        #expect(rejected.map(\.rowID) == ["2"])
+        #expect(rejected.first?.reason == "that title is not allowed")
+        #expect(await device.engine.status.rejectedCount == 1)
+
+        // Fix it and resend.
+        try device.execute("UPDATE note SET title = 'renamed' WHERE id = '2'")
+        try device.database.outbox.resend(try #require(rejected.first))
+        try await device.engine.sync()
+        #expect(try await server.rows("note", in: "user:alice")["2"]?["title"] == .text("renamed"))
+        #expect(try device.database.outbox.rejectedMutations().isEmpty)
+
+        // Or discard it.
+        try device.execute("UPDATE note SET title = 'forbidden' WHERE id = '3'")
+        try await device.engine.sync()
+        try device.database.outbox.discard(try #require(try device.database.outbox.rejectedMutations().first))
+        #expect(try device.database.outbox.rejectedMutations().isEmpty)
+        #expect(try await server.rows("note", in: "user:alice")["3"]?["title"] == .text("also fine"))
+    }
+
+    /// A mutation for a scope the user may not write is refused by the
+    /// server as a whole request (403): the engine narrows it down, sets
+    /// that one aside, and pushes the rest.
+    @Test func forbiddenScopeMutationIsSetAside() async throws {
+        let server = try await SyncServer.start()
+        defer { Task { await server.stop() } }
+        try await server.store.createScope("team-red", owner: "carol")
+        let device = try await Device.make("a", user: "alice", server: server, directory: directory)
+        try device.execute("INSERT INTO note(id, title) VALUES ('1', 'mine')")
+        try device.execute("INSERT INTO item(id, listScope, name) VALUES ('x', 'team-red', 'not mine')")
+        try device.execute("INSERT INTO note(id, title) VALUES ('2', 'mine too')")
+        let summary = try await device.engine.sync()
+        #expect(summary.rejected == 1 && summary.pushed == 2)
+        #expect(try device.database.outbox.rejectedMutations().map(\.rowID) == ["x"])
+        #expect(Set(try await server.rows("note", in: "user:alice").keys) == ["1", "2"])
+    }
+
+    @Test func expiredTokenIsRefreshed() async throws {
+        let server = try await SyncServer.start()
+        defer { Task { await server.stop() } }
+        let calls = Locked(0)
+        let fresh = try await server.token("alice")
+        let device = try await Device.make("a", user: "alice", server: server, directory: directory,
+                                           token: "not-a-token", tokenRefresher: {
+            calls.withLock { $0 += 1 }
+            return fresh
+        })
+        try device.execute("INSERT INTO note(id, title) VALUES ('1', 'hello')")
+        try await device.engine.sync()
+        #expect(calls.withLock { $0 } == 1)
+        #expect(try await server.rows("note", in: "user:alice").count == 1)
+    }
+
+    @Test func noTokenLeavesTheEngineUnauthorized() async throws {
+        let server = try await SyncServer.start()
+        defer { Task { await server.stop() } }
+        struct SignedOut: Error {}
+        let device = try await Device.make("a", user: "alice", server: server, directory: directory,
+                                           token: "expired", tokenRefresher: { throw SignedOut() })
+        try device.execute("INSERT INTO note(id, title) VALUES ('1', 'hello')")
+        await #expect(throws: FerryError.self) { try await device.engine.sync() }
+        #expect(await device.engine.status.phase == .unauthorized)
+        #expect(try device.database.outbox.pendingCount() == 1)
+
+        await device.engine.updateToken(try await server.token("alice"))
+        try await device.engine.sync()
+        #expect(await device.engine.status.phase == .idle)
+        #expect(try device.database.outbox.pendingCount() == 0)
+    }
+
+    @Test func unreachableServerGivesUpAfterTheAttemptsAndKeepsTheQueue() async throws {
+        let device = try await Device.make("a", user: "alice", baseURL: URL(string: "http://127.0.0.1:9")!,
+                                           directory: directory, token: "t")
+        try device.execute("INSERT INTO note(id, title) VALUES ('1', 'hello')")
+        do {
+            try await device.engine.sync()
+            Issue.record("sync should have failed")
+        } catch let error as FerryError {
+            #expect(error.code == .serverUnavailable)
+        }
+        #expect(await device.engine.status.lastError != nil)
+        #expect(try device.database.outbox.pendingCount() == 1)
+    }
+}
+
+/// A value shared with a `@Sendable` closure in a test.
+final class Locked<Value: Sendable>: @unchecked Sendable {
+    // @unchecked: `value` is only touched while `lock` is held.
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) {
+        self.value = value
+    }
+
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}

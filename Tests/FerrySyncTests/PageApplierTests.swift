@@ -1,0 +1,96 @@
+@testable import Ferry
+import FerryProtocol
+import Foundation
+import GRDB
+import Testing
+
+/// Applying pulled pages to a real database, without a server.
+@Suite struct PageApplierTests {
+    let database: FerryDatabase
+
+    init() throws {
+        database = try FerryDatabase(writer: DatabaseQueue(), schema: SyncSchema.schema())
+    }
+
+    private func applier() -> PageApplier {
+        PageApplier(database: database, userScope: "user:alice")
+    }
+
+    private func page(_ changes: [RowChange], cursor: String = "c1", hasMore: Bool = false) -> PullPage {
+        PullPage(scope: "user:alice", changes: changes, cursor: cursor, hasMore: hasMore, reset: false)
+    }
+
+    private func note(_ id: String, version: Int64, title: String, body: String, counter: Int64 = 0) -> RowChange {
+        RowChange(table: "note", rowID: id, version: version, deleted: false,
+                  values: ["id": .text(id), "title": .text(title), "body": .text(body), "counter": .integer(counter)])
+    }
+
+    @Test func appliesWithoutEchoAndRecordsVersionsAndCursor() throws {
+        let report = try applier().apply(page([note("1", version: 3, title: "a", body: "b"), note("2", version: 4, title: "c", body: "d")]))
+        #expect(report.written == 2)
+        #expect(try database.outbox.pendingCount() == 0)
+        let versions = try database.read { db in try Int64.fetchAll(db, sql: "SELECT version FROM ferry_rows ORDER BY row_id") }
+        #expect(versions == [3, 4])
+        let cursor = try database.read { db in try String.fetchOne(db, sql: "SELECT cursor FROM ferry_cursors WHERE scope = 'user:alice'") }
+        #expect(cursor == "c1")
+    }
+
+    @Test func pendingColumnsAreKeptAndTheBaseStays() throws {
+        _ = try applier().apply(page([note("1", version: 3, title: "server title", body: "server body")]))
+        try database.write { db in try db.execute(sql: "UPDATE note SET title = 'my title' WHERE id = '1'") }
+        _ = try applier().apply(page([note("1", version: 9, title: "newer server title", body: "newer body", counter: 2)]))
+
+        let row = try database.read { db in try Row.fetchOne(db, sql: "SELECT title, body, counter FROM note WHERE id = '1'")! }
+        #expect(row["title"] == "my title")
+        #expect(row["body"] == "newer body")
+        #expect(row["counter"] == 2)
+        let pending = try database.outbox.pendingMutations()
+        #expect(pending.count == 1)
+        #expect(pending.first?.columns == ["title"])
+        #expect(pending.first?.baseVersion == 3)
+    }
+
+    @Test func olderVersionNeverRollsARowBack() throws {
+        _ = try applier().apply(page([note("1", version: 9, title: "new", body: "new")]))
+        let report = try applier().apply(page([note("1", version: 5, title: "old", body: "old")]))
+        #expect(report.kept == 1)
+        #expect(try database.read { db in try String.fetchOne(db, sql: "SELECT title FROM note") } == "new")
+    }
+
+    @Test func serverDeleteRemovesTheRowUnlessEditsArePending() throws {
+        _ = try applier().apply(page([note("1", version: 3, title: "a", body: "b"), note("2", version: 3, title: "a", body: "b")]))
+        try database.write { db in try db.execute(sql: "UPDATE note SET body = 'mine' WHERE id = '2'") }
+        let deletes = ["1", "2"].map { RowChange(table: "note", rowID: $0, version: 10, deleted: true, values: [:]) }
+        let report = try applier().apply(page(deletes))
+        #expect(report.deleted == 1 && report.kept == 1)
+        #expect(try database.read { db in try String.fetchAll(db, sql: "SELECT id FROM note") } == ["2"])
+    }
+
+    /// A row STRICT refuses is set aside with SQLite's error; the rest of
+    /// the page (the same savepoint group included) applies.
+    @Test func aBadRowIsSetAsideAndTheRestApplies() throws {
+        var changes = (0..<250).map { RowChange(table: "reading", rowID: "r\($0)", version: Int64($0 + 1), deleted: false,
+                                                 values: ["value": .integer(Int64($0))]) }
+        changes[120] = RowChange(table: "reading", rowID: "r120", version: 121, deleted: false, values: ["value": .text("not a number")])
+        changes[200] = RowChange(table: "reading", rowID: "r200", version: 201, deleted: false, values: ["value": .null])
+        let report = try applier().apply(page(changes))
+
+        #expect(report.written == 248)
+        #expect(report.setAside.map(\.rowID) == ["r120", "r200"])
+        #expect(report.setAside.first?.reason.contains("cannot store TEXT value in INTEGER column") == true)
+        #expect(try database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM reading") } == 248)
+        #expect(try database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM ferry_set_aside") } == 2)
+
+        // A later, valid version of a set-aside row applies and clears it.
+        let fixed = RowChange(table: "reading", rowID: "r120", version: 300, deleted: false, values: ["value": .integer(120)])
+        _ = try applier().apply(page([fixed], cursor: "c2"))
+        #expect(try database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM ferry_set_aside") } == 1)
+    }
+
+    @Test func rowsOfTablesThisAppDoesNotSyncAreIgnored() throws {
+        let change = RowChange(table: "future_table", rowID: "1", version: 1, deleted: false, values: ["x": 1])
+        let report = try applier().apply(page([change]))
+        #expect(report.ignored == 1)
+        #expect(report.setAside.isEmpty)
+    }
+}

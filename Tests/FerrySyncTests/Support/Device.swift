@@ -1,0 +1,95 @@
+import Ferry
+import FerryProtocol
+import Foundation
+import GRDB
+
+/// The app schema the end-to-end tests sync: private notes, a list of items
+/// in shared scopes, and a STRICT table whose types SQLite enforces.
+enum SyncSchema {
+    static func migrator(withPriority: Bool = false) -> DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE note (id TEXT PRIMARY KEY NOT NULL, title TEXT, body TEXT, counter INTEGER NOT NULL DEFAULT 0);
+                CREATE TABLE item (id TEXT PRIMARY KEY NOT NULL, listScope TEXT, name TEXT);
+                CREATE TABLE reading (id TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL) STRICT;
+                """)
+        }
+        if withPriority {
+            migrator.registerMigration("v2") { db in
+                try db.execute(sql: "ALTER TABLE note ADD COLUMN priority INTEGER")
+            }
+        }
+        return migrator
+    }
+
+    static func schema(withPriority: Bool = false) -> FerrySchema {
+        FerrySchema(migrator: migrator(withPriority: withPriority), syncedTables: [
+            SyncedTable("note"),
+            SyncedTable("item", scope: .column("listScope")),
+            SyncedTable("reading"),
+        ])
+    }
+}
+
+/// One app installation: its database file and its sync engine.
+struct Device {
+    let database: FerryDatabase
+    let engine: SyncEngine
+    let path: String
+
+    static func make(
+        _ name: String, user: String, server: SyncServer, directory: TemporaryDirectory,
+        withPriority: Bool = false,
+        configure: (inout SyncConfiguration) -> Void = { _ in },
+        transport: ((any SyncTransport) -> any SyncTransport)? = nil,
+        token: String? = nil, tokenRefresher: (@Sendable () async throws -> String)? = nil
+    ) async throws -> Device {
+        let minted = try await server.token(user)
+        return try await make(name, user: user, baseURL: server.baseURL, directory: directory, withPriority: withPriority,
+                              configure: configure, transport: transport,
+                              token: token ?? minted, tokenRefresher: tokenRefresher)
+    }
+
+    static func make(
+        _ name: String, user: String, baseURL: URL, directory: TemporaryDirectory,
+        withPriority: Bool = false,
+        configure: (inout SyncConfiguration) -> Void = { _ in },
+        transport: ((any SyncTransport) -> any SyncTransport)? = nil,
+        token: String?, tokenRefresher: (@Sendable () async throws -> String)? = nil
+    ) async throws -> Device {
+        let path = directory.path("\(name).sqlite")
+        let database = try FerryDatabase(path: path, schema: SyncSchema.schema(withPriority: withPriority))
+        var configuration = SyncConfiguration(userID: user)
+        configuration.retry = RetryPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200), attemptsPerSync: 5)
+        configuration.periodicInterval = nil
+        configure(&configuration)
+        let http: any SyncTransport = HTTPSyncTransport(baseURL: baseURL, requestTimeout: .seconds(10))
+        let engine = try SyncEngine(database: database, transport: transport?(http) ?? http,
+                                    configuration: configuration, token: token, tokenRefresher: tokenRefresher)
+        return Device(database: database, engine: engine, path: path)
+    }
+
+    func execute(_ sql: String, _ arguments: StatementArguments = []) throws {
+        try database.write { db in try db.execute(sql: sql, arguments: arguments) }
+    }
+
+    /// Every note: id → (title, body, counter).
+    func notes() throws -> [String: Note] {
+        try database.read { db in
+            Dictionary(uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT id, title, body, counter FROM note").map {
+                ($0["id"], Note(title: $0["title"], body: $0["body"], counter: $0["counter"]))
+            })
+        }
+    }
+
+    func note(_ id: String) throws -> Note? {
+        try notes()[id]
+    }
+}
+
+struct Note: Hashable, Sendable {
+    var title: String?
+    var body: String?
+    var counter: Int64
+}

@@ -1,0 +1,73 @@
+import Foundation
+
+/// `ferry-server` running as a child process, as a user starts it.
+final class ServerProcess: @unchecked Sendable {
+    // @unchecked: `lines` is only touched under `lock`; the rest is set in init.
+    let process = Process()
+    private let output = Pipe()
+    private let lock = NSLock()
+    private var lines: [String] = []
+
+    init(_ arguments: [String], environment: [String: String] = [:]) throws {
+        process.executableURL = try Self.executable()
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        output.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard let self, !data.isEmpty else { return }
+            self.lock.withLock {
+                let text = (self.lines.popLast() ?? "") + String(decoding: data, as: UTF8.self)
+                self.lines += text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            }
+        }
+        try process.run()
+    }
+
+    var printed: [String] { lock.withLock { lines } }
+
+    /// Waits (polling, bounded) for a printed line with `prefix`.
+    func waitForLine(startingWith prefix: String, timeout: Duration = .seconds(30)) async throws -> String {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let line = printed.first(where: { $0.hasPrefix(prefix) }) { return line }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw Timeout(waitingFor: prefix, printed: printed)
+    }
+
+    /// Runs the executable to completion and returns what it printed.
+    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        let pipe = Pipe()
+        process.executableURL = try executable()
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    struct Timeout: Error, CustomStringConvertible {
+        var waitingFor: String
+        var printed: [String]
+        var description: String { "no line starting with \(waitingFor) in \(printed)" }
+    }
+
+    /// Built next to the test bundle, because the test target depends on it.
+    static func executable() throws -> URL {
+        var candidates = [URL(filePath: CommandLine.arguments[0]).deletingLastPathComponent()]
+        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
+            candidates.append(bundle.bundleURL.deletingLastPathComponent())
+        }
+        for directory in candidates {
+            let url = directory.appending(path: "ferry-server")
+            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+        }
+        throw Timeout(waitingFor: "ferry-server executable", printed: candidates.map(\.path))
+    }
+}

@@ -1,0 +1,75 @@
+@testable import Ferry
+import FerryProtocol
+import Testing
+
+/// The pure decisions of the engine, no socket or file.
+@Suite struct SyncDecisionTests {
+    @Test func backoffGrowsIsCappedAndHonoursRetryAfter() {
+        let policy = RetryPolicy(initialDelay: .milliseconds(100), maximumDelay: .seconds(2), multiplier: 2)
+        #expect(policy.delay(attempt: 0, unit: 0.999) <= .milliseconds(100))
+        #expect(policy.delay(attempt: 3, unit: 0.999) <= .milliseconds(800))
+        #expect(policy.delay(attempt: 3, unit: 0.999) > .milliseconds(700))
+        #expect(policy.delay(attempt: 40, unit: 0.999) <= .seconds(2))
+        #expect(policy.delay(attempt: 5, unit: 0) == .zero)
+        #expect(policy.delay(attempt: 0, retryAfter: .seconds(7), unit: 0.5) == .seconds(7))
+    }
+
+    @Test func failuresAreClassified() {
+        #expect(SyncFailure(SyncTransportError.unreachable("refused")) == .transient(retryAfter: nil))
+        #expect(SyncFailure(SyncTransportError.timedOut) == .transient(retryAfter: nil))
+        #expect(SyncFailure(SyncTransportError.http(status: 503, error: nil, retryAfter: nil)) == .transient(retryAfter: nil))
+        #expect(SyncFailure(SyncTransportError.http(status: 429, error: nil, retryAfter: .seconds(3))) == .transient(retryAfter: .seconds(3)))
+        #expect(SyncFailure(SyncTransportError.http(status: 401, error: nil, retryAfter: nil)) == .unauthorized)
+        let gap = ErrorResponse(code: .mutationGap, message: "gap", lastAppliedMutationID: 4)
+        #expect(SyncFailure(SyncTransportError.http(status: 409, error: gap, retryAfter: nil)) == .gap(lastApplied: 4))
+        let bad = ErrorResponse(code: .badRequest, message: "no")
+        #expect(SyncFailure(SyncTransportError.http(status: 400, error: bad, retryAfter: nil)) == .refused(status: 400, message: "no"))
+        struct Other: Error {}
+        #expect(SyncFailure(Other()) == .fatal)
+    }
+
+    @Test func eventStreamParsesEventsSplitAnywhere() {
+        let text = ": heartbeat\r\n\r\nevent: ready\ndata: {\"scopes\":[\"a\"]}\n\nevent: change\rdata: x\rdata: y\r\r"
+        let bytes = Array(text.utf8)
+        for split in [1, 2, 3, 7, bytes.count] {
+            var parser = EventStreamParser()
+            var events: [EventStreamParser.Event] = []
+            var index = 0
+            while index < bytes.count {
+                events += parser.feed(bytes[index..<min(index + split, bytes.count)])
+                index += split
+            }
+            #expect(events == [.init(name: "ready", data: "{\"scopes\":[\"a\"]}"), .init(name: "change", data: "x\ny")])
+        }
+    }
+
+    private func change(deleted: Bool = false, version: Int64 = 5) -> RowChange {
+        RowChange(table: "note", rowID: "1", version: version, deleted: deleted,
+                  values: ["id": "1", "title": "server", "body": "server body", "extra": "new column"])
+    }
+
+    @Test func rebaseKeepsPendingColumnsAndTakesTheRest() {
+        let columns = ["id", "title", "body"]
+        #expect(RowRebase.plan(change(), pending: .none, knownVersion: 3, columns: columns, primaryKey: "id")
+            == .write(["title": "server", "body": "server body"]))
+        #expect(RowRebase.plan(change(), pending: .columns(["title"]), knownVersion: 3, columns: columns, primaryKey: "id")
+            == .write(["body": "server body"]))
+        #expect(RowRebase.plan(change(), pending: .allColumns, knownVersion: nil, columns: columns, primaryKey: "id")
+            == .keep(recordVersion: true))
+        #expect(RowRebase.plan(change(), pending: .deleted, knownVersion: 3, columns: columns, primaryKey: "id")
+            == .keep(recordVersion: true))
+        #expect(RowRebase.plan(change(version: 2), pending: .none, knownVersion: 3, columns: columns, primaryKey: "id")
+            == .keep(recordVersion: false))
+        #expect(RowRebase.plan(change(deleted: true), pending: .none, knownVersion: 3, columns: columns, primaryKey: "id") == .delete)
+        #expect(RowRebase.plan(change(deleted: true), pending: .columns(["body"]), knownVersion: 3, columns: columns, primaryKey: "id")
+            == .keep(recordVersion: true))
+    }
+
+    @Test func pendingEditsFold() {
+        #expect(RowRebase.pending([]) == .none)
+        #expect(RowRebase.pending([(.update, ["a"]), (.update, ["b"])]) == .columns(["a", "b"]))
+        #expect(RowRebase.pending([(.insert, nil), (.update, ["b"])]) == .allColumns)
+        #expect(RowRebase.pending([(.update, ["a"]), (.delete, nil)]) == .deleted)
+        #expect(RowRebase.pending([(.delete, nil), (.update, ["a"])]) == .allColumns)
+    }
+}
