@@ -8,8 +8,8 @@ import NIOHTTP1
 ///
 /// AsyncHTTPClient runs on SwiftNIO, so the same code works on Linux and on
 /// Apple platforms, and it streams response bodies, which the live endpoint
-/// (server-sent events) needs. It shares `HTTPClient.shared` unless given a
-/// client.
+/// (server-sent events) needs. Transports share one client, ``defaultClient``,
+/// unless given another.
 ///
 /// ```swift
 /// let transport = HTTPSyncTransport(baseURL: URL(string: "http://127.0.0.1:8080")!)
@@ -27,12 +27,23 @@ public struct HTTPSyncTransport: SyncTransport {
     private let client: HTTPClient
 
     public init(baseURL: URL, requestTimeout: Duration = .seconds(60), maxResponseBytes: Int = 64 << 20,
-                client: HTTPClient = .shared) {
+                client: HTTPClient = HTTPSyncTransport.defaultClient) {
         self.baseURL = baseURL
         self.requestTimeout = requestTimeout
         self.maxResponseBytes = maxResponseBytes
         self.client = client
     }
+
+    /// The client every transport shares unless given one. It fails a
+    /// connection attempt at once instead of retrying it until the request's
+    /// deadline (the engine retries with backoff, and reports "offline"
+    /// meanwhile), and treats 60 s without a byte as a dead connection (the
+    /// server's live stream sends a heartbeat every 15 s). Never shut down.
+    public static let defaultClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration(timeout: .init(connect: .seconds(10), read: .seconds(60)))
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
 
     public func push(_ request: PushRequest, token: String?) async throws -> PushResponse {
         try await post("/v1/push", request, token: token)
