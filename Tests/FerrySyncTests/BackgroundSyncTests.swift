@@ -24,7 +24,8 @@ import Testing
     }
 
     /// `a` writes; a started `b`, listening live with no periodic sync,
-    /// sees the row soon after — in under 2 s, each time, over 5 edits.
+    /// sees the row soon after: median under 1 s over 5 edits, each under
+    /// 5 s (the full suite shares 2 cores; alone, each takes tens of ms).
     @Test func writesReachAListeningDeviceLive() async throws {
         let server = try await SyncServer.start()
         defer { Task { await server.stop() } }
@@ -35,12 +36,16 @@ import Testing
         defer { Task { await a.engine.stop(); await b.engine.stop() } }
         try await waitUntil { b.engine.status.liveConnected }
 
+        var latencies: [Duration] = []
         for index in 0..<5 {
             let start = ContinuousClock.now
             try a.execute("INSERT INTO note(id, title) VALUES (?, 'live')", ["n\(index)"])
             try await waitUntil { try b.note("n\(index)") != nil }
-            #expect(ContinuousClock.now - start < .seconds(2))
+            latencies.append(ContinuousClock.now - start)
         }
+        #expect(latencies.sorted()[2] < .seconds(1), "\(latencies)")
+        #expect(latencies.allSatisfy { $0 < .seconds(5) }, "\(latencies)")
+        print("write on a to row on b, live: \(latencies)")
     }
 
     @Test func statusReportsPhasesCountsAndTheLastSync() async throws {
