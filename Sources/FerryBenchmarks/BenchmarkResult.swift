@@ -39,6 +39,10 @@ public struct BenchmarkResult: Sendable {
     public static func table(_ results: [BenchmarkResult]) -> String {
         var lines = ["| scenario | Ferry | baseline | ratio | goal | met |", "|---|---|---|---|---|---|"]
         for result in results {
+            guard !result.ratio.isNaN else {
+                lines.append("| \(result.scenario) | \(result.ferry) | \(result.baseline) | — | — | — |")
+                continue
+            }
             lines.append("| \(result.scenario) | \(result.ferry) | \(result.baseline) | \(String(format: "%.2f×", result.ratio)) | \(result.goalText) | \(result.met ? "yes" : "no") |")
         }
         return lines.joined(separator: "\n")

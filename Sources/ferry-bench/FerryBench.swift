@@ -3,7 +3,7 @@ import FerryBenchmarks
 import Foundation
 
 @main
-struct FerryBench: ParsableCommand {
+struct FerryBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ferry-bench",
         abstract: "Measures Ferry side by side with a baseline run in the same process.",
@@ -11,6 +11,7 @@ struct FerryBench: ParsableCommand {
 
     enum Scenario: String, CaseIterable, ExpressibleByArgument {
         case localWrites = "local-writes"
+        case initialSync = "initial-sync"
     }
 
     @Argument(help: "Scenarios to run (default: all).")
@@ -22,13 +23,30 @@ struct FerryBench: ParsableCommand {
     @Option(help: "Single-row transactions per side.")
     var singleRowTransactions = 3_000
 
+    @Option(help: "Rows a fresh device pulls in the initial-sync scenario.")
+    var syncRows = 100_000
+
+    @Option(help: "Rows per pulled page in the initial-sync scenario.")
+    var syncPageSize = 1000
+
+    // The initial-sync scenario runs the syncing device in a child process.
+    @Option(help: .hidden) var syncClientURL: String?
+    @Option(help: .hidden) var syncClientToken: String?
+    @Option(help: .hidden) var syncClientDirectory: String?
+
     func validate() throws {
         guard bulkRows > 0, singleRowTransactions > 0 else {
             throw ValidationError("row and transaction counts must be positive")
         }
     }
 
-    func run() throws {
+    func run() async throws {
+        if let url = syncClientURL.flatMap(URL.init(string:)), let token = syncClientToken, let directory = syncClientDirectory {
+            let report = try await InitialSyncBenchmark.runClient(url: url, token: token, directory: URL(fileURLWithPath: directory),
+                                                                  pageSize: syncPageSize)
+            print(String(decoding: try JSONEncoder().encode(report), as: UTF8.self))
+            return
+        }
         #if DEBUG
         print("warning: a debug build; run with `swift run -c release ferry-bench` for real numbers")
         #endif
@@ -41,6 +59,8 @@ struct FerryBench: ParsableCommand {
             case .localWrites:
                 results += try LocalWriteBenchmark(bulkRows: bulkRows, singleRowTransactions: singleRowTransactions)
                     .run(in: directory)
+            case .initialSync:
+                results += try await InitialSyncBenchmark(rows: syncRows, pageSize: syncPageSize).run(in: directory)
             }
         }
         print(BenchmarkResult.table(results))

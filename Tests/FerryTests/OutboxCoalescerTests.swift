@@ -15,7 +15,7 @@ import Testing
 
     @Test mutating func editsOfOneRowBecomeOneUpsertWithTheUnionOfColumns() {
         let entries = [entry("a", .update, ["title"], base: 3), entry("b", .update, ["body"], base: 1),
-                       entry("a", .update, ["body"], base: 4)]
+                       entry("a", .update, ["body"], base: 3)]
         let result = OutboxCoalescer.coalesce(entries)
         #expect(result.mutations.map(\.rowID) == ["a", "b"])
         #expect(result.mutations[0].columns == ["title", "body"])
@@ -24,6 +24,16 @@ import Testing
         #expect(result.mutations[0].baseVersion == 3)
         #expect(result.mutations[0].hlc == entries[2].hlc)
         #expect(result.discarded.isEmpty)
+    }
+
+    /// An edit made after a pull brought a newer version keeps its newer
+    /// base in a mutation of its own; the earlier edit keeps its older one.
+    @Test mutating func anEditOnANewerVersionStartsItsOwnMutation() {
+        let result = OutboxCoalescer.coalesce([entry("a", .update, ["title"], base: 3), entry("a", .update, ["body"], base: 9),
+                                               entry("a", .update, ["title"], base: 9)])
+        #expect(result.mutations.map(\.baseVersion) == [3, 9])
+        #expect(result.mutations.map(\.columns) == [["title"], ["body", "title"]])
+        #expect(result.mutations.map(\.entrySeqs) == [[1], [2, 3]])
     }
 
     @Test mutating func insertThenUpdatesIsAnUpsertOfEveryColumn() {

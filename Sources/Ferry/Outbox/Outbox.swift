@@ -62,7 +62,13 @@ public struct Outbox: Sendable {
                    let payload = try String.fetchOne(db, sql: "SELECT payload FROM ferry_frozen WHERE mutation_id = ?",
                                                      arguments: [mutationID]) {
                     // Resent exactly as first sent: the server may have applied it.
-                    mutation.values = try ColumnValueJSON.decodeRow(payload).mapValues(\.databaseValue)
+                    if payload == Self.frozenDelete {
+                        mutation.operation = .delete
+                        mutation.columns = nil
+                        mutation.values = [:]
+                    } else {
+                        mutation.values = try ColumnValueJSON.decodeRow(payload).mapValues(\.databaseValue)
+                    }
                     batch.append(mutation)
                     continue
                 }
@@ -74,11 +80,16 @@ public struct Outbox: Sendable {
                         """, arguments: [lastID, Self.jsonArray(mutation.entrySeqs)])
                 }
                 mutation = try withValues(mutation, db)
+                let payload = mutation.operation == .delete
+                    ? Self.frozenDelete : try ColumnValueJSON.encodeRow(mutation.values.mapValues(ColumnValue.init))
                 try db.execute(sql: "INSERT OR REPLACE INTO ferry_frozen(mutation_id, payload) VALUES (?, ?)",
-                               arguments: [mutation.mutationID, ColumnValueJSON.encodeRow(mutation.values.mapValues(ColumnValue.init))])
+                               arguments: [mutation.mutationID, payload])
                 batch.append(mutation)
             }
             try FerryMeta.setValue(lastID, for: .lastMutationID, in: db)
+            // Ids must rise through a push. Mutations handed out before come
+            // first, then the new ones, in write order (their ids are higher).
+            batch.sort { ($0.mutationID ?? 0) < ($1.mutationID ?? 0) }
             return batch
         }
     }
@@ -197,6 +208,9 @@ public struct Outbox: Sendable {
 
     // MARK: - Internals
 
+    /// The frozen payload of a mutation sent as a delete.
+    static let frozenDelete = "delete"
+
     /// The clock lives on in the outbox's stamps: save the highest before entries go.
     static func saveHighestStamp(_ db: Database) throws {
         if let highest = try Int64.fetchOne(db, sql: "SELECT max(hlc) FROM ferry_outbox") {
@@ -243,7 +257,10 @@ public struct Outbox: Sendable {
         var mutation = mutation
         let sql = "SELECT * FROM \(SQLText.identifier(layout.table.name)) WHERE \(SQLText.identifier(layout.primaryKey)) = ?"
         guard let row = try Row.fetchOne(db, sql: sql, arguments: [mutation.rowID]) else {
-            // The row is gone without a captured delete: a server change removed it.
+            // The row is gone without a captured delete (a cascade from a
+            // pulled delete): what the server should know is that it is gone.
+            mutation.operation = .delete
+            mutation.columns = nil
             mutation.values = [:]
             return mutation
         }

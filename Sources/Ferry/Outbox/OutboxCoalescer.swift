@@ -4,6 +4,8 @@
 /// - several edits of one row become one upsert with the union of their
 ///   changed columns, at the position of the row's first pending edit;
 /// - a delete supersedes earlier edits;
+/// - an edit made on a newer server version (after a pull) than the row's
+///   pending edits starts a mutation of its own, keeping each one's base;
 /// - a row inserted and deleted before it was ever pushed produces nothing
 ///   (its entries are returned as ``Result/discarded``);
 /// - entries already handed to a push under a mutation id are frozen: they
@@ -35,6 +37,14 @@ struct OutboxCoalescer {
         for entry in entries {
             let key: GroupKey = entry.mutationID.map { .frozen(mutationID: $0) }
                 ?? .open(table: entry.table, rowID: entry.rowID)
+            // An edit made on a newer server version than the open group's
+            // starts a mutation of its own: sent with the older base, it would
+            // conflict with changes the device had already seen.
+            if case .open = key, let index = groupIndex[key], let group = groups[index],
+               entry.operation != .delete, !group.createdLocally,
+               (entry.baseVersion ?? 0) > (group.mutation.baseVersion ?? 0) {
+                groupIndex[key] = nil
+            }
             guard let index = groupIndex[key], var group = groups[index] else {
                 groupIndex[key] = groups.count
                 groups.append(Group(

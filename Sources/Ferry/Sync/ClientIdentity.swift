@@ -16,10 +16,19 @@ enum ClientIdentity {
         return serverLastApplied > lastAssigned
     }
 
-    /// Gives the database a new client id; every unsettled mutation is
-    /// renumbered under it at the next push. Returns the new id.
+    /// Gives the database a new client id. Mutations this copy had handed
+    /// out under ids the server has applied were applied (the original file
+    /// resent them with the same frozen values): they are settled, not sent
+    /// again. Every other unsettled mutation is renumbered under the new id
+    /// at the next push. Returns the new id.
     @discardableResult
-    static func renew(in db: Database) throws -> String {
+    static func renew(serverLastApplied: Int64, now: Int64, in db: Database) throws -> String {
+        let applied = try Int64.fetchAll(db, sql: """
+            SELECT seq FROM ferry_outbox WHERE state = 'pending' AND mutation_id IS NOT NULL AND mutation_id <= ?
+            """, arguments: [serverLastApplied])
+        if !applied.isEmpty {
+            try Outbox.settle(applied, state: "acknowledged", reason: nil, now: now, in: db)
+        }
         let clientID = UUID().uuidString.lowercased()
         try FerryMeta.setValue(clientID, for: .clientID, in: db)
         try Outbox.renumber(after: 0, in: db)

@@ -86,6 +86,7 @@ struct PushRecorder {
                                  try ColumnValueJSON.encode(conflict.server), conflict.resolution.rawValue,
                                  result.mutationID, result.version, snapshot, now])
         }
+        try adoptServerValues(result.conflicts, of: mutation, layout: layout, db)
         if lostToDelete || overrodeUpdate {
             // The device now knows of the delete: a re-creation is based on it.
             if let version = result.version {
@@ -108,5 +109,32 @@ struct PushRecorder {
             }
         }
         return result.conflicts.count
+    }
+
+    /// Where the server kept its value (or left it for the app), the local
+    /// row takes it now, unless a later local edit covers the column: the row
+    /// may not change again on the server, so no pull would bring it.
+    private func adoptServerValues(_ conflicts: [Conflict], of mutation: PendingMutation, layout: TableLayout, _ db: Database) throws {
+        let kept = conflicts.filter { $0.kind == .column && $0.resolution != .keptLocal }
+        guard !kept.isEmpty else { return }
+        let entries = try Row.fetchAll(db, sql: """
+            SELECT op, columns FROM ferry_outbox WHERE state = 'pending' AND tbl = ? AND row_id = ? ORDER BY seq
+            """, arguments: [mutation.table, mutation.rowID]).map { row in
+            (operation: OutboxEntry.Operation(rawValue: row["op"]) ?? .update,
+             columns: try (row["columns"] as String?).map { Set(try JSONDecoder().decode([String].self, from: Data($0.utf8))) })
+        }
+        let pending = RowRebase.pending(entries)
+        let table = SQLText.identifier(layout.table.name)
+        let key = SQLText.identifier(layout.primaryKey)
+        for conflict in kept {
+            guard let column = conflict.column, layout.columns.contains(column), column != layout.primaryKey else { continue }
+            switch pending {
+            case .allColumns, .deleted: continue
+            case .columns(let columns) where columns.contains(column): continue
+            default: break
+            }
+            try db.execute(sql: "UPDATE \(table) SET \(SQLText.identifier(column)) = ? WHERE \(key) = ?",
+                           arguments: [(conflict.server ?? .null).databaseValue, mutation.rowID])
+        }
     }
 }

@@ -23,7 +23,10 @@ enum SchemaWatch {
             return !Set(columns).isSubset(of: Set(before))
         }
         if grown {
-            try db.execute(sql: "UPDATE ferry_cursors SET cursor = NULL")
+            // As after a reset: from scratch, with the sweep at the end, so
+            // rows deleted on the server meanwhile go too.
+            try db.execute(sql: "UPDATE ferry_cursors SET cursor = NULL, refetching = 1")
+            try db.execute(sql: "DELETE FROM ferry_refetch_seen")
         }
         return grown
     }

@@ -125,9 +125,10 @@ public actor SyncEngine {
                     try FerryMeta.setValue(Int64(now.timeIntervalSince1970 * 1000), for: .lastSyncAt, in: db)
                 }
                 try await refreshCounts()
+                let refused = summary.refusedScopes
                 broadcaster.update {
                     $0.phase = .idle
-                    $0.lastError = nil
+                    $0.lastError = refused.isEmpty ? nil : "the server refused to pull \(refused.joined(separator: ", "))"
                     $0.lastSuccessfulSync = now
                 }
                 return summary
@@ -190,9 +191,10 @@ public actor SyncEngine {
     }
 
     private func renewIfRestored(serverLastApplied: Int64) async throws -> Bool {
+        let now = database.wallClock.nowMilliseconds()
         let renewed: String? = try await database.write { db in
             guard try ClientIdentity.isRestoredCopy(serverLastApplied: serverLastApplied, in: db) else { return nil }
-            return try ClientIdentity.renew(in: db)
+            return try ClientIdentity.renew(serverLastApplied: serverLastApplied, now: now, in: db)
         }
         if let renewed {
             logger.warning("the database is a restored older copy; it now syncs as a new client", metadata: ["clientID": "\(renewed)"])
@@ -224,16 +226,14 @@ public actor SyncEngine {
                     guard gaps <= 3 else { throw error }
                     try await database.write { db in try Outbox.renumber(after: lastApplied, in: db) }
                     continue
-                case .refused(let status, let message) where status != 403 || batch.count > 1:
+                case .refused(let status, let message) where [400, 403, 413].contains(status):
+                    // A malformed mutation (400), a scope the user may not
+                    // write (403) or one too large (413) fails the whole push:
+                    // narrow down to it and set it aside.
                     if batch.count > 1 {
-                        // Narrow down to the mutation the server refuses.
                         limit = max(1, batch.count / 2)
                         continue
                     }
-                    try recorder.refuse(batch[0], reason: "HTTP \(status): \(message)")
-                    summary.rejected += 1
-                    continue
-                case .refused(let status, let message):
                     try recorder.refuse(batch[0], reason: "HTTP \(status): \(message)")
                     summary.rejected += 1
                     continue
@@ -286,14 +286,43 @@ public actor SyncEngine {
                 .map { ($0["scope"], $0["cursor"]) }, uniquingKeysWith: { a, _ in a })
         }
         var active = configuration.scopes
+        // A scope the server refuses fails the whole pull: then scopes are
+        // pulled one at a time, and a refused one is skipped and reported.
+        var oneAtATime = false
         while !active.isEmpty {
             try Task.checkCancellation()
             let clientID = try await database.read { db in try FerryDatabase.clientID(db) }
+            let asked = oneAtATime ? [active[0]] : active
             let request = PullRequest(
                 clientID: clientID,
-                scopes: active.map { PullRequest.ScopeCursor(scope: $0, cursor: cursors[$0]) },
+                scopes: asked.map { PullRequest.ScopeCursor(scope: $0, cursor: cursors[$0]) },
                 limit: configuration.pullPageSize)
-            let reply = try await transport.pull(request, token: credentials.token)
+            let reply: PullResponse
+            do {
+                reply = try await transport.pull(request, token: credentials.token)
+            } catch {
+                guard case .refused(let status, let message) = SyncFailure(error) else { throw error }
+                if asked.count > 1 {
+                    oneAtATime = true
+                    continue
+                }
+                let scope = asked[0]
+                if status == 400, cursors[scope] != nil {
+                    // A cursor the server no longer accepts: start the scope over, as after a reset.
+                    try await database.write { db in
+                        try db.execute(sql: "UPDATE ferry_cursors SET cursor = NULL, refetching = 1 WHERE scope = ?", arguments: [scope])
+                        try db.execute(sql: "DELETE FROM ferry_refetch_seen WHERE scope = ?", arguments: [scope])
+                    }
+                    cursors[scope] = nil
+                    summary.resets += 1
+                    continue
+                }
+                logger.warning("the server refuses to pull a scope; skipping it", metadata: ["scope": "\(scope)", "error": "\(message)"])
+                summary.refusedScopes.append(scope)
+                broadcaster.update { $0.lastError = "pulling \(scope): HTTP \(status): \(message)" }
+                active.removeFirst()
+                continue
+            }
             if try await renewIfRestored(serverLastApplied: reply.lastAppliedMutationID) {
                 summary.identityRenewed = true
             }
@@ -313,7 +342,7 @@ public actor SyncEngine {
                 let pulled = summary.pulled
                 broadcaster.update { $0.pulled = pulled }
             }
-            active = next
+            active = next + active.filter { !asked.contains($0) }
         }
     }
 

@@ -63,6 +63,9 @@ public struct SyncSummary: Sendable, Hashable {
     public var identityRenewed = false
     /// Attempts that failed transiently and were retried.
     public var retries = 0
+    /// Followed scopes the server refused to pull (the user is no longer a
+    /// member, say); the others were pulled.
+    public var refusedScopes: [String] = []
 
     public init() {}
 }
@@ -79,12 +82,14 @@ final class StatusBroadcaster: Sendable {
     var current: SyncStatus { state.withLock { $0.status } }
 
     func update(_ change: (inout SyncStatus) -> Void) {
-        let (status, listeners) = state.withLock { state -> (SyncStatus, [AsyncStream<SyncStatus>.Continuation]) in
+        // Yielded under the lock (yield never blocks), so listeners see
+        // updates in the order they were made.
+        state.withLock { state in
             let before = state.status
             change(&state.status)
-            return state.status == before ? (state.status, []) : (state.status, Array(state.listeners.values))
+            guard state.status != before else { return }
+            for listener in state.listeners.values { listener.yield(state.status) }
         }
-        for listener in listeners { listener.yield(status) }
     }
 
     func stream() -> AsyncStream<SyncStatus> {

@@ -1,0 +1,185 @@
+import Ferry
+import Foundation
+import GRDB
+
+/// Initial sync over loopback: a fresh device pulls every row of a scope
+/// from a `ferry-server` process, against a plain GRDB insert of the same
+/// rows, already decoded, into the same kind of table.
+///
+/// The server runs as its own process. The syncing device runs in a child
+/// `ferry-bench` process too (``runClient(url:token:directory:)``), so its
+/// peak memory (`ru_maxrss`) is the sync's alone.
+public struct InitialSyncBenchmark: Sendable {
+    public var rows: Int
+    public var pageSize: Int
+
+    public init(rows: Int, pageSize: Int = 1000) {
+        self.rows = rows
+        self.pageSize = pageSize
+    }
+
+    static let secret = "ferry-bench-secret-0123456789abcdef-0123"
+
+    static func schema() -> FerrySchema {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE item (id TEXT PRIMARY KEY NOT NULL, name TEXT NOT NULL, qty INTEGER NOT NULL, price REAL, note TEXT)
+                """)
+        }
+        return FerrySchema(migrator: migrator, syncedTables: [SyncedTable("item")])
+    }
+
+    /// What the child process reports, as one JSON line.
+    public struct ClientReport: Codable, Sendable {
+        public var rows: Int
+        public var syncSeconds: Double
+        public var peakRSSBytes: Int
+        public var plainInsertSeconds: Double
+    }
+
+    public func run(in directory: URL) async throws -> [BenchmarkResult] {
+        let serverBinary = try Self.sibling("ferry-server")
+        let data = directory.appendingPathComponent("server-\(rows)").path
+        let server = Process()
+        server.executableURL = serverBinary
+        server.arguments = ["serve", "--port", "0", "--data-dir", data, "--jwt-secret", Self.secret]
+        let output = Pipe()
+        server.standardOutput = output
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        defer { server.terminate(); server.waitUntilExit() }
+        let url = try Self.listeningURL(output.fileHandleForReading)
+        let token = try Self.capture(serverBinary, ["token", "--user", "bench", "--data-dir", data, "--jwt-secret", Self.secret])
+
+        // Seed the server: one device pushes every row.
+        let seed = try FerryDatabase(path: directory.appendingPathComponent("seed-\(rows).sqlite").path, schema: Self.schema(),
+                                     configuration: { var c = FerryConfiguration(); c.longTransactionThreshold = .seconds(600); return c }())
+        try await seed.write { db in
+            let insert = try db.makeStatement(sql: "INSERT INTO item(id, name, qty, price, note) VALUES (?, ?, ?, ?, ?)")
+            for index in 0..<rows {
+                try insert.execute(arguments: [UUID().uuidString, "item \(index)", index, Double(index) * 0.25, index % 3 == 0 ? nil : "note \(index)"])
+            }
+        }
+        var configuration = SyncConfiguration(userID: "bench")
+        configuration.pushBatchSize = 1000
+        let engine = try SyncEngine(database: seed, transport: HTTPSyncTransport(baseURL: url), configuration: configuration, token: token)
+        let pushStart = ContinuousClock.now
+        let pushed = try await engine.sync()
+        let pushTime = ContinuousClock.now - pushStart
+        guard pushed.pushed == rows else { throw BenchmarkError("seeding pushed \(pushed.pushed) of \(rows) rows") }
+
+        // The fresh device, in its own process.
+        let child = Process()
+        child.executableURL = try Self.sibling("ferry-bench")
+        child.arguments = ["--sync-client-url", url.absoluteString, "--sync-client-token", token,
+                           "--sync-client-directory", directory.appendingPathComponent("client-\(rows)").path,
+                           "--sync-page-size", "\(pageSize)"]
+        let childOutput = Pipe()
+        child.standardOutput = childOutput
+        try child.run()
+        let data_ = childOutput.fileHandleForReading.readDataToEndOfFile()
+        child.waitUntilExit()
+        guard let line = String(decoding: data_, as: UTF8.self).split(separator: "\n").last(where: { $0.hasPrefix("{") }) else {
+            throw BenchmarkError("the sync client printed no report: \(String(decoding: data_, as: UTF8.self))")
+        }
+        let report = try JSONDecoder().decode(ClientReport.self, from: Data(line.utf8))
+        guard report.rows == rows else { throw BenchmarkError("the client synced \(report.rows) of \(rows) rows") }
+
+        let label = rows >= 1_000_000 ? "\(rows / 1_000_000)M" : "\(rows / 1000)k"
+        let syncRate = Double(rows) / report.syncSeconds
+        let plainRate = Double(rows) / report.plainInsertSeconds
+        return [
+            BenchmarkResult(
+                scenario: "initial sync, \(label) rows over loopback (rows/s; peak RSS of the syncing process)",
+                ferry: String(format: "%.0f rows/s, %.0f MiB peak", syncRate, Double(report.peakRSSBytes) / 1_048_576),
+                baseline: String(format: "%.0f rows/s (plain GRDB insert, rows decoded)", plainRate),
+                ratio: syncRate / plainRate, goal: 0.33, direction: .atLeast),
+            BenchmarkResult(
+                scenario: "seeding: draining \(label) pending mutations to the server (rows/s; no baseline yet)",
+                ferry: String(format: "%.0f rows/s", Double(rows) / seconds(pushTime)),
+                baseline: "—", ratio: .nan, goal: .nan, direction: .atLeast),
+        ]
+    }
+
+    /// The child process: a fresh device syncs everything, then the same
+    /// rows, read back into memory, are inserted into a plain table.
+    public static func runClient(url: URL, token: String, directory: URL, pageSize: Int) async throws -> ClientReport {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let database = try FerryDatabase(path: directory.appendingPathComponent("device.sqlite").path, schema: schema())
+        var configuration = SyncConfiguration(userID: "bench")
+        configuration.pullPageSize = pageSize
+        let engine = try SyncEngine(database: database, transport: HTTPSyncTransport(baseURL: url), configuration: configuration, token: token)
+        let start = ContinuousClock.now
+        let summary = try await engine.sync()
+        let syncTime = ContinuousClock.now - start
+        var usage = rusage()
+        #if os(Linux)
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        let peak = Int(usage.ru_maxrss) * 1024   // KiB on Linux
+        #else
+        getrusage(RUSAGE_SELF, &usage)
+        let peak = Int(usage.ru_maxrss)          // bytes on Darwin
+        #endif
+
+        // Baseline: the same rows, decoded in memory, inserted by plain GRDB.
+        let decoded = try await database.read { db in
+            try Row.fetchAll(db, sql: "SELECT id, name, qty, price, note FROM item").map { row in
+                [row["id"], row["name"], row["qty"], row["price"], row["note"]] as [DatabaseValue]
+            }
+        }
+        var grdb = Configuration()
+        grdb.journalMode = .wal
+        let plain = try DatabasePool(path: directory.appendingPathComponent("plain.sqlite").path, configuration: grdb)
+        try await plain.write { db in
+            try db.execute(sql: "CREATE TABLE item (id TEXT PRIMARY KEY NOT NULL, name TEXT NOT NULL, qty INTEGER NOT NULL, price REAL, note TEXT)")
+        }
+        let plainStart = ContinuousClock.now
+        try await plain.write { db in
+            let insert = try db.makeStatement(sql: "INSERT INTO item(id, name, qty, price, note) VALUES (?, ?, ?, ?, ?)")
+            for values in decoded { try insert.execute(arguments: StatementArguments(values)) }
+        }
+        let plainTime = ContinuousClock.now - plainStart
+        return ClientReport(rows: summary.pulled, syncSeconds: seconds(syncTime), peakRSSBytes: peak, plainInsertSeconds: seconds(plainTime))
+    }
+
+    // MARK: - Processes
+
+    static func sibling(_ name: String) throws -> URL {
+        let url = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(name)
+        guard FileManager.default.isExecutableFile(atPath: url.path) else {
+            throw BenchmarkError("\(name) is not built next to ferry-bench (\(url.path)); run `swift build -c release` first")
+        }
+        return url
+    }
+
+    static func listeningURL(_ handle: FileHandle) throws -> URL {
+        var text = ""
+        while true {
+            let data = handle.availableData
+            if data.isEmpty { throw BenchmarkError("ferry-server exited: \(text)") }
+            text += String(decoding: data, as: UTF8.self)
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Ferry server listening on ") }),
+               let url = URL(string: String(line.dropFirst("Ferry server listening on ".count))) {
+                return url
+            }
+        }
+    }
+
+    static func capture(_ binary: URL, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+struct BenchmarkError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
