@@ -36,6 +36,8 @@ public struct InitialSyncBenchmark: Sendable {
         public var syncSeconds: Double
         public var peakRSSBytes: Int
         public var plainInsertSeconds: Double
+        public var waitingForServerSeconds: Double
+        public var inDatabaseSeconds: Double
     }
 
     public func run(in directory: URL) async throws -> [BenchmarkResult] {
@@ -92,12 +94,14 @@ public struct InitialSyncBenchmark: Sendable {
         return [
             BenchmarkResult(
                 scenario: "initial sync, \(label) rows over loopback (rows/s; peak RSS of the syncing process)",
-                ferry: String(format: "%.0f rows/s, %.0f MiB peak", syncRate, Double(report.peakRSSBytes) / 1_048_576),
+                ferry: String(format: "%.0f rows/s, %.0f MiB peak (%.1f s waiting for the server, %.1f s in the database)",
+                              syncRate, Double(report.peakRSSBytes) / 1_048_576, report.waitingForServerSeconds, report.inDatabaseSeconds),
                 baseline: String(format: "%.0f rows/s (plain GRDB insert, rows decoded)", plainRate),
                 ratio: syncRate / plainRate, goal: 0.33, direction: .atLeast),
             BenchmarkResult(
                 scenario: "seeding: draining \(label) pending mutations to the server (rows/s; no baseline yet)",
-                ferry: String(format: "%.0f rows/s", Double(rows) / seconds(pushTime)),
+                ferry: String(format: "%.0f rows/s (%.1f s waiting for the server, %.1f s in the database)",
+                              Double(rows) / seconds(pushTime), seconds(pushed.waitingForServer), seconds(pushed.inDatabase)),
                 baseline: "—", ratio: .nan, goal: .nan, direction: .atLeast),
         ]
     }
@@ -140,7 +144,9 @@ public struct InitialSyncBenchmark: Sendable {
             for values in decoded { try insert.execute(arguments: StatementArguments(values)) }
         }
         let plainTime = ContinuousClock.now - plainStart
-        return ClientReport(rows: summary.pulled, syncSeconds: seconds(syncTime), peakRSSBytes: peak, plainInsertSeconds: seconds(plainTime))
+        return ClientReport(rows: summary.pulled, syncSeconds: seconds(syncTime), peakRSSBytes: peak,
+                            plainInsertSeconds: seconds(plainTime), waitingForServerSeconds: seconds(summary.waitingForServer),
+                            inDatabaseSeconds: seconds(summary.inDatabase))
     }
 
     // MARK: - Processes

@@ -59,7 +59,7 @@ public struct Outbox: Sendable {
             var batch: [PendingMutation] = []
             for var mutation in coalesced.mutations.prefix(limit) {
                 if let mutationID = mutation.mutationID,
-                   let payload = try String.fetchOne(db, sql: "SELECT payload FROM ferry_frozen WHERE mutation_id = ?",
+                   let payload = try String.fetchOne(db.cachedStatement(sql: "SELECT payload FROM ferry_frozen WHERE mutation_id = ?"),
                                                      arguments: [mutationID]) {
                     // Resent exactly as first sent: the server may have applied it.
                     if payload == Self.frozenDelete {
@@ -75,15 +75,15 @@ public struct Outbox: Sendable {
                 if mutation.mutationID == nil {
                     lastID += 1
                     mutation.mutationID = lastID
-                    try db.execute(sql: """
+                    try db.cachedStatement(sql: """
                         UPDATE ferry_outbox SET mutation_id = ? WHERE seq IN (SELECT value FROM json_each(?))
-                        """, arguments: [lastID, Self.jsonArray(mutation.entrySeqs)])
+                        """).execute(arguments: [lastID, Self.jsonArray(mutation.entrySeqs)])
                 }
                 mutation = try withValues(mutation, db)
                 let payload = mutation.operation == .delete
                     ? Self.frozenDelete : try ColumnValueJSON.encodeRow(mutation.values.mapValues(ColumnValue.init))
-                try db.execute(sql: "INSERT OR REPLACE INTO ferry_frozen(mutation_id, payload) VALUES (?, ?)",
-                               arguments: [mutation.mutationID, payload])
+                try db.cachedStatement(sql: "INSERT OR REPLACE INTO ferry_frozen(mutation_id, payload) VALUES (?, ?)")
+                    .execute(arguments: [mutation.mutationID, payload])
                 batch.append(mutation)
             }
             try FerryMeta.setValue(lastID, for: .lastMutationID, in: db)
@@ -256,7 +256,7 @@ public struct Outbox: Sendable {
         guard mutation.operation == .upsert, let layout = database.layouts[mutation.table] else { return mutation }
         var mutation = mutation
         let sql = "SELECT * FROM \(SQLText.identifier(layout.table.name)) WHERE \(SQLText.identifier(layout.primaryKey)) = ?"
-        guard let row = try Row.fetchOne(db, sql: sql, arguments: [mutation.rowID]) else {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: sql), arguments: [mutation.rowID]) else {
             // The row is gone without a captured delete (a cascade from a
             // pulled delete): what the server should know is that it is gone.
             mutation.operation = .delete

@@ -101,7 +101,7 @@ struct PageApplier {
             report.ignored += 1
             return
         }
-        let known = try Int64.fetchOne(db, sql: "SELECT version FROM ferry_rows WHERE tbl = ? AND row_id = ?",
+        let known = try Int64.fetchOne(db.cachedStatement(sql: "SELECT version FROM ferry_rows WHERE tbl = ? AND row_id = ?"),
                                        arguments: [change.table, change.rowID])
         let plan = RowRebase.plan(change, pending: pending[RowKey(table: change.table, rowID: change.rowID)] ?? .none,
                                   knownVersion: known, columns: layout.columns, primaryKey: layout.primaryKey)

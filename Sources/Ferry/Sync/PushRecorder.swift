@@ -29,11 +29,13 @@ struct PushRecorder {
                 return report
             }
             let byID = Dictionary(batch.compactMap { m in m.mutationID.map { ($0, m) } }, uniquingKeysWith: { a, _ in a })
+            // Plain acknowledgements settle together, in one statement.
+            var acknowledged: [Int64] = []
             for result in response.results {
                 guard let mutation = byID[result.mutationID] else { continue }
                 switch result.status {
                 case .applied, .merged:
-                    try Outbox.settle(mutation.entrySeqs, state: "acknowledged", reason: nil, now: now, in: db)
+                    acknowledged += mutation.entrySeqs
                     report.acknowledged += 1
                 case .conflict:
                     try Outbox.settle(mutation.entrySeqs, state: "acknowledged", reason: nil, now: now, in: db)
@@ -44,6 +46,9 @@ struct PushRecorder {
                                       reason: result.reason ?? "rejected by the server", now: now, in: db)
                     report.rejected += 1
                 }
+            }
+            if !acknowledged.isEmpty {
+                try Outbox.settle(acknowledged, state: "acknowledged", reason: nil, now: now, in: db)
             }
             return report
         }

@@ -211,13 +211,17 @@ public actor SyncEngine {
         var gaps = 0
         while true {
             try Task.checkCancellation()
+            let batchStart = ContinuousClock.now
             let batch = try await nextBatch(limit: limit)
+            summary.inDatabase += ContinuousClock.now - batchStart
             if batch.isEmpty { return }
             let clientID = try await database.read { db in try FerryDatabase.clientID(db) }
             let request = PushRequest(clientID: clientID, mutations: batch.map(wire))
             let reply: PushResponse
             do {
-                reply = try await transport.push(request, token: credentials.token)
+                reply = try await timed(&summary.waitingForServer) {
+                    try await transport.push(request, token: credentials.token)
+                }
             } catch {
                 switch SyncFailure(error) {
                 case .gap(let lastApplied):
@@ -241,7 +245,9 @@ public actor SyncEngine {
                     throw error
                 }
             }
+            let recordStart = ContinuousClock.now
             let report = try recorder.record(reply, for: batch)
+            summary.inDatabase += ContinuousClock.now - recordStart
             if report.restoredFromBackup {
                 _ = try await renewIfRestored(serverLastApplied: reply.lastAppliedMutationID)
                 summary.identityRenewed = true
@@ -299,7 +305,9 @@ public actor SyncEngine {
                 limit: configuration.pullPageSize)
             let reply: PullResponse
             do {
-                reply = try await transport.pull(request, token: credentials.token)
+                reply = try await timed(&summary.waitingForServer) {
+                    try await transport.pull(request, token: credentials.token)
+                }
             } catch {
                 guard case .refused(let status, let message) = SyncFailure(error) else { throw error }
                 if asked.count > 1 {
@@ -329,7 +337,9 @@ public actor SyncEngine {
             var next: [String] = []
             for page in reply.pages {
                 try Task.checkCancellation()
+                let applyStart = ContinuousClock.now
                 let report = try applier.apply(page)
+                summary.inDatabase += ContinuousClock.now - applyStart
                 if page.reset { summary.resets += 1 }
                 summary.pulled += page.changes.count
                 summary.setAside += report.setAside
@@ -344,6 +354,12 @@ public actor SyncEngine {
             }
             active = next + active.filter { !asked.contains($0) }
         }
+    }
+
+    private func timed<T>(_ total: inout Duration, _ body: () async throws -> T) async throws -> T {
+        let start = ContinuousClock.now
+        defer { total += ContinuousClock.now - start }
+        return try await body()
     }
 
     // MARK: - Counts

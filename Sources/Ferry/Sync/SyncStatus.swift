@@ -63,6 +63,10 @@ public struct SyncSummary: Sendable, Hashable {
     public var identityRenewed = false
     /// Attempts that failed transiently and were retried.
     public var retries = 0
+    /// Time spent waiting for the server (requests in flight).
+    public var waitingForServer: Duration = .zero
+    /// Time spent in the local database (batches, replies, pages).
+    public var inDatabase: Duration = .zero
     /// Followed scopes the server refused to pull (the user is no longer a
     /// member, say); the others were pulled.
     public var refusedScopes: [String] = []
