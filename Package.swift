@@ -100,6 +100,7 @@ let package = Package(
             name: "FerryServerTests",
             dependencies: [
                 "FerryServer",
+                "FerryTestSupport",
                 "ferry-server",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -110,12 +111,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // What several test targets share: temporary directories and the
+        // `ferry-server` child process.
+        .target(
+            name: "FerryTestSupport",
+            path: "Tests/FerryTestSupport"
+        ),
         // The client sync engine against the real server: in process on a
         // loopback socket, and as a `ferry-server` child process.
         .testTarget(
             name: "FerrySyncTests",
             dependencies: [
                 "Ferry",
+                "FerryTestSupport",
                 "FerryServer",
                 "ferry-server",
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -128,6 +136,7 @@ let package = Package(
             name: "FerryTests",
             dependencies: [
                 "Ferry",
+                "FerryTestSupport",
                 "ferry-test-worker",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

@@ -2,6 +2,7 @@ import FerryProtocol
 import Foundation
 import NIOConcurrencyHelpers
 import Testing
+import FerryTestSupport
 
 /// `ferry-server` as a user runs it: a real process, a real port, real signals.
 @Suite(.serialized) struct FerryServerCommandTests {

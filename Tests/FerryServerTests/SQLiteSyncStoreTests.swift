@@ -3,6 +3,7 @@ import FerryProtocol
 import Foundation
 import GRDB
 import Testing
+import FerryTestSupport
 
 /// DESIGN.md server semantics 1–6 on the real SQLite store.
 @Suite struct SQLiteSyncStoreTests {

@@ -1,9 +1,10 @@
-import Ferry
+@testable import Ferry
 @testable import FerryServer
 import FerryProtocol
 import Foundation
 import GRDB
 import Testing
+import FerryTestSupport
 
 /// The started engine: syncing after local writes, live news from the
 /// server, status as an async sequence, and stopping mid-sync.

@@ -4,6 +4,7 @@ import FerryProtocol
 import Foundation
 import GRDB
 import Testing
+import FerryTestSupport
 
 /// Two devices edit offline, then sync through the real server on loopback,
 /// and end with the same rows; nothing either wrote vanishes unreported.

@@ -1,9 +1,10 @@
-import Ferry
+@testable import Ferry
 @testable import FerryServer
 import FerryProtocol
 import Foundation
 import GRDB
 import Testing
+import FerryTestSupport
 
 /// Lost requests, lost replies, duplicates, a server that dies mid-sync,
 /// refusals and expired tokens: every edit still lands exactly once.
@@ -232,22 +233,5 @@ import Testing
         }
         #expect(device.engine.status.lastError != nil)
         #expect(try device.database.outbox.pendingCount() == 1)
-    }
-}
-
-/// A value shared with a `@Sendable` closure in a test.
-final class Locked<Value: Sendable>: @unchecked Sendable {
-    // @unchecked: `value` is only touched while `lock` is held.
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) {
-        self.value = value
-    }
-
-    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
     }
 }

@@ -4,6 +4,7 @@ import FerryProtocol
 import Foundation
 import GRDB
 import Testing
+import FerryTestSupport
 
 /// The README's "Sync with the server" guide, run as written against the
 /// real server, with a second device making the conflict it resolves.

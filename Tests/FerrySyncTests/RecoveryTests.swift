@@ -4,6 +4,7 @@ import FerryProtocol
 import Foundation
 import GRDB
 import Testing
+import FerryTestSupport
 
 /// A reset from the server, a database file restored from an old copy, and
 /// an app migration that adds a synced column.

@@ -2,6 +2,7 @@
 import Foundation
 import GRDB
 import Testing
+import FerryTestSupport
 
 /// 8 writer tasks and 4 reader tasks in this process and a second OS process
 /// writing the same file, for more than 5 seconds: no SQLITE_BUSY reaches a

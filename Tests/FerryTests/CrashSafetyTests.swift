@@ -2,6 +2,7 @@
 import Foundation
 import GRDB
 import Testing
+import FerryTestSupport
 
 /// A child process writes rows and prints each committed change; it is killed
 /// with SIGKILL at random moments. After every kill the file must be intact,

@@ -2,6 +2,7 @@ import Ferry
 import Foundation
 import GRDB
 import Testing
+import FerryTestSupport
 
 @Suite struct EncryptionTests {
     struct KeyFromEnvironment: DatabaseKeyProvider {

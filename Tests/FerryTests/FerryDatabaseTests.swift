@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import Logging
 import Testing
+import FerryTestSupport
 
 @Suite struct FerryDatabaseTests {
     @Test func opensWithTheDocumentedDefaults() throws {

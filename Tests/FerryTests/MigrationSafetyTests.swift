@@ -2,6 +2,7 @@
 import Foundation
 import GRDB
 import Testing
+import FerryTestSupport
 
 @Suite(.serialized) struct MigrationSafetyTests {
     func seed(_ path: String) throws {

@@ -3,6 +3,7 @@ import FerryProtocol
 import Foundation
 import GRDB
 import Testing
+import FerryTestSupport
 
 @Suite struct OutboxTests {
     @Test func pendingMutationsCarryTheRowsCurrentValues() throws {

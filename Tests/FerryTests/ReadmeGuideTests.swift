@@ -2,6 +2,7 @@ import Ferry
 import Foundation
 import GRDB
 import Testing
+import FerryTestSupport
 
 /// The README guide's code, run as written.
 @Suite struct ReadmeGuideTests {

@@ -224,10 +224,13 @@ struct PageApplier {
         var rowID: String
     }
 
-    /// Every row with pending local edits, and what they cover.
-    static func pendingEdits(_ db: Database) throws -> [RowKey: RowRebase.Pending] {
+    /// Every row with pending local edits (or only `row`'s), and what they cover.
+    static func pendingEdits(_ db: Database, of row: RowKey? = nil) throws -> [RowKey: RowRebase.Pending] {
         var entries: [RowKey: [(operation: OutboxEntry.Operation, columns: Set<String>?)]] = [:]
-        let rows = try Row.fetchCursor(db, sql: "SELECT tbl, row_id, op, columns FROM ferry_outbox WHERE state = 'pending' ORDER BY seq")
+        let rows = try Row.fetchCursor(db, sql: """
+            SELECT tbl, row_id, op, columns FROM ferry_outbox
+            WHERE state = 'pending' AND (? IS NULL OR (tbl = ? AND row_id = ?)) ORDER BY seq
+            """, arguments: [row?.table, row?.table, row?.rowID])
         while let row = try rows.next() {
             let columns: Set<String>? = try (row["columns"] as String?).map {
                 Set(try JSONDecoder().decode([String].self, from: Data($0.utf8)))

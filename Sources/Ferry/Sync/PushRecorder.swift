@@ -122,13 +122,8 @@ struct PushRecorder {
     private func adoptServerValues(_ conflicts: [Conflict], of mutation: PendingMutation, layout: TableLayout, _ db: Database) throws {
         let kept = conflicts.filter { $0.kind == .column && $0.resolution != .keptLocal }
         guard !kept.isEmpty else { return }
-        let entries = try Row.fetchAll(db, sql: """
-            SELECT op, columns FROM ferry_outbox WHERE state = 'pending' AND tbl = ? AND row_id = ? ORDER BY seq
-            """, arguments: [mutation.table, mutation.rowID]).map { row in
-            (operation: OutboxEntry.Operation(rawValue: row["op"]) ?? .update,
-             columns: try (row["columns"] as String?).map { Set(try JSONDecoder().decode([String].self, from: Data($0.utf8))) })
-        }
-        let pending = RowRebase.pending(entries)
+        let row = PageApplier.RowKey(table: mutation.table, rowID: mutation.rowID)
+        let pending = try PageApplier.pendingEdits(db, of: row)[row] ?? .none
         let table = SQLText.identifier(layout.table.name)
         let key = SQLText.identifier(layout.primaryKey)
         for conflict in kept {

@@ -212,7 +212,7 @@ public actor SyncEngine {
         while true {
             try Task.checkCancellation()
             let batchStart = ContinuousClock.now
-            let batch = try await nextBatch(limit: limit)
+            let batch = try database.outbox.nextBatch(limit: limit)
             summary.inDatabase += ContinuousClock.now - batchStart
             if batch.isEmpty { return }
             let clientID = try await database.read { db in try FerryDatabase.clientID(db) }
@@ -262,10 +262,6 @@ public actor SyncEngine {
             let pending = try await database.read(Self.pendingRows)
             broadcaster.update { $0.pushed = pushed; $0.pendingCount = pending }
         }
-    }
-
-    private func nextBatch(limit: Int) async throws -> [PendingMutation] {
-        try database.outbox.nextBatch(limit: limit)
     }
 
     private func wire(_ mutation: PendingMutation) -> Mutation {

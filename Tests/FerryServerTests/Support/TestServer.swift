@@ -6,6 +6,7 @@ import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import Testing
+import FerryTestSupport
 
 /// A real SQLite store in a temporary directory, the real router over it,
 /// and tokens for test users.

@@ -2,6 +2,7 @@ import Ferry
 import FerryProtocol
 import Foundation
 import GRDB
+import FerryTestSupport
 
 /// The app schema the end-to-end tests sync: private notes, a list of items
 /// in shared scopes, and a STRICT table whose types SQLite enforces.

@@ -5,6 +5,7 @@ import GRDB
 import Hummingbird
 import Logging
 import ServiceLifecycle
+import FerryTestSupport
 
 /// The real sync server, in this process, on a real loopback socket: a
 /// SQLite store in a temporary directory behind the real HTTP stack.

@@ -1,14 +1,14 @@
 import Foundation
 
 /// `ferry-server` running as a child process, as a user starts it.
-final class ServerProcess: @unchecked Sendable {
+public final class ServerProcess: @unchecked Sendable {
     // @unchecked: `lines` is only touched under `lock`; the rest is set in init.
-    let process = Process()
+    public let process = Process()
     private let output = Pipe()
     private let lock = NSLock()
     private var lines: [String] = []
 
-    init(_ arguments: [String], environment: [String: String] = [:]) throws {
+    public init(_ arguments: [String], environment: [String: String] = [:]) throws {
         process.executableURL = try Self.executable()
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
@@ -25,10 +25,10 @@ final class ServerProcess: @unchecked Sendable {
         try process.run()
     }
 
-    var printed: [String] { lock.withLock { lines } }
+    public var printed: [String] { lock.withLock { lines } }
 
     /// Waits (polling, bounded) for a printed line with `prefix`.
-    func waitForLine(startingWith prefix: String, timeout: Duration = .seconds(30)) async throws -> String {
+    public func waitForLine(startingWith prefix: String, timeout: Duration = .seconds(30)) async throws -> String {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if let line = printed.first(where: { $0.hasPrefix(prefix) }) { return line }
@@ -38,7 +38,7 @@ final class ServerProcess: @unchecked Sendable {
     }
 
     /// Runs the executable to completion and returns what it printed.
-    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
+    public static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
         let process = Process()
         let pipe = Pipe()
         process.executableURL = try executable()
@@ -52,14 +52,14 @@ final class ServerProcess: @unchecked Sendable {
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 
-    struct Timeout: Error, CustomStringConvertible {
+    public struct Timeout: Error, CustomStringConvertible {
         var waitingFor: String
         var printed: [String]
-        var description: String { "no line starting with \(waitingFor) in \(printed)" }
+        public var description: String { "no line starting with \(waitingFor) in \(printed)" }
     }
 
     /// Built next to the test bundle, because the test target depends on it.
-    static func executable() throws -> URL {
+    public static func executable() throws -> URL {
         var candidates = [URL(filePath: CommandLine.arguments[0]).deletingLastPathComponent()]
         for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
             candidates.append(bundle.bundleURL.deletingLastPathComponent())

@@ -1,15 +1,16 @@
 import Foundation
 
 /// A directory removed when the test is done with it.
-final class TemporaryDirectory: Sendable {
-    let url: URL
+public final class TemporaryDirectory: Sendable {
+    public let url: URL
 
-    init() throws {
+    public init() throws {
         url = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-tests-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
 
-    func path(_ name: String) -> String {
+    /// The path of `name` inside the directory.
+    public func path(_ name: String) -> String {
         url.appendingPathComponent(name).path
     }
 
