@@ -21,10 +21,30 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Days a tombstone is kept before garbage collection.")
     var tombstoneRetentionDays: Int = 30
 
+    @Option(help: "Keep the store in PostgreSQL instead of SQLite: postgres://user:password@host:5432/database[?sslmode=disable|prefer|require] (default: $FERRY_POSTGRES_URL). Many instances may share one database.")
+    var postgres: String?
+
+    @Option(help: "The most PostgreSQL connections this instance opens.")
+    var poolSize: Int = 20
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0–65535") }
         guard tombstoneRetentionDays >= 1 else { throw ValidationError("--tombstone-retention-days must be at least 1") }
+        guard (1...1000).contains(poolSize) else { throw ValidationError("--pool-size must be 1–1000") }
         _ = try tables()
+        _ = try postgresConfiguration()
+    }
+
+    /// The PostgreSQL store's configuration, if one was asked for.
+    func postgresConfiguration() throws -> PostgresStoreConfiguration? {
+        guard let url = postgres ?? ProcessInfo.processInfo.environment["FERRY_POSTGRES_URL"], !url.isEmpty else { return nil }
+        do {
+            var configuration = try PostgresStoreConfiguration(url: url)
+            configuration.poolSize = poolSize
+            return configuration
+        } catch let error as FerryServerError {
+            throw ValidationError("--postgres: \(error.message)")
+        }
     }
 
     func tables() throws -> ServerTables {
@@ -47,7 +67,16 @@ struct Serve: AsyncParsableCommand {
         configuration.port = port
         configuration.tables = try tables()
         configuration.tombstoneRetention = .seconds(tombstoneRetentionDays * 24 * 3600)
-        let store = try SQLiteSyncStore(directory: options.dataDirectory)
+        let store: any SyncStore
+        let storeDescription: String
+        if let postgres = try postgresConfiguration() {
+            store = PostgresSyncStore(configuration: postgres)
+            storeDescription = "PostgreSQL at \(postgres.redactedURL), pool of \(postgres.poolSize)"
+        } else {
+            let sqlite = try SQLiteSyncStore(directory: options.dataDirectory)
+            store = sqlite
+            storeDescription = "SQLite in \(options.dataDir) (epoch \(sqlite.epoch))"
+        }
         let dataDir = options.dataDir
         let app = try await FerryApplication.build(
             configuration: configuration,
@@ -56,7 +85,7 @@ struct Serve: AsyncParsableCommand {
                 // Written unbuffered, so it shows at once even when piped.
                 FileHandle.standardOutput.write(Data("""
                     Ferry server listening on http://\(host):\(port)
-                    Store: SQLite in \(dataDir) (epoch \(store.epoch))
+                    Store: \(storeDescription)
                     JWT secret: \(secret.origin)
                     Get a token: swift run ferry-server token --user alice --data-dir \(dataDir)
 

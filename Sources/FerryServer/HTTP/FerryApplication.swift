@@ -36,7 +36,7 @@ public enum FerryApplication {
             router: router,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "ferry"),
             services: [
-                StoreLifecycle(store: store),
+                StoreService(store: store),
                 GarbageCollector(store: store, configuration: configuration, logger: logger),
             ],
             onServerRunning: { channel in
@@ -77,13 +77,12 @@ public enum FerryApplication {
     }
 }
 
-/// Closes the store after the server has drained its requests.
-struct StoreLifecycle: Service {
+/// Runs the store, and closes it after the server has drained its requests.
+struct StoreService: Service {
     let store: any SyncStore
 
     func run() async throws {
-        try? await gracefulShutdown()
-        try await store.close()
+        try await store.run()
     }
 }
 

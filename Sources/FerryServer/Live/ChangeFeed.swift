@@ -66,6 +66,17 @@ public final class ChangeFeed: Sendable {
         }
     }
 
+    /// Tells every subscriber that all its scopes may have changed: after
+    /// news could have been missed (a lost database connection).
+    public func publishToAll() {
+        let deliveries = state.withLockedValue { state in
+            state.subscribers.values.map { ($0.continuation, $0.scopes) }
+        }
+        for (continuation, scopes) in deliveries where !scopes.isEmpty {
+            continuation.yield(scopes)
+        }
+    }
+
     /// The number of open subscriptions.
     public var subscriberCount: Int {
         state.withLockedValue { $0.subscribers.count }

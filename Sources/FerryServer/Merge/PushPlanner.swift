@@ -19,7 +19,11 @@ struct PushPlanner: Sendable {
     /// - Parameters:
     ///   - rows: the current state of every row the fresh mutations touch
     ///     (absent: no such row).
-    ///   - version: the store's version counter before the push.
+    ///   - version: the store's version counter before the push: the newest
+    ///     version it has issued.
+    ///   - allocated: the versions to give changed rows, in increasing order,
+    ///     for a store whose counter is a database sequence (at least one per
+    ///     fresh mutation). `nil` gives `version + 1`, `version + 2`, …
     ///   - nowMilliseconds: server wall time, for the drift limit.
     func plan(
         userID: String,
@@ -28,6 +32,7 @@ struct PushPlanner: Sendable {
         lastApplied: Int64,
         rows: [RowKey: StoredRow],
         version: Int64,
+        allocated: [Int64]? = nil,
         horizon: Int64 = 0,
         nowMilliseconds: Int64
     ) throws(Refusal) -> PushPlan {
@@ -52,6 +57,10 @@ struct PushPlanner: Sendable {
             rejections: []
         )
         var state = rows
+        var used = 0
+        func nextVersion(after current: Int64) -> Int64 {
+            allocated.map { $0[used] } ?? current + 1
+        }
         // Cells remember user and client: client ids are only unique per user.
         let writer = "\(userID):\(clientID)"
 
@@ -97,7 +106,7 @@ struct PushPlanner: Sendable {
                 from: writer,
                 into: current,
                 policy: rule.policy,
-                version: plan.version + 1,
+                version: nextVersion(after: plan.version),
                 horizon: horizon
             )
             if let row = outcome.row, row.cells.count > maxColumnsPerRow {
@@ -105,7 +114,8 @@ struct PushPlanner: Sendable {
                 continue
             }
             if outcome.changed, let row = outcome.row {
-                plan.version += 1
+                plan.version = nextVersion(after: plan.version)
+                used += 1
                 state[key] = row
                 plan.rows[key] = row
                 plan.overwritten[key, default: []] += outcome.overwritten

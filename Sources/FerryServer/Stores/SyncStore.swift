@@ -1,5 +1,6 @@
 import FerryProtocol
 import Foundation
+import ServiceLifecycle
 
 /// The rules a store applies to a push, beyond its data.
 public struct PushRules: Sendable {
@@ -44,8 +45,8 @@ public struct GarbageReport: Sendable, Hashable {
 /// Every store keeps DESIGN.md's server semantics: a push and the client's
 /// last applied mutation id advance in one transaction; a pull page and the
 /// last applied id are read from one snapshot; versions never let a pull
-/// skip a committed change. ``SQLiteSyncStore`` runs on one machine; a
-/// PostgreSQL store serves many instances.
+/// skip a committed change. ``SQLiteSyncStore`` runs on one machine;
+/// ``PostgresSyncStore`` serves many instances.
 ///
 /// Callers check access and the shape of requests first (the HTTP layer
 /// does); a store trusts that `userID` may write every scope of a push and
@@ -88,6 +89,19 @@ public protocol SyncStore: Sendable {
     /// Removes tombstones last changed before `cutoff` and moves the horizon past them.
     func collectGarbage(before cutoff: Date) async throws -> GarbageReport
 
+    /// Runs what the store needs in the background (connections, listeners)
+    /// until a graceful shutdown or ``close()``, then closes it. The
+    /// application runs it as a service, after the HTTP server has drained.
+    func run() async throws
+
     /// Closes the store; later calls fail.
     func close() async throws
+}
+
+extension SyncStore {
+    /// A store with nothing to run waits for the shutdown, then closes.
+    public func run() async throws {
+        try? await gracefulShutdown()
+        try await close()
+    }
 }

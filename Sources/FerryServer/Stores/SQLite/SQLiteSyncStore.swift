@@ -101,11 +101,7 @@ public final class SQLiteSyncStore: SyncStore {
     }
 
     private static func write(_ plan: PushPlan, _ db: Database, userID: String, clientID: String, now: Int64) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        func json(_ value: some Encodable) throws -> String {
-            String(decoding: try encoder.encode(value), as: UTF8.self)
-        }
+        func json(_ value: some Encodable) throws -> String { try StoreCoding.json(value) }
         for (key, row) in plan.rows {
             try db.execute(
                 sql: """
@@ -215,16 +211,12 @@ public final class SQLiteSyncStore: SyncStore {
         return StoredRow(
             version: row["version"],
             deleted: row["deleted"],
-            cells: try decodeCells(row["cells"] as String, decoder),
+            cells: try StoreCoding.cells(row["cells"]),
             clientID: row["client_id"],
             history: history
         )
     }
 
-    /// A row's `cells` column: per column, value, version, stamp and writer.
-    static func decodeCells(_ json: String, _ decoder: JSONDecoder) throws -> [String: StoredCell] {
-        try decoder.decode([String: StoredCell].self, from: Data(json.utf8))
-    }
 
     static func lastMutationID(_ db: Database, userID: String, clientID: String) throws -> Int64 {
         try Int64.fetchOne(
@@ -247,12 +239,14 @@ public final class SQLiteSyncStore: SyncStore {
             let lastApplied = try Self.lastMutationID(db, userID: userID, clientID: request.clientID)
             let version = try Self.meta(db, "version")
             let horizon = try Self.meta(db, "horizon")
-            let decoder = JSONDecoder()
             var pages: [PullPage] = []
             for followed in request.scopes {
                 var start = PullStart.fromScratch(reset: false)
                 if let text = followed.cursor {
-                    start = try PullStart(cursor: text, scope: followed.scope, codec: cursors, horizon: horizon, version: version)
+                    start = try PullStart(
+                        cursor: text, scope: followed.scope, codec: cursors,
+                        horizon: ChangePosition(major: horizon), end: ChangePosition(major: version)
+                    )
                 }
                 let rows = try Row.fetchAll(
                     db,
@@ -261,16 +255,11 @@ public final class SQLiteSyncStore: SyncStore {
                         WHERE scope = ? AND version > ? AND (deleted = 0 OR ?)
                         ORDER BY version LIMIT ?
                         """,
-                    arguments: [followed.scope, start.position, !start.isFromScratch, limit + 1]
+                    arguments: [followed.scope, start.position.major, !start.isFromScratch, limit + 1]
                 )
-                // Cut the page by size too, keeping at least one row so it always advances.
-                var kept = 0
-                var bytes = 0
-                for row in rows.prefix(limit) {
-                    bytes += (row["cells"] as String).utf8.count
-                    if kept > 0, bytes > maxPageBytes { break }
-                    kept += 1
-                }
+                let kept = StoreCoding.pageLength(
+                    sizes: rows.lazy.map { ($0["cells"] as String).utf8.count }, limit: limit, maxBytes: maxPageBytes
+                )
                 let hasMore = rows.count > kept
                 let changes = try rows.prefix(kept).map { row in
                     RowChange(
@@ -278,7 +267,7 @@ public final class SQLiteSyncStore: SyncStore {
                         rowID: row["row_id"],
                         version: row["version"],
                         deleted: row["deleted"],
-                        values: try Self.decodeCells(row["cells"] as String, decoder).mapValues(\.value)
+                        values: try StoreCoding.cells(row["cells"]).mapValues(\.value)
                     )
                 }
                 // A finished scope moves to the store's version, so a quiet

@@ -1,0 +1,125 @@
+/// The PostgreSQL store's schema, as numbered migrations. Each shipped
+/// migration is frozen; changes go in new ones. Every instance runs the
+/// missing ones on start, one instance at a time (an advisory lock), and
+/// refuses to start on a database migrated by a newer Ferry.
+enum PostgresSchema {
+    struct Migration: Sendable {
+        var version: Int
+        var statements: [String]
+    }
+
+    /// The advisory lock key instances take while migrating ("ferry" in ASCII).
+    static let migrationLock: Int64 = 0x6665_7272_79
+
+    /// The channel pushes notify, so every instance hears of every commit.
+    static let channel = "ferry_changes"
+
+    static let migrations: [Migration] = [
+        Migration(version: 1, statements: [
+            // One row: the epoch and cursor key, and the tombstone horizon both
+            // as a version (for merges) and as a change position (for cursors).
+            """
+            CREATE TABLE ferry_meta (
+                id int PRIMARY KEY CHECK (id = 1),
+                epoch text NOT NULL,
+                cursor_key bytea NOT NULL,
+                horizon_version bigint NOT NULL DEFAULT 0,
+                horizon_xid bigint NOT NULL DEFAULT 0,
+                horizon_seq bigint NOT NULL DEFAULT 0
+            )
+            """,
+            // The store's one version counter.
+            "CREATE SEQUENCE ferry_versions",
+            // Current state of every row. `xid` is the writing transaction
+            // (pg_current_xact_id); pulls page by (xid, version).
+            """
+            CREATE TABLE ferry_rows (
+                scope text NOT NULL,
+                tbl text NOT NULL,
+                row_id text NOT NULL,
+                version bigint NOT NULL,
+                xid bigint NOT NULL,
+                deleted boolean NOT NULL,
+                client_id text NOT NULL,
+                changed_at bigint NOT NULL,
+                cells text NOT NULL,
+                PRIMARY KEY (scope, tbl, row_id)
+            )
+            """,
+            "CREATE INDEX ferry_rows_by_scope_position ON ferry_rows (scope, xid, version)",
+            "CREATE INDEX ferry_rows_tombstones ON ferry_rows (changed_at) WHERE deleted",
+            """
+            CREATE TABLE ferry_history (
+                scope text NOT NULL,
+                tbl text NOT NULL,
+                row_id text NOT NULL,
+                col text NOT NULL,
+                version bigint NOT NULL,
+                value text NOT NULL,
+                PRIMARY KEY (scope, tbl, row_id, col, version)
+            )
+            """,
+            """
+            CREATE TABLE ferry_clients (
+                user_id text NOT NULL,
+                client_id text NOT NULL,
+                last_mutation_id bigint NOT NULL,
+                xid bigint NOT NULL,
+                PRIMARY KEY (user_id, client_id)
+            )
+            """,
+            """
+            CREATE TABLE ferry_results (
+                user_id text NOT NULL,
+                client_id text NOT NULL,
+                mutation_id bigint NOT NULL,
+                version bigint NOT NULL,
+                xid bigint NOT NULL,
+                result text NOT NULL,
+                PRIMARY KEY (user_id, client_id, mutation_id)
+            )
+            """,
+            """
+            CREATE TABLE ferry_conflicts (
+                id bigserial PRIMARY KEY,
+                user_id text NOT NULL,
+                client_id text NOT NULL,
+                mutation_id bigint NOT NULL,
+                scope text NOT NULL,
+                tbl text NOT NULL,
+                row_id text NOT NULL,
+                version bigint,
+                conflict text NOT NULL,
+                created_at bigint NOT NULL
+            )
+            """,
+            """
+            CREATE TABLE ferry_rejections (
+                id bigserial PRIMARY KEY,
+                user_id text NOT NULL,
+                client_id text NOT NULL,
+                mutation_id bigint NOT NULL,
+                scope text NOT NULL,
+                tbl text NOT NULL,
+                row_id text NOT NULL,
+                reason text NOT NULL,
+                mutation text NOT NULL,
+                created_at bigint NOT NULL
+            )
+            """,
+            "CREATE TABLE ferry_scopes (scope text PRIMARY KEY, owner text)",
+            """
+            CREATE TABLE ferry_members (
+                scope text NOT NULL REFERENCES ferry_scopes (scope),
+                user_id text NOT NULL,
+                role text NOT NULL,
+                PRIMARY KEY (scope, user_id)
+            )
+            """,
+            "CREATE INDEX ferry_members_by_user ON ferry_members (user_id)",
+            "CREATE INDEX ferry_scopes_by_owner ON ferry_scopes (owner)",
+        ]),
+    ]
+
+    static var latestVersion: Int { migrations.map(\.version).max() ?? 0 }
+}

@@ -1,0 +1,186 @@
+import FerryProtocol
+import Foundation
+import PostgresNIO
+
+extension PostgresSyncStore {
+    public func push(_ request: PushRequest, userID: String, rules: PushRules) async throws -> PushReceipt {
+        let planner = rules.planner
+        let now = rules.nowMilliseconds
+        let logger = self.logger
+        return try await transaction(.serializable) { connection, _ in
+            let lastApplied = try await Self.lastMutationID(connection, userID: userID, clientID: request.clientID, logger: logger)
+            let fresh = request.mutations.filter { $0.mutationID > lastApplied }
+            let keys = Set(fresh.map { RowKey(scope: $0.scope, table: $0.table, rowID: $0.rowID) })
+            let rows = try await Self.loadRows(connection, keys, logger: logger)
+            let horizon = try await Self.one(connection, "SELECT horizon_version FROM ferry_meta", as: Int64.self, logger: logger) ?? 0
+            // Taken after the snapshot, so larger than every version it can see.
+            var allocated: [Int64] = []
+            if !fresh.isEmpty {
+                let query: PostgresQuery = "SELECT nextval('ferry_versions') FROM generate_series(1, \(fresh.count))"
+                for try await version in try await connection.query(query, logger: logger).decode(Int64.self) {
+                    allocated.append(version)
+                }
+            }
+            let plan: PushPlan
+            do {
+                plan = try planner.plan(
+                    userID: userID,
+                    clientID: request.clientID,
+                    mutations: request.mutations,
+                    lastApplied: lastApplied,
+                    rows: rows,
+                    version: (allocated.first ?? 1) - 1,
+                    allocated: allocated,
+                    horizon: horizon,
+                    nowMilliseconds: now
+                )
+            } catch PushPlanner.Refusal.gap(let last, let found) {
+                throw FerryServerError(
+                    .mutationGap,
+                    "mutation \(found) does not follow the last applied mutation \(last); resend from \(last + 1)",
+                    lastAppliedMutationID: last
+                )
+            }
+            if !plan.results.isEmpty {
+                try await Self.write(plan, connection, userID: userID, clientID: request.clientID, now: now, logger: logger)
+            }
+            let replayed = try await Self.recordedResults(connection, userID: userID, clientID: request.clientID, ids: plan.replayedIDs, logger: logger)
+            return PushReceipt(
+                response: PushResponse(lastAppliedMutationID: plan.lastAppliedMutationID, results: replayed + plan.results),
+                changedScopes: plan.changedScopes
+            )
+        }
+        // Live subscribers, here and on every other instance, hear of it
+        // through the notification the push committed.
+    }
+
+    private static func write(_ plan: PushPlan, _ connection: PostgresConnection, userID: String, clientID: String, now: Int64, logger: Logger) async throws {
+        func json(_ value: some Encodable) throws -> String { try StoreCoding.json(value) }
+        guard let xid = try await one(connection, "SELECT pg_current_xact_id()::text::bigint", as: Int64.self, logger: logger) else {
+            throw FerryServerError(.internalError, "PostgreSQL gave the push no transaction id")
+        }
+        if !plan.rows.isEmpty {
+            let rows = plan.rows.sorted { $0.key < $1.key }
+            let query: PostgresQuery = """
+                INSERT INTO ferry_rows (scope, tbl, row_id, version, xid, deleted, client_id, changed_at, cells)
+                SELECT u.scope, u.tbl, u.row_id, u.version, \(xid), u.deleted, u.client_id, \(now), u.cells
+                FROM unnest(\(rows.map(\.key.scope))::text[], \(rows.map(\.key.table))::text[], \(rows.map(\.key.rowID))::text[],
+                    \(rows.map(\.value.version))::int8[], \(rows.map(\.value.deleted))::bool[], \(rows.map(\.value.clientID))::text[],
+                    \(try rows.map { try json($0.value.cells) })::text[])
+                    AS u(scope, tbl, row_id, version, deleted, client_id, cells)
+                ON CONFLICT (scope, tbl, row_id) DO UPDATE SET
+                    version = excluded.version, xid = excluded.xid, deleted = excluded.deleted,
+                    client_id = excluded.client_id, changed_at = excluded.changed_at, cells = excluded.cells
+                """
+            try await connection.query(query, logger: logger)
+        }
+        let history = plan.overwritten.sorted { $0.key < $1.key }.flatMap { key, values in values.map { (key, $0) } }
+        if !history.isEmpty {
+            let query: PostgresQuery = """
+                INSERT INTO ferry_history (scope, tbl, row_id, col, version, value)
+                SELECT * FROM unnest(\(history.map { $0.0.scope })::text[], \(history.map { $0.0.table })::text[], \(history.map { $0.0.rowID })::text[],
+                    \(history.map { $0.1.column })::text[], \(history.map { $0.1.version })::int8[], \(try history.map { try json($0.1.value) })::text[])
+                ON CONFLICT (scope, tbl, row_id, col, version) DO UPDATE SET value = excluded.value
+                """
+            try await connection.query(query, logger: logger)
+        }
+        for recorded in plan.conflicts {
+            try await connection.query("""
+                INSERT INTO ferry_conflicts (user_id, client_id, mutation_id, scope, tbl, row_id, version, conflict, created_at)
+                VALUES (\(userID), \(clientID), \(recorded.mutationID), \(recorded.key.scope), \(recorded.key.table), \(recorded.key.rowID),
+                    \(recorded.version), \(try json(recorded.conflict)), \(now))
+                """, logger: logger)
+        }
+        for rejection in plan.rejections {
+            let mutation = rejection.mutation
+            try await connection.query("""
+                INSERT INTO ferry_rejections (user_id, client_id, mutation_id, scope, tbl, row_id, reason, mutation, created_at)
+                VALUES (\(userID), \(clientID), \(mutation.mutationID), \(mutation.scope), \(mutation.table), \(mutation.rowID),
+                    \(rejection.reason), \(try json(mutation)), \(now))
+                """, logger: logger)
+        }
+        try await connection.query("""
+            INSERT INTO ferry_results (user_id, client_id, mutation_id, version, xid, result)
+            SELECT \(userID), \(clientID), u.mutation_id, \(plan.version), \(xid), u.result
+            FROM unnest(\(plan.results.map(\.mutationID))::int8[], \(try plan.results.map { try json($0) })::text[]) AS u(mutation_id, result)
+            """, logger: logger)
+        try await connection.query("""
+            INSERT INTO ferry_clients (user_id, client_id, last_mutation_id, xid) VALUES (\(userID), \(clientID), \(plan.lastAppliedMutationID), \(xid))
+            ON CONFLICT (user_id, client_id) DO UPDATE SET last_mutation_id = excluded.last_mutation_id, xid = excluded.xid
+            """, logger: logger)
+        for payload in ChangeNotice.payloads(xid: xid, scopes: Array(plan.changedScopes)) {
+            try await connection.query("SELECT pg_notify(\(PostgresSchema.channel), \(payload))", logger: logger)
+        }
+    }
+
+    private static func recordedResults(_ connection: PostgresConnection, userID: String, clientID: String, ids: [Int64], logger: Logger) async throws -> [MutationResult] {
+        guard !ids.isEmpty else { return [] }
+        var stored: [Int64: String] = [:]
+        let query: PostgresQuery = """
+            SELECT mutation_id, result FROM ferry_results
+            WHERE user_id = \(userID) AND client_id = \(clientID) AND mutation_id = ANY(\(ids)::int8[])
+            """
+        for try await (id, json) in try await connection.query(query, logger: logger).decode((Int64, String).self) {
+            stored[id] = json
+        }
+        return try ids.map { id in
+            // Results older than the tombstone horizon are collected; the id is still acknowledged.
+            var result = try stored[id].map { try StoreCoding.decode(MutationResult.self, from: $0) }
+                ?? MutationResult(mutationID: id, status: .applied)
+            result.replayed = true
+            return result
+        }
+    }
+
+    /// The current state of `keys`, with their history, in two queries.
+    static func loadRows(_ connection: PostgresConnection, _ keys: Set<RowKey>, logger: Logger) async throws -> [RowKey: StoredRow] {
+        guard !keys.isEmpty else { return [:] }
+        let sorted = keys.sorted()
+        let scopes = sorted.map(\.scope), tables = sorted.map(\.table), rowIDs = sorted.map(\.rowID)
+        var rows: [RowKey: StoredRow] = [:]
+        let query: PostgresQuery = """
+            SELECT r.scope, r.tbl, r.row_id, r.version, r.deleted, r.client_id, r.cells
+            FROM unnest(\(scopes)::text[], \(tables)::text[], \(rowIDs)::text[]) AS k(scope, tbl, row_id)
+            JOIN ferry_rows r ON r.scope = k.scope AND r.tbl = k.tbl AND r.row_id = k.row_id
+            """
+        for try await (scope, table, rowID, version, deleted, clientID, cells) in try await connection.query(query, logger: logger)
+            .decode((String, String, String, Int64, Bool, String, String).self)
+        {
+            rows[RowKey(scope: scope, table: table, rowID: rowID)] = StoredRow(
+                version: version, deleted: deleted, cells: try StoreCoding.cells(cells), clientID: clientID
+            )
+        }
+        guard !rows.isEmpty else { return rows }
+        let historyQuery: PostgresQuery = """
+            SELECT h.scope, h.tbl, h.row_id, h.col, h.version, h.value
+            FROM unnest(\(scopes)::text[], \(tables)::text[], \(rowIDs)::text[]) AS k(scope, tbl, row_id)
+            JOIN ferry_history h ON h.scope = k.scope AND h.tbl = k.tbl AND h.row_id = k.row_id
+            ORDER BY h.version
+            """
+        for try await (scope, table, rowID, column, version, value) in try await connection.query(historyQuery, logger: logger)
+            .decode((String, String, String, String, Int64, String).self)
+        {
+            let key = RowKey(scope: scope, table: table, rowID: rowID)
+            rows[key]?.history.append(HistoricValue(column: column, version: version, value: try StoreCoding.decode(ColumnValue.self, from: value)))
+        }
+        return rows
+    }
+
+    static func lastMutationID(_ connection: PostgresConnection, userID: String, clientID: String, logger: Logger) async throws -> Int64 {
+        try await one(
+            connection,
+            "SELECT last_mutation_id FROM ferry_clients WHERE user_id = \(userID) AND client_id = \(clientID)",
+            as: Int64.self,
+            logger: logger
+        ) ?? 0
+    }
+
+    /// The first row's only column, if there is a row.
+    static func one<T: PostgresDecodable & Sendable>(_ connection: PostgresConnection, _ query: PostgresQuery, as type: T.Type, logger: Logger) async throws -> T? {
+        var value: T?
+        for try await decoded in try await connection.query(query, logger: logger).decode(T.self) where value == nil {
+            value = decoded
+        }
+        return value
+    }
+}
