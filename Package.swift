@@ -115,10 +115,13 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        // What several test targets share: temporary directories and the
-        // `ferry-server` child process.
+        // What several test targets share: temporary directories, the
+        // `ferry-server` child process, and throwaway PostgreSQL databases.
         .target(
             name: "FerryTestSupport",
+            dependencies: [
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             path: "Tests/FerryTestSupport"
         ),
         // The client sync engine against the real server: in process on a

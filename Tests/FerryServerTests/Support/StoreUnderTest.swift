@@ -1,0 +1,146 @@
+@testable import FerryServer
+import FerryProtocol
+import Foundation
+import GRDB
+import Logging
+import Testing
+import FerryTestSupport
+
+/// The stores the conformance suite runs against.
+enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite
+    case postgres
+
+    /// SQLite always; PostgreSQL when a cluster is configured, and always in
+    /// CI, where a missing cluster fails the test instead of skipping it.
+    static var available: [StoreKind] {
+        PostgresTestDatabase.shouldRun ? [.sqlite, .postgres] : [.sqlite]
+    }
+
+    var testDescription: String { rawValue }
+}
+
+/// A real store of either kind on throwaway data, and what the tests read
+/// from its tables.
+struct StoreUnderTest: Sendable {
+    let kind: StoreKind
+    let store: any SyncStore
+    private let directory: TemporaryDirectory?
+    let database: PostgresTestDatabase?
+    private let running: Task<Void, any Error>?
+
+    /// Opens a store of `kind` on fresh data, runs `body`, and closes it
+    /// (dropping a PostgreSQL database) whatever `body` does.
+    static func with<T: Sendable>(
+        _ kind: StoreKind,
+        maxPageBytes: Int = 8 << 20,
+        _ body: (StoreUnderTest) async throws -> T
+    ) async throws -> T {
+        let directory = kind == .sqlite ? try TemporaryDirectory() : nil
+        let database = kind == .postgres ? try await PostgresTestDatabase.create() : nil
+        do {
+            let opened = try await open(kind, directory: directory, database: database, maxPageBytes: maxPageBytes)
+            let value: T
+            do {
+                value = try await body(opened)
+            } catch {
+                try? await opened.close()
+                throw error
+            }
+            try await opened.close()
+            try await database?.drop()
+            return value
+        } catch {
+            try? await database?.drop()
+            throw error
+        }
+    }
+
+    private static func open(
+        _ kind: StoreKind, directory: TemporaryDirectory?, database: PostgresTestDatabase?, maxPageBytes: Int
+    ) async throws -> StoreUnderTest {
+        switch kind {
+        case .sqlite:
+            let store = try SQLiteSyncStore(directory: directory!.url, maxPageBytes: maxPageBytes)
+            return StoreUnderTest(kind: kind, store: store, directory: directory, database: nil, running: nil)
+        case .postgres:
+            var configuration = try PostgresStoreConfiguration(url: database!.url)
+            configuration.maxPageBytes = maxPageBytes
+            configuration.poolSize = 8
+            var logger = Logger(label: "store-under-test")
+            logger.logLevel = .warning
+            let store = PostgresSyncStore(configuration: configuration, logger: logger)
+            let running = Task { try await store.run() }
+            try await store.waitUntilReady()
+            return StoreUnderTest(kind: kind, store: store, directory: nil, database: database, running: running)
+        }
+    }
+
+    /// Closes this store and opens another on the same data.
+    func reopened() async throws -> StoreUnderTest {
+        try await close()
+        return try await Self.open(kind, directory: directory, database: database, maxPageBytes: 8 << 20)
+    }
+
+    func close() async throws {
+        try await store.close()
+        try await running?.value
+    }
+
+    var sqlite: SQLiteSyncStore? { store as? SQLiteSyncStore }
+
+    /// Every stored row of every store table, in order: equal digests mean
+    /// nothing changed.
+    func digest() async throws -> String {
+        if let sqlite {
+            return try await sqlite.pool.read { db in
+                var lines: [String] = []
+                for table in ["store_meta", "rows", "history", "clients", "results", "conflicts", "rejections", "scopes", "members"] {
+                    for row in try Row.fetchAll(db, sql: "SELECT * FROM \(table) ORDER BY 1, 2") {
+                        lines.append("\(table): \(row)")
+                    }
+                }
+                return lines.joined(separator: "\n")
+            }
+        }
+        var lines: [String] = []
+        for table in ["ferry_meta", "ferry_rows", "ferry_history", "ferry_clients", "ferry_results", "ferry_conflicts", "ferry_rejections", "ferry_scopes", "ferry_members"] {
+            lines += try await database!.rows("SELECT t::text FROM \(table) t ORDER BY 1").map { "\(table): \($0)" }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// A row as the store holds it.
+    func row(_ key: RowKey) async throws -> StoredRow? {
+        if let sqlite {
+            return try await sqlite.pool.read { db in try SQLiteSyncStore.loadRow(db, key) }
+        }
+        let postgres = store as! PostgresSyncStore
+        return try await postgres.client.withConnection { connection in
+            try await PostgresSyncStore.loadRows(connection, [key], logger: postgres.logger)[key]
+        }
+    }
+
+    /// The recorded conflict of a client's mutation, as stored JSON.
+    func recordedConflict(client: String, mutation: Int64) async throws -> String? {
+        try await value(
+            sqlite: "SELECT conflict FROM conflicts WHERE client_id = '\(client)' AND mutation_id = \(mutation)",
+            postgres: "SELECT conflict FROM ferry_conflicts WHERE client_id = '\(client)' AND mutation_id = \(mutation)"
+        )
+    }
+
+    /// The recorded reason a client's mutation was rejected.
+    func recordedRejection(client: String, mutation: Int64) async throws -> String? {
+        try await value(
+            sqlite: "SELECT reason FROM rejections WHERE client_id = '\(client)' AND mutation_id = \(mutation)",
+            postgres: "SELECT reason FROM ferry_rejections WHERE client_id = '\(client)' AND mutation_id = \(mutation)"
+        )
+    }
+
+    private func value(sqlite sql: String, postgres: String) async throws -> String? {
+        if let sqlite {
+            return try await sqlite.pool.read { db in try String.fetchOne(db, sql: sql) }
+        }
+        return try await database!.rows(postgres).first
+    }
+}

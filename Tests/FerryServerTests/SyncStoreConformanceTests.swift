@@ -1,0 +1,290 @@
+@testable import FerryServer
+import FerryProtocol
+import Foundation
+import GRDB
+import Testing
+import FerryTestSupport
+
+/// DESIGN.md server semantics 1–6, on every store: the real SQLite store,
+/// and the real PostgreSQL store in the cluster `scripts/with-postgres` starts.
+@Suite struct SyncStoreConformanceTests {
+    static let rules = PushRules()
+
+    func pullAll(_ store: any SyncStore, client: String = "c1", scope: String = "user:alice", cursor: String? = nil, limit: Int = 1000) async throws -> PullPage {
+        try await store.pull(PullRequest(clientID: client, scopes: [.init(scope: scope, cursor: cursor)]), userID: "alice", limit: limit).pages[0]
+    }
+
+    @Test(arguments: StoreKind.available) func replayingAPushAHundredTimesLeavesTheSameState(_ kind: StoreKind) async throws {
+        try await StoreUnderTest.with(kind) { server in
+            let push = PushRequest(clientID: "c1", mutations: [
+                Mutations.upsert(1, ["title": "a", "n": 1]),
+                Mutations.upsert(2, row: "r2", ["title": "b"]),
+                Mutations.delete(3, row: "r2", base: nil),
+            ])
+            let first = try await server.store.push(push, userID: "alice", rules: Self.rules)
+            let after = try await server.digest()
+            for _ in 0..<100 {
+                let replay = try await server.store.push(push, userID: "alice", rules: Self.rules)
+                #expect(replay.response.lastAppliedMutationID == 3)
+                #expect(replay.response.results.allSatisfy { $0.replayed })
+                let asFirstTime = replay.response.results.map { result in
+                    var result = result
+                    result.replayed = false
+                    return result
+                }
+                #expect(asFirstTime == first.response.results)
+            }
+            #expect(try await server.digest() == after)
+        }
+    }
+
+    @Test(arguments: StoreKind.available) func aGapIsRefusedWithWhereToResumeAndChangesNothing(_ kind: StoreKind) async throws {
+        try await StoreUnderTest.with(kind) { server in
+            _ = try await server.store.push(PushRequest(clientID: "c1", mutations: [Mutations.upsert(1, ["t": "a"])]), userID: "alice", rules: Self.rules)
+            let before = try await server.digest()
+            let error = await #expect(throws: FerryServerError.self) {
+                try await server.store.push(
+                    PushRequest(clientID: "c1", mutations: [Mutations.upsert(2, ["t": "b"]), Mutations.upsert(4, ["t": "c"])]),
+                    userID: "alice", rules: Self.rules
+                )
+            }
+            #expect(error?.code == .mutationGap)
+            #expect(error?.lastAppliedMutationID == 1)
+            #expect(try await server.digest() == before)
+        }
+    }
+
+    @Test(arguments: StoreKind.available) func clientStateIsPerUser(_ kind: StoreKind) async throws {
+        // The same client id under another user is another client: no shared counter.
+        try await StoreUnderTest.with(kind) { server in
+            _ = try await server.store.push(PushRequest(clientID: "c1", mutations: [Mutations.upsert(1, ["t": "a"])]), userID: "alice", rules: Self.rules)
+            let bob = try await server.store.push(
+                PushRequest(clientID: "c1", mutations: [Mutations.upsert(1, scope: "user:bob", ["t": "b"])]), userID: "bob", rules: Self.rules
+            )
+            #expect(bob.response.results.map(\.replayed) == [false])
+        }
+    }
+
+    @Test(arguments: StoreKind.available) func oneCounterWithRowAndColumnVersions(_ kind: StoreKind) async throws {
+        try await StoreUnderTest.with(kind) { server in
+            let store = server.store
+            _ = try await store.push(PushRequest(clientID: "c1", mutations: [
+                Mutations.upsert(1, row: "a", ["title": "x", "body": "y"]),
+                Mutations.upsert(2, row: "b", ["title": "z"]),
+            ]), userID: "alice", rules: Self.rules)
+            let bob = try await store.push(PushRequest(clientID: "c2", mutations: [
+                Mutations.upsert(1, row: "a", ["body": "y2"], base: 1),
+            ]), userID: "alice", rules: Self.rules)
+            #expect(bob.response.results.map(\.version) == [3])
+            let page = try await pullAll(store)
+            #expect(page.changes.map(\.rowID) == ["b", "a"])
+            #expect(page.changes.map(\.version) == [2, 3])
+            let row = try #require(try await server.row(RowKey(scope: "user:alice", table: "note", rowID: "a")))
+            #expect(row.version == 3)
+            #expect(row.cells["title"]?.version == 1)
+            #expect(row.cells["body"]?.version == 3)
+        }
+    }
+
+    @Test(arguments: StoreKind.available) func conflictsAndRejectionsAreRecorded(_ kind: StoreKind) async throws {
+        var tables = ServerTables(rules: ["task": TableRule(policy: .serverWins, validator: MutationValidator { proposed in
+            proposed.mutation.columns["done"] == "maybe" ? .reject(reason: "done is yes or no") : .accept
+        })])
+        tables.acceptsOtherTables = false
+        let rules = PushRules(tables: tables)
+        try await StoreUnderTest.with(kind) { server in
+            let store = server.store
+            _ = try await store.push(PushRequest(clientID: "c1", mutations: [Mutations.upsert(1, table: "task", ["done": "no"])]), userID: "alice", rules: rules)
+            _ = try await store.push(PushRequest(clientID: "c2", mutations: [Mutations.upsert(1, table: "task", ["done": "yes"], base: 1)]), userID: "alice", rules: rules)
+            let late = try await store.push(PushRequest(clientID: "c1", mutations: [
+                Mutations.upsert(2, table: "task", ["done": "no way"], base: 1),
+                Mutations.upsert(3, table: "task", ["done": "maybe"], base: 2),
+            ]), userID: "alice", rules: rules)
+            #expect(late.response.lastAppliedMutationID == 3)
+            #expect(late.response.results.map(\.status) == [.conflict, .rejected])
+            #expect(late.response.results[0].conflicts == [
+                Conflict(kind: .column, column: "done", base: "no", local: "no way", server: "yes", resolution: .keptServer)
+            ])
+            #expect(late.response.results[1].reason == "done is yes or no")
+            let conflict = try #require(try await server.recordedConflict(client: "c1", mutation: 2))
+            #expect(try JSONDecoder().decode(Conflict.self, from: Data(conflict.utf8)) == late.response.results[0].conflicts[0])
+            #expect(try await server.recordedRejection(client: "c1", mutation: 3) == "done is yes or no")
+        }
+    }
+
+    @Test(arguments: StoreKind.available) func pagesFollowTheCursorAndEndAtTheStoreVersion(_ kind: StoreKind) async throws {
+        try await StoreUnderTest.with(kind) { server in
+            let store = server.store
+            _ = try await store.push(PushRequest(clientID: "c1", mutations: (1...25).map { Mutations.upsert(Int64($0), row: "r\($0)", ["n": .integer(Int64($0))]) }), userID: "alice", rules: Self.rules)
+            var cursor: String?
+            var seen: [String] = []
+            var pages = 0
+            repeat {
+                let page = try await pullAll(store, cursor: cursor, limit: 10)
+                seen += page.changes.map(\.rowID)
+                cursor = page.cursor
+                pages += 1
+                if !page.hasMore { break }
+            } while true
+            #expect(pages == 3)
+            #expect(seen == (1...25).map { "r\($0)" })
+            // Nothing new: an empty page, and the cursor stays usable.
+            let empty = try await pullAll(store, cursor: cursor)
+            #expect(empty.changes.isEmpty && !empty.hasMore && !empty.reset)
+        }
+    }
+
+    @Test(arguments: StoreKind.available) func aPullPageAndTheLastAppliedIDComeFromOneSnapshot(_ kind: StoreKind) async throws {
+        try await StoreUnderTest.with(kind) { server in
+            let store = server.store
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for id in Int64(1)...150 {
+                        let push = PushRequest(clientID: "c1", mutations: [Mutations.upsert(id, row: "row-\(id)", ["n": .integer(id)])])
+                        _ = try await store.push(push, userID: "alice", rules: Self.rules)
+                    }
+                }
+                group.addTask {
+                    for _ in 0..<150 {
+                        let response = try await store.pull(
+                            PullRequest(clientID: "c1", scopes: [.init(scope: "user:alice")]), userID: "alice", limit: 1000
+                        )
+                        // Mutation n created row-n: the rows present are exactly those of the applied ids.
+                        let applied = response.lastAppliedMutationID
+                        let present = Set(response.pages[0].changes.map(\.rowID))
+                        #expect(present == Set((0..<applied).map { "row-\($0 + 1)" }))
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+    }
+
+    @Test(arguments: StoreKind.available) func pullsInterleavedWithConcurrentPushesNeverMissACommittedChange(_ kind: StoreKind) async throws {
+        try await StoreUnderTest.with(kind) { server in
+            let store = server.store
+            let writers = 4
+            let follower = Task {
+                // Pulls small pages while the writers run, keeping what it saw.
+                var seen: [String: Int64] = [:]
+                var cursor: String?
+                for _ in 0..<300 {
+                    let page = try await pullAll(store, client: "follower", cursor: cursor, limit: 5)
+                    for change in page.changes { seen[change.rowID] = change.version }
+                    cursor = page.cursor
+                    #expect(!page.reset)
+                }
+                return (seen, cursor)
+            }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<writers {
+                    group.addTask {
+                        for id in 1...60 {
+                            // Rows are rewritten, so they move to new versions while being paged.
+                            let push = PushRequest(clientID: "writer-\(writer)", mutations: [
+                                Mutations.upsert(Int64(id), row: "w\(writer)-\(id % 7)", ["n": .integer(Int64(id))])
+                            ])
+                            _ = try await store.push(push, userID: "alice", rules: Self.rules)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            var (seen, cursor) = try await follower.value
+            // Following the cursor to the end must give exactly the final state.
+            while true {
+                let page = try await pullAll(store, client: "follower", cursor: cursor, limit: 5)
+                for change in page.changes { seen[change.rowID] = change.version }
+                cursor = page.cursor
+                if !page.hasMore { break }
+            }
+            let truth = try await pullAll(store, client: "check")
+            #expect(truth.changes.count == writers * 7)
+            #expect(seen == Dictionary(uniqueKeysWithValues: truth.changes.map { ($0.rowID, $0.version) }))
+        }
+    }
+
+    @Test(arguments: StoreKind.available) func oldCursorsGetAResetAfterGarbageCollection(_ kind: StoreKind) async throws {
+        try await StoreUnderTest.with(kind) { server in
+            let store = server.store
+            _ = try await store.push(PushRequest(clientID: "c1", mutations: [
+                Mutations.upsert(1, row: "keep", ["t": "a"]),
+                Mutations.upsert(2, row: "gone", ["t": "b"]),
+            ]), userID: "alice", rules: Self.rules)
+            let old = try await pullAll(store).cursor
+            _ = try await store.push(PushRequest(clientID: "c1", mutations: [Mutations.delete(3, row: "gone", base: 2)]), userID: "alice", rules: Self.rules)
+            let beforeCollection = try await pullAll(store, cursor: old)
+            #expect(beforeCollection.changes.map(\.deleted) == [true])
+
+            // Nothing is old enough yet.
+            #expect(try await store.collectGarbage(before: Date().addingTimeInterval(-3600)).tombstonesRemoved == 0)
+            let report = try await store.collectGarbage(before: Date().addingTimeInterval(1))
+            #expect(report.tombstonesRemoved == 1)
+            #expect(report.horizon == 3)
+
+            let reset = try await pullAll(store, cursor: old)
+            #expect(reset.reset)
+            #expect(reset.changes.map(\.rowID) == ["keep"])
+            let current = try await pullAll(store, cursor: reset.cursor)
+            #expect(!current.reset && current.changes.isEmpty)
+
+            // A stale client's edit of the collected row does not bring it back.
+            let stale = try await store.push(
+                PushRequest(clientID: "c2", mutations: [Mutations.upsert(1, row: "gone", ["t": "again"], base: 2)]),
+                userID: "alice", rules: Self.rules
+            )
+            #expect(stale.response.results.map(\.status) == [.conflict])
+            #expect(try await pullAll(store).changes.map(\.rowID) == ["keep"])
+
+            // A client that saw the delete (base at the horizon) may re-create it.
+            let recreated = try await store.push(
+                PushRequest(clientID: "c3", mutations: [Mutations.upsert(1, row: "gone", ["t": "new"], base: 3)]),
+                userID: "alice", rules: Self.rules
+            )
+            #expect(recreated.response.results.map(\.status) == [.applied])
+        }
+    }
+
+    @Test(arguments: StoreKind.available) func pagesAreCutBySizeAndStillAdvance(_ kind: StoreKind) async throws {
+        try await StoreUnderTest.with(kind, maxPageBytes: 10_000) { server in
+            let store = server.store
+            let big = ColumnValue.text(String(repeating: "x", count: 4000))
+            _ = try await store.push(PushRequest(clientID: "c1", mutations: (1...5).map { Mutations.upsert(Int64($0), row: "r\($0)", ["t": big]) }), userID: "alice", rules: Self.rules)
+            var cursor: String?
+            var sizes: [Int] = []
+            while true {
+                let page = try await pullAll(store, cursor: cursor)
+                sizes.append(page.changes.count)
+                cursor = page.cursor
+                if !page.hasMore { break }
+            }
+            #expect(sizes == [2, 2, 1])
+        }
+    }
+
+    @Test(arguments: StoreKind.available) func cursorsFromAnotherServerEpochGetAReset(_ kind: StoreKind) async throws {
+        try await StoreUnderTest.with(kind) { first in
+            try await StoreUnderTest.with(kind) { second in
+                _ = try await first.store.push(PushRequest(clientID: "c1", mutations: [Mutations.upsert(1, ["t": "a"])]), userID: "alice", rules: Self.rules)
+                _ = try await second.store.push(PushRequest(clientID: "c1", mutations: [Mutations.upsert(1, ["t": "b"])]), userID: "alice", rules: Self.rules)
+                let cursor = try await pullAll(first.store).cursor
+                let page = try await pullAll(second.store, cursor: cursor)
+                #expect(page.reset)
+                #expect(page.changes.map(\.values) == [["t": "b"]])
+            }
+        }
+    }
+
+    @Test(arguments: StoreKind.available) func theStoreSurvivesReopening(_ kind: StoreKind) async throws {
+        try await StoreUnderTest.with(kind) { server in
+            _ = try await server.store.push(PushRequest(clientID: "c1", mutations: [Mutations.upsert(1, ["t": "a"])]), userID: "alice", rules: Self.rules)
+            let cursor = try await pullAll(server.store).cursor
+            let reopened = try await server.reopened()
+            let page = try await pullAll(reopened.store, cursor: cursor)
+            #expect(!page.reset && page.changes.isEmpty)
+            let replay = try await reopened.store.push(PushRequest(clientID: "c1", mutations: [Mutations.upsert(1, ["t": "a"])]), userID: "alice", rules: Self.rules)
+            #expect(replay.response.results.map(\.replayed) == [true])
+            try await reopened.close()
+        }
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// A throwaway database in the PostgreSQL cluster that `scripts/with-postgres`
+/// started, found through its POSTGRES_* variables.
+///
+/// Outside CI, tests that need PostgreSQL are skipped when no cluster is
+/// configured; with `CI=true` they run and fail, so a skip can never pass CI.
+public struct PostgresTestDatabase: Sendable {
+    public let name: String
+    public let host: String
+    public let port: Int
+    public let user: String
+    public let password: String?
+
+    /// `postgres://…` for this database.
+    public var url: String {
+        let credentials = password.map { "\(user):\($0)" } ?? user
+        return "postgres://\(credentials)@\(host):\(port)/\(name)?sslmode=disable"
+    }
+
+    static var environment: [String: String] { ProcessInfo.processInfo.environment }
+
+    /// A cluster is configured.
+    public static var isConfigured: Bool {
+        environment["POSTGRES_HOST"].map { !$0.isEmpty } ?? false
+    }
+
+    /// PostgreSQL tests must run: CI sets `CI=true`.
+    public static var isRequired: Bool {
+        ["true", "1"].contains(environment["CI"]?.lowercased() ?? "")
+    }
+
+    /// Whether PostgreSQL tests run here: a cluster is configured, or they are required.
+    public static var shouldRun: Bool { isConfigured || isRequired }
+
+    public struct NotConfigured: Error, CustomStringConvertible {
+        public var description: String {
+            "PostgreSQL is not configured (no POSTGRES_HOST); run the tests through scripts/with-postgres, as README.md says"
+        }
+    }
+
+    /// Creates an empty database with a fresh name.
+    public static func create() async throws -> PostgresTestDatabase {
+        guard isConfigured, let host = environment["POSTGRES_HOST"] else { throw NotConfigured() }
+        let database = PostgresTestDatabase(
+            name: "ferry_test_\(UUID().uuidString.prefix(13).lowercased().replacingOccurrences(of: "-", with: "_"))",
+            host: host,
+            port: Int(environment["POSTGRES_PORT"] ?? "") ?? 5432,
+            user: environment["POSTGRES_USER"] ?? "postgres",
+            password: environment["POSTGRES_PASSWORD"].flatMap { $0.isEmpty ? nil : $0 }
+        )
+        try await database.administer("CREATE DATABASE \(database.name)")
+        return database
+    }
+
+    /// Drops the database, ending its connections.
+    public func drop() async throws {
+        try await administer("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+    }
+
+    /// Runs `sql` in this database.
+    public func execute(_ sql: String) async throws {
+        try await Self.withConnection(host: host, port: port, user: user, password: password, database: name) { connection in
+            _ = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: Self.logger)
+        }
+    }
+
+    /// The text of every row `sql` returns, one string per row (columns joined by `|`).
+    public func rows(_ sql: String) async throws -> [String] {
+        try await Self.withConnection(host: host, port: port, user: user, password: password, database: name) { connection in
+            var lines: [String] = []
+            for try await row in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: Self.logger) {
+                lines.append(row.map { cell in cell.bytes.map { String(buffer: $0) } ?? "NULL" }.joined(separator: "|"))
+            }
+            return lines
+        }
+    }
+
+    /// Runs `body` on a connection of its own to this database: for tests
+    /// that hold a transaction open while the code under test runs.
+    public func withConnection<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        try await Self.withConnection(host: host, port: port, user: user, password: password, database: name, body)
+    }
+
+    private func administer(_ sql: String) async throws {
+        let maintenance = Self.environment["POSTGRES_DB"] ?? "postgres"
+        try await Self.withConnection(host: host, port: port, user: user, password: password, database: maintenance) { connection in
+            _ = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: Self.logger)
+        }
+    }
+
+    static let logger = Logger(label: "ferry-tests.postgres")
+
+    private static func withConnection<T: Sendable>(
+        host: String, port: Int, user: String, password: String?, database: String,
+        _ body: (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        let configuration = PostgresConnection.Configuration(
+            host: host, port: port, username: user, password: password, database: database, tls: .disable
+        )
+        let connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: logger)
+        do {
+            let value = try await body(connection)
+            try await connection.close()
+            return value
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+    }
+}
