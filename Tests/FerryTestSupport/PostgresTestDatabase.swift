@@ -91,7 +91,7 @@ public struct PostgresTestDatabase: Sendable {
         }
     }
 
-    static let logger = Logger(label: "ferry-tests.postgres")
+    public static let logger = Logger(label: "ferry-tests.postgres")
 
     private static func withConnection<T: Sendable>(
         host: String, port: Int, user: String, password: String?, database: String,

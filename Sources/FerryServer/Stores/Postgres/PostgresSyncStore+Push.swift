@@ -138,12 +138,7 @@ extension PostgresSyncStore {
         let sorted = keys.sorted()
         let scopes = sorted.map(\.scope), tables = sorted.map(\.table), rowIDs = sorted.map(\.rowID)
         var rows: [RowKey: StoredRow] = [:]
-        let query: PostgresQuery = """
-            SELECT r.scope, r.tbl, r.row_id, r.version, r.deleted, r.client_id, r.cells
-            FROM unnest(\(scopes)::text[], \(tables)::text[], \(rowIDs)::text[]) AS k(scope, tbl, row_id)
-            JOIN ferry_rows r ON r.scope = k.scope AND r.tbl = k.tbl AND r.row_id = k.row_id
-            """
-        for try await (scope, table, rowID, version, deleted, clientID, cells) in try await connection.query(query, logger: logger)
+        for try await (scope, table, rowID, version, deleted, clientID, cells) in try await connection.query(rowsQuery(sorted), logger: logger)
             .decode((String, String, String, Int64, Bool, String, String).self)
         {
             rows[RowKey(scope: scope, table: table, rowID: rowID)] = StoredRow(
@@ -164,6 +159,15 @@ extension PostgresSyncStore {
             rows[key]?.history.append(HistoricValue(column: column, version: version, value: try StoreCoding.decode(ColumnValue.self, from: value)))
         }
         return rows
+    }
+
+    /// The push's row lookup: one primary-key probe per key.
+    static func rowsQuery(_ keys: [RowKey]) -> PostgresQuery {
+        """
+        SELECT r.scope, r.tbl, r.row_id, r.version, r.deleted, r.client_id, r.cells
+        FROM unnest(\(keys.map(\.scope))::text[], \(keys.map(\.table))::text[], \(keys.map(\.rowID))::text[]) AS k(scope, tbl, row_id)
+        JOIN ferry_rows r ON r.scope = k.scope AND r.tbl = k.tbl AND r.row_id = k.row_id
+        """
     }
 
     static func lastMutationID(_ connection: PostgresConnection, userID: String, clientID: String, logger: Logger) async throws -> Int64 {

@@ -132,13 +132,16 @@ public final class PostgresSyncStore: SyncStore {
                 }
                 logger.info("PostgreSQL store ready", metadata: ["database": "\(configuration.redactedURL)", "epoch": "\(codec.epoch)"])
                 return
-            } catch let error as FerryServerError where error.code == .internalError {
-                phase.withLockedValue { $0 = .failed(error.message) }
-                throw error
-            } catch {
+            } catch where Self.isOutage(error) {
                 logger.warning("PostgreSQL unreachable; retrying", metadata: ["error": "\(Self.describe(error))"])
                 try await Task.sleep(for: delay)
                 delay = min(delay * 2, .seconds(2))
+            } catch {
+                // A schema this build cannot use, or SQL the database refuses: retrying cannot help.
+                let message = (error as? FerryServerError)?.message ?? Self.describe(error)
+                phase.withLockedValue { $0 = .failed(message) }
+                logger.critical("PostgreSQL store cannot start", metadata: ["error": "\(message)"])
+                throw FerryServerError(.internalError, message)
             }
         }
     }
