@@ -162,9 +162,7 @@ struct PostgresStoreTests {
 
     /// With the database stopped, calls fail fast with `unavailable` (503),
     /// and work again once it is back, with nothing restarted by hand.
-    @Test(.enabled(if: ProcessInfo.processInfo.environment["FERRY_TEST_PG_CTL"] != nil))
-    func aLostDatabaseIsUnavailableAndTheStoreRecoversByItself() async throws {
-        let pgCtl = try #require(ProcessInfo.processInfo.environment["FERRY_TEST_PG_CTL"])
+    @Test func aLostDatabaseIsUnavailableAndTheStoreRecoversByItself() async throws {
         let database = try await PostgresTestDatabase.create()
         var configuration = try PostgresStoreConfiguration(url: database.url)
         configuration.connectionTimeout = .seconds(1)
@@ -173,7 +171,7 @@ struct PostgresStoreTests {
         do {
             try await store.waitUntilReady()
             _ = try await store.push(PushRequest(clientID: "c1", mutations: [Mutations.upsert(1, ["t": "before"])]), userID: "alice", rules: Self.rules)
-            try Self.run(pgCtl, "stop", "-m", "fast")
+            try PostgresTestDatabase.controlCluster("stop", "-m", "fast")
             let started = ContinuousClock.now
             let error = await #expect(throws: FerryServerError.self) {
                 try await store.push(PushRequest(clientID: "c1", mutations: [Mutations.upsert(2, ["t": "during"])]), userID: "alice", rules: Self.rules)
@@ -181,7 +179,7 @@ struct PostgresStoreTests {
             #expect(error?.code == .unavailable)
             #expect(error?.status == 503)
             #expect(ContinuousClock.now - started < .seconds(5))
-            try Self.run(pgCtl, "start")
+            try PostgresTestDatabase.controlCluster("start")
             var pushed: PushReceipt?
             let deadline = ContinuousClock.now + .seconds(20)
             while pushed == nil, ContinuousClock.now < deadline {
@@ -192,7 +190,7 @@ struct PostgresStoreTests {
             let page = try await store.pull(PullRequest(clientID: "c1", scopes: [.init(scope: "user:alice")]), userID: "alice", limit: 10)
             #expect(page.pages[0].changes.map(\.values) == [["t": "after"]])
         } catch {
-            try? Self.run(pgCtl, "start")
+            try? PostgresTestDatabase.controlCluster("start")
             try? await store.close()
             try? await database.drop()
             throw error
@@ -206,19 +204,6 @@ struct PostgresStoreTests {
         var logger = Logger(label: "postgres-store-tests")
         logger.logLevel = .critical
         return logger
-    }
-
-    /// Runs the cluster's pg_ctl script. Through the shell's `system`:
-    /// Foundation's `Process` on Linux keeps reporting a `pg_ctl start` as
-    /// running while the server it left behind lives.
-    static func run(_ script: String, _ arguments: String...) throws {
-        let status = system("'\(script)' \(arguments.joined(separator: " ")) >/dev/null 2>&1 </dev/null")
-        guard status == 0 else { throw PgCtlFailed(arguments: arguments, status: status) }
-    }
-
-    struct PgCtlFailed: Error {
-        var arguments: [String]
-        var status: Int32
     }
 }
 

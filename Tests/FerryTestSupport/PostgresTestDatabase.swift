@@ -78,6 +78,26 @@ public struct PostgresTestDatabase: Sendable {
         }
     }
 
+    /// Runs the test cluster's pg_ctl (`stop -m fast`, `start`,
+    /// `restart -m immediate`…), as `scripts/with-postgres` exports it.
+    ///
+    /// Through the shell's `system`: Foundation's `Process` on Linux keeps
+    /// reporting a `pg_ctl start` as running while the server it left behind lives.
+    public static func controlCluster(_ arguments: String...) throws {
+        guard let script = environment["FERRY_TEST_PG_CTL"] else { throw NotConfigured() }
+        let status = system("'\(script)' \(arguments.joined(separator: " ")) >/dev/null 2>&1 </dev/null")
+        guard status == 0 else { throw ClusterControlFailed(arguments: arguments, status: status) }
+    }
+
+    /// The cluster can be stopped and started by the tests.
+    public static var canControlCluster: Bool { environment["FERRY_TEST_PG_CTL"] != nil }
+
+    public struct ClusterControlFailed: Error, CustomStringConvertible {
+        public var arguments: [String]
+        public var status: Int32
+        public var description: String { "pg_ctl \(arguments.joined(separator: " ")) exited with \(status)" }
+    }
+
     /// Runs `body` on a connection of its own to this database: for tests
     /// that hold a transaction open while the code under test runs.
     public func withConnection<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {

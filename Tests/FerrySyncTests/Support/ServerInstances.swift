@@ -1,0 +1,104 @@
+@testable import Ferry
+import FerryProtocol
+import Foundation
+import FerryTestSupport
+
+/// Several `ferry-server` processes, as an operator starts them, sharing one
+/// fresh PostgreSQL database.
+struct ServerInstances {
+    static let secret = "scale-out-secret-0123456789abcdef-012345"
+
+    let database: PostgresTestDatabase
+    let directory: TemporaryDirectory
+    let processes: [ServerProcess]
+    let urls: [URL]
+
+    static func start(_ count: Int = 2, poolSize: Int = 10) async throws -> ServerInstances {
+        let database = try await PostgresTestDatabase.create()
+        let directory = try TemporaryDirectory()
+        var processes: [ServerProcess] = []
+        var urls: [URL] = []
+        do {
+            for index in 0..<count {
+                let process = try ServerProcess([
+                    "serve", "--port", "0", "--postgres", database.url, "--pool-size", "\(poolSize)",
+                    "--jwt-secret", secret, "--data-dir", directory.path("instance-\(index)"),
+                ])
+                processes.append(process)
+                let line = try await process.waitForLine(startingWith: "Ferry server listening on ")
+                urls.append(try URL(string: String(line.dropFirst("Ferry server listening on ".count))).orThrow())
+            }
+        } catch {
+            for process in processes { process.process.terminate() }
+            try? await database.drop()
+            throw error
+        }
+        return ServerInstances(database: database, directory: directory, processes: processes, urls: urls)
+    }
+
+    func token(_ user: String) throws -> String {
+        let result = try ServerProcess.run(["token", "--user", user, "--jwt-secret", Self.secret, "--data-dir", directory.path("tokens")])
+        return try result.output.split(separator: "\n").last.map(String.init).orThrow()
+    }
+
+    /// One transport per instance.
+    var transports: [HTTPSyncTransport] {
+        urls.map { HTTPSyncTransport(baseURL: $0, requestTimeout: .seconds(30)) }
+    }
+
+    /// A device whose every request goes to an instance picked at random.
+    func device(_ name: String, user: String, seed: UInt64, configure: (inout SyncConfiguration) -> Void = { _ in }) async throws -> Device {
+        let transports = self.transports
+        return try await Device.make(
+            name, user: user, baseURL: urls[0], directory: directory, configure: configure,
+            transport: { _ in RandomInstance(transports: transports, seed: seed) }, token: try token(user)
+        )
+    }
+
+    func stop() async {
+        for process in processes {
+            process.process.terminate()
+            process.process.waitUntilExit()
+        }
+        try? await database.drop()
+    }
+}
+
+/// Sends each request to one of several instances, picked by a seeded
+/// generator; live streams go to the first.
+final class RandomInstance: SyncTransport, @unchecked Sendable {
+    // @unchecked: `generator` is only touched under `lock`.
+    private let transports: [any SyncTransport]
+    private let lock = NSLock()
+    private var generator: SplitMix64
+
+    init(transports: [any SyncTransport], seed: UInt64) {
+        self.transports = transports
+        generator = SplitMix64(seed: seed)
+    }
+
+    private func pick() -> any SyncTransport {
+        lock.withLock { transports[Int.random(in: 0..<transports.count, using: &generator)] }
+    }
+
+    func push(_ request: PushRequest, token: String?) async throws -> PushResponse {
+        try await pick().push(request, token: token)
+    }
+
+    func pull(_ request: PullRequest, token: String?) async throws -> PullResponse {
+        try await pick().pull(request, token: token)
+    }
+
+    func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error> {
+        transports[0].live(scopes: scopes, token: token)
+    }
+}
+
+struct Missing: Error {}
+
+extension Optional {
+    func orThrow() throws -> Wrapped {
+        guard let self else { throw Missing() }
+        return self
+    }
+}
