@@ -74,7 +74,10 @@ let package = Package(
             name: "FerryBenchmarks",
             dependencies: [
                 "Ferry",
+                "FerryServer",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(

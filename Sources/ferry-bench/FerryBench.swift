@@ -12,6 +12,7 @@ struct FerryBench: AsyncParsableCommand {
     enum Scenario: String, CaseIterable, ExpressibleByArgument {
         case localWrites = "local-writes"
         case initialSync = "initial-sync"
+        case postgresStore = "postgres-store"
     }
 
     @Argument(help: "Scenarios to run (default: all).")
@@ -28,6 +29,12 @@ struct FerryBench: AsyncParsableCommand {
 
     @Option(help: "Rows per pulled page in the initial-sync scenario.")
     var syncPageSize = 1000
+
+    @Option(help: "Rows in the big scope of the postgres-store scenario (the small one holds 10k).")
+    var postgresScopeRows = 1_000_000
+
+    @Option(help: "Rows pushed per side in the postgres-store scenario.")
+    var postgresPushRows = 20_000
 
     // The initial-sync scenario runs the syncing device in a child process.
     @Option(help: .hidden) var syncClientURL: String?
@@ -61,6 +68,8 @@ struct FerryBench: AsyncParsableCommand {
                     .run(in: directory)
             case .initialSync:
                 results += try await InitialSyncBenchmark(rows: syncRows, pageSize: syncPageSize).run(in: directory)
+            case .postgresStore:
+                results += try await PostgresStoreBenchmark(bigScopeRows: postgresScopeRows, pushRows: postgresPushRows).run()
             }
         }
         print(BenchmarkResult.table(results))
