@@ -287,4 +287,29 @@ import FerryTestSupport
             try await reopened.close()
         }
     }
+
+    @Test(arguments: StoreKind.available) func sharedScopesKeepOwnersAndMembers(_ kind: StoreKind) async throws {
+        try await StoreUnderTest.with(kind) { server in
+            let store = server.store
+            try await store.createScope("team:field", owner: "alice")
+            try await store.createScope("team:admin", owner: nil)
+            let taken = await #expect(throws: FerryServerError.self) { try await store.createScope("team:field", owner: "bob") }
+            #expect(taken?.code == .alreadyExists)
+            try await store.setMember("bob", role: .read, in: "team:field")
+            try await store.setMember("bob", role: .write, in: "team:admin")
+            try await store.setMember("bob", role: .write, in: "team:field")
+            let missing = await #expect(throws: FerryServerError.self) { try await store.setMember("bob", role: .read, in: "team:none") }
+            #expect(missing?.code == .notFound)
+
+            #expect(try await store.membership(of: "alice", in: "team:field") == ScopeMembership(scope: "team:field", role: .write, owner: true))
+            #expect(try await store.membership(of: "bob", in: "team:field") == ScopeMembership(scope: "team:field", role: .write, owner: false))
+            #expect(try await store.membership(of: "carol", in: "team:field") == nil)
+            #expect(try await store.membership(of: "bob", in: "team:none") == nil)
+            #expect(try await store.memberships(of: "bob") == [
+                ScopeMembership(scope: "team:admin", role: .write, owner: false),
+                ScopeMembership(scope: "team:field", role: .write, owner: false),
+            ])
+            #expect(try await store.memberships(of: "alice") == [ScopeMembership(scope: "team:field", role: .write, owner: true)])
+        }
+    }
 }

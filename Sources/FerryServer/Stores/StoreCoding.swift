@@ -1,3 +1,4 @@
+import FerryProtocol
 import Foundation
 
 /// How stores write rows, history, results and conflicts as JSON text, and
@@ -7,6 +8,78 @@ enum StoreCoding {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    /// A row's cells as JSON, written directly: the push path's hottest
+    /// encoding. The same JSON `json(_:)` gives, but for the escaping of `/`.
+    static func cellsJSON(_ cells: [String: StoredCell]) -> String {
+        var out = "{"
+        out.reserveCapacity(cells.count * 96)
+        for (index, key) in cells.keys.sorted().enumerated() {
+            let cell = cells[key]!
+            if index > 0 { out += "," }
+            appendString(key, to: &out)
+            out += ":{\"clientID\":"
+            appendString(cell.clientID, to: &out)
+            out += ",\"hlc\":\(cell.hlc.rawValue),\"value\":"
+            appendValue(cell.value, to: &out)
+            out += ",\"version\":\(cell.version)}"
+        }
+        out += "}"
+        return out
+    }
+
+    /// A result as JSON, written directly in the common case (no conflicts,
+    /// no reason); otherwise through `JSONEncoder`.
+    static func resultJSON(_ result: MutationResult) throws -> String {
+        guard result.conflicts.isEmpty, result.reason == nil else { return try json(result) }
+        let version = result.version.map { ",\"version\":\($0)" } ?? ""
+        return "{\"conflicts\":[],\"mutationID\":\(result.mutationID),\"replayed\":\(result.replayed),\"status\":\"\(result.status.rawValue)\"\(version)}"
+    }
+
+    static func appendValue(_ value: ColumnValue, to out: inout String) {
+        switch value {
+        case .null: out += "null"
+        case .integer(let integer): out += String(integer)
+        case .text(let text): appendString(text, to: &out)
+        case .real(let real):
+            out += "{\"real\":"
+            appendString(String(real), to: &out)
+            out += "}"
+        case .blob(let data):
+            out += "{\"blob\":\""
+            out += data.base64EncodedString()
+            out += "\"}"
+        }
+    }
+
+    /// A JSON string literal: quotes, backslashes and control characters escaped.
+    static func appendString(_ text: String, to out: inout String) {
+        out += "\""
+        var needsEscape = false
+        for byte in text.utf8 where byte < 0x20 || byte == 0x22 || byte == 0x5C {
+            needsEscape = true
+            break
+        }
+        guard needsEscape else {
+            out += text
+            out += "\""
+            return
+        }
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        out += "\""
     }
 
     static func decode<T: Decodable>(_ type: T.Type, from json: String) throws -> T {

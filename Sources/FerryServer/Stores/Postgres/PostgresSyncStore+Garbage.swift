@@ -20,9 +20,12 @@ extension PostgresSyncStore {
                 horizon = version
                 position = ChangePosition(major: xid, minor: seq)
             }
-            let doomed: PostgresQuery = """
-                SELECT version, xid FROM ferry_rows WHERE deleted AND changed_at < \(cutoffMilliseconds)
-                """
+            // Only tombstones every pull can already see: collecting one a pull
+            // cannot read yet would put the horizon ahead of every cursor.
+            let readable = "xid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
+            let doomed = PostgresQuery(unsafeSQL: """
+                SELECT version, xid FROM ferry_rows WHERE deleted AND changed_at < \(cutoffMilliseconds) AND \(readable)
+                """)
             var removed = 0
             for try await (version, xid) in try await connection.query(doomed, logger: logger).decode((Int64, Int64).self) {
                 removed += 1
@@ -33,9 +36,11 @@ extension PostgresSyncStore {
             try await connection.query("""
                 DELETE FROM ferry_history h USING ferry_rows r
                 WHERE r.scope = h.scope AND r.tbl = h.tbl AND r.row_id = h.row_id
-                    AND r.deleted AND r.changed_at < \(cutoffMilliseconds)
+                    AND r.deleted AND r.changed_at < \(cutoffMilliseconds) AND r.\(unescaped: readable)
                 """, logger: logger)
-            try await connection.query("DELETE FROM ferry_rows WHERE deleted AND changed_at < \(cutoffMilliseconds)", logger: logger)
+            try await connection.query(
+                "DELETE FROM ferry_rows WHERE deleted AND changed_at < \(cutoffMilliseconds) AND \(unescaped: readable)", logger: logger
+            )
             // Keep, per column, the newest value at or below the horizon: it is
             // the value at any base a client can still hold.
             try await connection.query("""

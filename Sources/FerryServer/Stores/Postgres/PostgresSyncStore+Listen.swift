@@ -9,6 +9,16 @@ extension PostgresSyncStore {
     /// before). Reconnects with backoff; after a reconnect every subscriber
     /// is told to pull, since news may have been missed meanwhile.
     func listen() async throws {
+        let pending = PendingNotices()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await self.publishWhenReadable(pending) }
+            group.addTask { try await self.receiveNotices(into: pending) }
+            defer { group.cancelAll() }
+            try await group.next()
+        }
+    }
+
+    private func receiveNotices(into pending: PendingNotices) async throws {
         var delay = Duration.milliseconds(100)
         var connectedBefore = false
         var connectionID = 0
@@ -27,14 +37,12 @@ extension PostgresSyncStore {
                             changeFeed.publishToAll()
                         }
                         connectedBefore = true
-                        var readableBelow: Int64 = 0
                         for try await notification in notifications {
                             guard let notice = try? ChangeNotice(payload: notification.payload) else {
                                 logger.warning("ignored a malformed change notice", metadata: ["payload": "\(notification.payload)"])
                                 continue
                             }
-                            readableBelow = await waitUntilReadable(notice.xid, knownHorizon: readableBelow)
-                            changeFeed.publish(Set(notice.scopes))
+                            pending.add(notice)
                         }
                     }
                 } catch {
@@ -51,24 +59,31 @@ extension PostgresSyncStore {
         }
     }
 
-    /// Waits (up to two seconds) until every transaction at or before `xid`
-    /// has ended, so a pull reads the notified change. Returns the pull
-    /// horizon seen, which only grows.
-    private func waitUntilReadable(_ xid: Int64, knownHorizon: Int64) async -> Int64 {
-        var horizon = knownHorizon
-        let deadline = ContinuousClock.now + .seconds(2)
-        while horizon <= xid, ContinuousClock.now < deadline {
-            do {
-                let rows = try await client.query("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint", logger: logger)
-                for try await xmin in rows.decode(Int64.self) {
+    /// Publishes waiting notices once every transaction at or before theirs
+    /// has ended, so a pull reads the notified change; checks the horizon
+    /// every few milliseconds while any wait, with no deadline.
+    private func publishWhenReadable(_ pending: PendingNotices) async throws {
+        var horizon: Int64 = 0
+        for await _ in pending.arrivals {
+            while let newest = pending.newestXID {
+                if newest >= horizon, let xmin = try? await currentHorizon() {
                     horizon = max(horizon, xmin)
                 }
-                if horizon <= xid {
+                for notice in pending.take(below: horizon) {
+                    changeFeed.publish(Set(notice.scopes))
+                }
+                if pending.newestXID != nil {
                     try await Task.sleep(for: .milliseconds(5))
                 }
-            } catch {
-                break
             }
+        }
+    }
+
+    private func currentHorizon() async throws -> Int64? {
+        let rows = try await client.query("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint", logger: logger)
+        var horizon: Int64?
+        for try await xmin in rows.decode(Int64.self) {
+            horizon = xmin
         }
         return horizon
     }
@@ -87,5 +102,35 @@ extension PostgresSyncStore {
             database: configuration.database,
             tls: tls
         )
+    }
+}
+
+/// Change notices received and not yet readable by a pull.
+final class PendingNotices: Sendable {
+    private let notices = NIOLockedValueBox<[ChangeNotice]>([])
+    private let continuation: AsyncStream<Void>.Continuation
+    /// Ticks when notices arrive.
+    let arrivals: AsyncStream<Void>
+
+    init() {
+        (arrivals, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    func add(_ notice: ChangeNotice) {
+        notices.withLockedValue { $0.append(notice) }
+        continuation.yield()
+    }
+
+    var newestXID: Int64? {
+        notices.withLockedValue { $0.map(\.xid).max() }
+    }
+
+    /// Removes and returns the notices of transactions below `horizon`, in arrival order.
+    func take(below horizon: Int64) -> [ChangeNotice] {
+        notices.withLockedValue { notices in
+            let ready = notices.filter { $0.xid < horizon }
+            notices.removeAll { $0.xid < horizon }
+            return ready
+        }
     }
 }

@@ -20,6 +20,7 @@ extension PostgresSyncStore {
                 for try await version in try await connection.query(query, logger: logger).decode(Int64.self) {
                     allocated.append(version)
                 }
+                allocated.sort()
             }
             let plan: PushPlan
             do {
@@ -59,6 +60,13 @@ extension PostgresSyncStore {
         guard let xid = try await one(connection, "SELECT pg_current_xact_id()::text::bigint", as: Int64.self, logger: logger) else {
             throw FerryServerError(.internalError, "PostgreSQL gave the push no transaction id")
         }
+        // The client's state first: a concurrent push of the same client
+        // then fails with a serialization error (retried as a replay), never
+        // with a duplicate key on the results.
+        try await connection.query("""
+            INSERT INTO ferry_clients (user_id, client_id, last_mutation_id, xid) VALUES (\(userID), \(clientID), \(plan.lastAppliedMutationID), \(xid))
+            ON CONFLICT (user_id, client_id) DO UPDATE SET last_mutation_id = excluded.last_mutation_id, xid = excluded.xid
+            """, logger: logger)
         if !plan.rows.isEmpty {
             let rows = plan.rows.sorted { $0.key < $1.key }
             let query: PostgresQuery = """
@@ -66,7 +74,7 @@ extension PostgresSyncStore {
                 SELECT u.scope, u.tbl, u.row_id, u.version, \(xid), u.deleted, u.client_id, \(now), u.cells
                 FROM unnest(\(rows.map(\.key.scope))::text[], \(rows.map(\.key.table))::text[], \(rows.map(\.key.rowID))::text[],
                     \(rows.map(\.value.version))::int8[], \(rows.map(\.value.deleted))::bool[], \(rows.map(\.value.clientID))::text[],
-                    \(try rows.map { try json($0.value.cells) })::text[])
+                    \(rows.map { StoreCoding.cellsJSON($0.value.cells) })::text[])
                     AS u(scope, tbl, row_id, version, deleted, client_id, cells)
                 ON CONFLICT (scope, tbl, row_id) DO UPDATE SET
                     version = excluded.version, xid = excluded.xid, deleted = excluded.deleted,
@@ -102,11 +110,7 @@ extension PostgresSyncStore {
         try await connection.query("""
             INSERT INTO ferry_results (user_id, client_id, mutation_id, version, xid, result)
             SELECT \(userID), \(clientID), u.mutation_id, \(plan.version), \(xid), u.result
-            FROM unnest(\(plan.results.map(\.mutationID))::int8[], \(try plan.results.map { try json($0) })::text[]) AS u(mutation_id, result)
-            """, logger: logger)
-        try await connection.query("""
-            INSERT INTO ferry_clients (user_id, client_id, last_mutation_id, xid) VALUES (\(userID), \(clientID), \(plan.lastAppliedMutationID), \(xid))
-            ON CONFLICT (user_id, client_id) DO UPDATE SET last_mutation_id = excluded.last_mutation_id, xid = excluded.xid
+            FROM unnest(\(plan.results.map(\.mutationID))::int8[], \(try plan.results.map(StoreCoding.resultJSON))::text[]) AS u(mutation_id, result)
             """, logger: logger)
         for payload in ChangeNotice.payloads(xid: xid, scopes: Array(plan.changedScopes)) {
             try await connection.query("SELECT pg_notify(\(PostgresSchema.channel), \(payload))", logger: logger)

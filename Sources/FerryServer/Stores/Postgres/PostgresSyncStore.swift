@@ -199,8 +199,11 @@ public final class PostgresSyncStore: SyncStore {
                         throw error
                     }
                 }
-            } catch let error where Self.isRetryable(error) && attempt < 50 {
+            } catch let error where Self.isRetryable(error) {
                 attempt += 1
+                guard attempt < 50 else {
+                    throw FerryServerError(.unavailable, "the database is too contended to finish this request; retry shortly")
+                }
                 let ceiling = min(1 << min(attempt, 6), 50)
                 try await Task.sleep(for: .milliseconds(Int.random(in: 1...ceiling)))
             } catch let error as FerryServerError {

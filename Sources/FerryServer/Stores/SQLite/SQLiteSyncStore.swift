@@ -113,7 +113,7 @@ public final class SQLiteSyncStore: SyncStore {
                     """,
                 arguments: [
                     key.scope, key.table, key.rowID, row.version, row.deleted, row.clientID, now,
-                    try json(row.cells),
+                    StoreCoding.cellsJSON(row.cells),
                 ]
             )
         }
@@ -158,7 +158,7 @@ public final class SQLiteSyncStore: SyncStore {
                 sql: "INSERT INTO results (user_id, client_id, mutation_id, version, result) VALUES (?, ?, ?, ?, ?)",
                 arguments: [
                     userID, clientID, result.mutationID, plan.version,
-                    try json(result),
+                    try StoreCoding.resultJSON(result),
                 ]
             )
         }
