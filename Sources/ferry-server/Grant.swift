@@ -9,6 +9,7 @@ struct Grant: AsyncParsableCommand {
     )
 
     @OptionGroup var options: ServerOptions
+    @OptionGroup var storeOptions: StoreOptions
 
     @Option(help: "The shared scope, such as team:survey.")
     var scope: String
@@ -29,12 +30,12 @@ struct Grant: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let store = try SQLiteSyncStore(directory: options.dataDirectory)
-        do {
-            try await store.createScope(scope, owner: nil)
-        } catch let error as FerryServerError where error.code == .alreadyExists {}
-        try await store.setMember(user, role: role, in: scope)
-        try await store.close()
+        try await storeOptions.withStore(dataDirectory: options.dataDirectory) { store in
+            do {
+                try await store.createScope(scope, owner: nil)
+            } catch let error as FerryServerError where error.code == .alreadyExists {}
+            try await store.setMember(user, role: role, in: scope)
+        }
         print("\(user) has \(role.rawValue) access to \(scope)")
     }
 }

@@ -21,30 +21,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Days a tombstone is kept before garbage collection.")
     var tombstoneRetentionDays: Int = 30
 
-    @Option(help: "Keep the store in PostgreSQL instead of SQLite: postgres://user:password@host:5432/database[?sslmode=disable|prefer|require] (default: $FERRY_POSTGRES_URL). Many instances may share one database.")
-    var postgres: String?
-
-    @Option(help: "The most PostgreSQL connections this instance opens.")
-    var poolSize: Int = 20
+    @OptionGroup var storeOptions: StoreOptions
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0–65535") }
         guard tombstoneRetentionDays >= 1 else { throw ValidationError("--tombstone-retention-days must be at least 1") }
-        guard (1...1000).contains(poolSize) else { throw ValidationError("--pool-size must be 1–1000") }
         _ = try tables()
-        _ = try postgresConfiguration()
-    }
-
-    /// The PostgreSQL store's configuration, if one was asked for.
-    func postgresConfiguration() throws -> PostgresStoreConfiguration? {
-        guard let url = postgres ?? ProcessInfo.processInfo.environment["FERRY_POSTGRES_URL"], !url.isEmpty else { return nil }
-        do {
-            var configuration = try PostgresStoreConfiguration(url: url)
-            configuration.poolSize = poolSize
-            return configuration
-        } catch let error as FerryServerError {
-            throw ValidationError("--postgres: \(error.message)")
-        }
     }
 
     func tables() throws -> ServerTables {
@@ -69,7 +51,7 @@ struct Serve: AsyncParsableCommand {
         configuration.tombstoneRetention = .seconds(tombstoneRetentionDays * 24 * 3600)
         let store: any SyncStore
         let storeDescription: String
-        if let postgres = try postgresConfiguration() {
+        if let postgres = try storeOptions.postgresConfiguration() {
             store = PostgresSyncStore(configuration: postgres)
             storeDescription = "PostgreSQL at \(postgres.redactedURL), pool of \(postgres.poolSize)"
         } else {

@@ -90,4 +90,25 @@ import FerryTestSupport
             #expect(result.status != 0, "\(arguments) should fail")
         }
     }
+
+    /// `grant` and `serve` share `--postgres`: a grant on PostgreSQL lands in
+    /// the database every instance reads, and a bad URL is refused up front.
+    @Test(.enabled(if: PostgresTestDatabase.shouldRun))
+    func grantAndServeTakeAPostgreSQLURL() async throws {
+        let database = try await PostgresTestDatabase.create()
+        do {
+            let dataDir = try TemporaryDirectory().url.path
+            let granted = try ServerProcess.run(["grant", "--scope", "team:survey", "--user", "bob", "--role", "read",
+                                                 "--postgres", database.url, "--data-dir", dataDir])
+            #expect(granted.status == 0, "\(granted.output)")
+            #expect(try await database.rows("SELECT scope || ' ' || user_id || ' ' || role FROM ferry_members") == ["team:survey bob read"])
+            let bad = try ServerProcess.run(["serve", "--postgres", "mysql://nobody@nowhere/db", "--data-dir", dataDir])
+            #expect(bad.status != 0)
+            #expect(bad.output.contains("is not a PostgreSQL URL"))
+        } catch {
+            try? await database.drop()
+            throw error
+        }
+        try await database.drop()
+    }
 }

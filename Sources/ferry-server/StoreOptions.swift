@@ -1,0 +1,53 @@
+import ArgumentParser
+import FerryServer
+import Foundation
+
+/// Which store a command uses: SQLite in the data directory, or PostgreSQL.
+struct StoreOptions: ParsableArguments {
+    @Option(help: "Keep the store in PostgreSQL instead of SQLite: postgres://user:password@host:5432/database[?sslmode=disable|prefer|require] (default: $FERRY_POSTGRES_URL). Many instances may share one database.")
+    var postgres: String?
+
+    @Option(help: "The most PostgreSQL connections this instance opens.")
+    var poolSize: Int = 20
+
+    func validate() throws {
+        guard (1...1000).contains(poolSize) else { throw ValidationError("--pool-size must be 1–1000") }
+        _ = try postgresConfiguration()
+    }
+
+    /// The PostgreSQL store's configuration, if one was asked for.
+    func postgresConfiguration() throws -> PostgresStoreConfiguration? {
+        guard let url = postgres ?? ProcessInfo.processInfo.environment["FERRY_POSTGRES_URL"], !url.isEmpty else { return nil }
+        do {
+            var configuration = try PostgresStoreConfiguration(url: url)
+            configuration.poolSize = poolSize
+            return configuration
+        } catch let error as FerryServerError {
+            throw ValidationError("--postgres: \(error.message)")
+        }
+    }
+
+    /// Runs `body` on the chosen store, started and closed around it, for
+    /// commands that are not the server.
+    func withStore<T>(dataDirectory: URL, _ body: (any SyncStore) async throws -> T) async throws -> T {
+        guard let configuration = try postgresConfiguration() else {
+            let store = try SQLiteSyncStore(directory: dataDirectory)
+            let value = try await body(store)
+            try await store.close()
+            return value
+        }
+        let store = PostgresSyncStore(configuration: configuration)
+        let running = Task { try await store.run() }
+        do {
+            try await store.waitUntilReady()
+            let value = try await body(store)
+            try await store.close()
+            try await running.value
+            return value
+        } catch {
+            try? await store.close()
+            _ = try? await running.value
+            throw error
+        }
+    }
+}
