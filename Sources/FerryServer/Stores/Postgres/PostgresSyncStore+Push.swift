@@ -43,7 +43,7 @@ extension PostgresSyncStore {
                 )
             }
             if !plan.results.isEmpty {
-                try await Self.write(plan, connection, userID: userID, clientID: request.clientID, now: now, logger: logger)
+                try await Self.write(plan, existing: Set(rows.keys), connection, userID: userID, clientID: request.clientID, now: now, logger: logger)
             }
             let replayed = try await Self.recordedResults(connection, userID: userID, clientID: request.clientID, ids: plan.replayedIDs, logger: logger)
             return PushReceipt(
@@ -55,7 +55,13 @@ extension PostgresSyncStore {
         // through the notification the push committed.
     }
 
-    private static func write(_ plan: PushPlan, _ connection: PostgresConnection, userID: String, clientID: String, now: Int64, logger: Logger) async throws {
+    /// Writes a plan. `existing` are the rows the push read: they are
+    /// updated, the others inserted (a concurrent insert of the same key
+    /// fails this serializable transaction, which is then retried).
+    private static func write(
+        _ plan: PushPlan, existing: Set<RowKey>, _ connection: PostgresConnection,
+        userID: String, clientID: String, now: Int64, logger: Logger
+    ) async throws {
         func json(_ value: some Encodable) throws -> String { try StoreCoding.json(value) }
         guard let xid = try await one(connection, "SELECT pg_current_xact_id()::text::bigint", as: Int64.self, logger: logger) else {
             throw FerryServerError(.internalError, "PostgreSQL gave the push no transaction id")
@@ -67,20 +73,29 @@ extension PostgresSyncStore {
             INSERT INTO ferry_clients (user_id, client_id, last_mutation_id, xid) VALUES (\(userID), \(clientID), \(plan.lastAppliedMutationID), \(xid))
             ON CONFLICT (user_id, client_id) DO UPDATE SET last_mutation_id = excluded.last_mutation_id, xid = excluded.xid
             """, logger: logger)
-        if !plan.rows.isEmpty {
-            let rows = plan.rows.sorted { $0.key < $1.key }
-            let query: PostgresQuery = """
+        let changed = plan.rows.sorted { $0.key < $1.key }
+        let inserted = changed.filter { !existing.contains($0.key) }
+        if !inserted.isEmpty {
+            try await connection.query("""
                 INSERT INTO ferry_rows (scope, tbl, row_id, version, xid, deleted, client_id, changed_at, cells)
                 SELECT u.scope, u.tbl, u.row_id, u.version, \(xid), u.deleted, u.client_id, \(now), u.cells
-                FROM unnest(\(rows.map(\.key.scope))::text[], \(rows.map(\.key.table))::text[], \(rows.map(\.key.rowID))::text[],
-                    \(rows.map(\.value.version))::int8[], \(rows.map(\.value.deleted))::bool[], \(rows.map(\.value.clientID))::text[],
-                    \(rows.map { StoreCoding.cellsJSON($0.value.cells) })::text[])
+                FROM unnest(\(inserted.map(\.key.scope))::text[], \(inserted.map(\.key.table))::text[], \(inserted.map(\.key.rowID))::text[],
+                    \(inserted.map(\.value.version))::int8[], \(inserted.map(\.value.deleted))::bool[], \(inserted.map(\.value.clientID))::text[],
+                    \(inserted.map { StoreCoding.cellsJSON($0.value.cells) })::text[])
                     AS u(scope, tbl, row_id, version, deleted, client_id, cells)
-                ON CONFLICT (scope, tbl, row_id) DO UPDATE SET
-                    version = excluded.version, xid = excluded.xid, deleted = excluded.deleted,
-                    client_id = excluded.client_id, changed_at = excluded.changed_at, cells = excluded.cells
-                """
-            try await connection.query(query, logger: logger)
+                """, logger: logger)
+        }
+        let updated = changed.filter { existing.contains($0.key) }
+        if !updated.isEmpty {
+            try await connection.query("""
+                UPDATE ferry_rows r SET version = u.version, xid = \(xid), deleted = u.deleted, client_id = u.client_id,
+                    changed_at = \(now), cells = u.cells
+                FROM unnest(\(updated.map(\.key.scope))::text[], \(updated.map(\.key.table))::text[], \(updated.map(\.key.rowID))::text[],
+                    \(updated.map(\.value.version))::int8[], \(updated.map(\.value.deleted))::bool[], \(updated.map(\.value.clientID))::text[],
+                    \(updated.map { StoreCoding.cellsJSON($0.value.cells) })::text[])
+                    AS u(scope, tbl, row_id, version, deleted, client_id, cells)
+                WHERE r.scope = u.scope AND r.tbl = u.tbl AND r.row_id = u.row_id
+                """, logger: logger)
         }
         let history = plan.overwritten.sorted { $0.key < $1.key }.flatMap { key, values in values.map { (key, $0) } }
         if !history.isEmpty {

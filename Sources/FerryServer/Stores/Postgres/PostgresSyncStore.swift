@@ -251,8 +251,10 @@ public final class PostgresSyncStore: SyncStore {
     }
 
     /// Serialization failures and deadlocks: the transaction is run again.
+    /// So is a duplicate key: a row or client another transaction inserted
+    /// after this one's snapshot, which the next attempt will see.
     static func isRetryable(_ error: any Error) -> Bool {
-        ["40001", "40P01"].contains(sqlState(error) ?? "")
+        ["40001", "40P01", "23505"].contains(sqlState(error) ?? "")
     }
 
     /// The database is down, restarting, or unreachable.
