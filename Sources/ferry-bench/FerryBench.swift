@@ -11,7 +11,9 @@ struct FerryBench: AsyncParsableCommand {
 
     enum Scenario: String, CaseIterable, ExpressibleByArgument {
         case localWrites = "local-writes"
+        case pageApply = "page-apply"
         case initialSync = "initial-sync"
+        case deviceScale = "device-scale"
         case postgresStore = "postgres-store"
     }
 
@@ -29,6 +31,9 @@ struct FerryBench: AsyncParsableCommand {
 
     @Option(help: "Rows per pulled page in the initial-sync scenario.")
     var syncPageSize = 1000
+
+    @Option(help: "Rows in the big table of the device-scale scenario (the small one holds 10k).")
+    var deviceScaleRows = 1_000_000
 
     @Option(help: "Rows in the big scope of the postgres-store scenario (the small one holds 10k).")
     var postgresScopeRows = 1_000_000
@@ -66,6 +71,10 @@ struct FerryBench: AsyncParsableCommand {
             case .localWrites:
                 results += try LocalWriteBenchmark(bulkRows: bulkRows, singleRowTransactions: singleRowTransactions)
                     .run(in: directory)
+            case .pageApply:
+                results += try DeviceApplyBenchmark().runPageApply(in: directory)
+            case .deviceScale:
+                results += try DeviceApplyBenchmark(bigTableRows: deviceScaleRows).runScale(in: directory)
             case .initialSync:
                 results += try await InitialSyncBenchmark(rows: syncRows, pageSize: syncPageSize).run(in: directory)
             case .postgresStore:

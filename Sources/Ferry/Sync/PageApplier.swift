@@ -30,6 +30,17 @@ struct PageApplier {
 
     static let groupSize = 100
 
+    /// What one page's rows share: the upsert text per table and column
+    /// set, and whether any row is set aside (else there is none to clear).
+    private final class PageContext {
+        var upserts: [String: String] = [:]
+        var setAsideRows: Bool
+
+        init(setAsideRows: Bool) {
+            self.setAsideRows = setAsideRows
+        }
+    }
+
     let database: FerryDatabase
     /// The signed-in user's own scope (`user:<id>`).
     let userScope: String
@@ -48,6 +59,7 @@ struct PageApplier {
             let refetching = try Bool.fetchOne(db, sql: "SELECT refetching FROM ferry_cursors WHERE scope = ?",
                                                arguments: [page.scope]) ?? false
             let pending = try Self.pendingEdits(db)
+            let context = PageContext(setAsideRows: try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM ferry_set_aside)") ?? true)
             var start = 0
             while start < page.changes.count {
                 let group = page.changes[start..<min(start + Self.groupSize, page.changes.count)]
@@ -56,7 +68,7 @@ struct PageApplier {
                 do {
                     try db.inSavepoint {
                         for change in group {
-                            try applyRow(change, scope: page.scope, refetching: refetching, pending: pending, into: &groupReport, db)
+                            try applyRow(change, scope: page.scope, refetching: refetching, pending: pending, context: context, into: &groupReport, db)
                         }
                         return .commit
                     }
@@ -66,7 +78,7 @@ struct PageApplier {
                         var rowReport = Report()
                         do {
                             try db.inSavepoint {
-                                try applyRow(change, scope: page.scope, refetching: refetching, pending: pending, into: &rowReport, db)
+                                try applyRow(change, scope: page.scope, refetching: refetching, pending: pending, context: context, into: &rowReport, db)
                                 return .commit
                             }
                             report.add(rowReport)
@@ -74,12 +86,15 @@ struct PageApplier {
                             let row = SetAsideRow(table: change.table, rowID: change.rowID, scope: page.scope,
                                                   version: change.version, reason: String(describing: error))
                             try setAside(change, row, now: now, refetching: refetching, db)
+                            context.setAsideRows = true
                             report.setAside.append(row)
                         }
                     }
                 }
             }
-            report.recovered = try retrySetAside(scope: page.scope, refetching: refetching, pending: pending, now: now, db)
+            if context.setAsideRows {
+                report.recovered = try retrySetAside(scope: page.scope, refetching: refetching, pending: pending, context: context, now: now, db)
+            }
             if refetching && !page.hasMore {
                 report.swept = try sweep(scope: page.scope, db)
                 try db.execute(sql: "UPDATE ferry_cursors SET refetching = 0 WHERE scope = ?", arguments: [page.scope])
@@ -95,8 +110,8 @@ struct PageApplier {
 
     // MARK: - One row
 
-    private func applyRow(_ change: RowChange, scope: String, refetching: Bool,
-                          pending: [RowKey: RowRebase.Pending], into report: inout Report, _ db: Database) throws {
+    private func applyRow(_ change: RowChange, scope: String, refetching: Bool, pending: [RowKey: RowRebase.Pending],
+                          context: PageContext, into report: inout Report, _ db: Database) throws {
         guard let layout = database.layouts[change.table] else {
             report.ignored += 1
             return
@@ -117,15 +132,22 @@ struct PageApplier {
             report.deleted += 1
         case .write(let values):
             let columns = values.keys.sorted()
-            let names = ([layout.primaryKey] + columns).map(SQLText.identifier).joined(separator: ", ")
-            let marks = Array(repeating: "?", count: columns.count + 1).joined(separator: ", ")
-            let update = columns.isEmpty
-                ? "DO NOTHING"
-                : "DO UPDATE SET " + columns.map { "\(SQLText.identifier($0)) = excluded.\(SQLText.identifier($0))" }.joined(separator: ", ")
+            let cacheKey = ([layout.table.name] + columns).joined(separator: "\u{1F}")
+            let sql: String
+            if let cached = context.upserts[cacheKey] {
+                sql = cached
+            } else {
+                let names = ([layout.primaryKey] + columns).map(SQLText.identifier).joined(separator: ", ")
+                let marks = Array(repeating: "?", count: columns.count + 1).joined(separator: ", ")
+                let update = columns.isEmpty
+                    ? "DO NOTHING"
+                    : "DO UPDATE SET " + columns.map { "\(SQLText.identifier($0)) = excluded.\(SQLText.identifier($0))" }.joined(separator: ", ")
+                sql = "INSERT INTO \(table) (\(names)) VALUES (\(marks)) ON CONFLICT(\(key)) \(update)"
+                context.upserts[cacheKey] = sql
+            }
             var arguments: [DatabaseValue] = [change.rowID.databaseValue]
             arguments += columns.map { values[$0]!.databaseValue }
-            try db.cachedStatement(sql: "INSERT INTO \(table) (\(names)) VALUES (\(marks)) ON CONFLICT(\(key)) \(update)")
-                .execute(arguments: StatementArguments(arguments))
+            try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(arguments))
             report.written += 1
         }
         if recordVersion {
@@ -138,8 +160,10 @@ struct PageApplier {
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO ferry_refetch_seen(scope, tbl, row_id) VALUES (?, ?, ?)")
                 .execute(arguments: [scope, change.table, change.rowID])
         }
-        try db.cachedStatement(sql: "DELETE FROM ferry_set_aside WHERE tbl = ? AND row_id = ? AND version <= ?")
-            .execute(arguments: [change.table, change.rowID, change.version])
+        if context.setAsideRows {
+            try db.cachedStatement(sql: "DELETE FROM ferry_set_aside WHERE tbl = ? AND row_id = ? AND version <= ?")
+                .execute(arguments: [change.table, change.rowID, change.version])
+        }
     }
 
     // MARK: - Rows set aside
@@ -162,7 +186,7 @@ struct PageApplier {
     }
 
     private func retrySetAside(scope: String, refetching: Bool, pending: [RowKey: RowRebase.Pending],
-                               now: Int64, _ db: Database) throws -> Int {
+                               context: PageContext, now: Int64, _ db: Database) throws -> Int {
         let rows = try Row.fetchAll(db, sql: """
             SELECT tbl, row_id, version, deleted, row_values FROM ferry_set_aside WHERE scope = ? ORDER BY set_aside_at
             """, arguments: [scope])
@@ -173,7 +197,7 @@ struct PageApplier {
             var ignored = Report()
             do {
                 try db.inSavepoint {
-                    try applyRow(change, scope: scope, refetching: refetching, pending: pending, into: &ignored, db)
+                    try applyRow(change, scope: scope, refetching: refetching, pending: pending, context: context, into: &ignored, db)
                     return .commit
                 }
                 recovered += 1

@@ -1,0 +1,223 @@
+@_spi(Benchmarks) import Ferry
+import FerryProtocol
+import Foundation
+import GRDB
+
+/// Scenarios 2 and 7: applying pulled changes on the device, and how that
+/// and reads scale with the table.
+///
+/// Both sides write the same rows into the same kind of table in the same
+/// database file (same SQLite build, same pragmas): `item` is synced and
+/// written by Ferry's apply path (one transaction, capture off, savepoints
+/// of 100 rows, `ferry_rows` versions, the cursor); `plain_item` is not
+/// synced and written by plain GRDB upserts.
+public struct DeviceApplyBenchmark: Sendable {
+    public var pageRows = 1000
+    public var rounds = 5
+    public var bigTableRows: Int
+    public var smallTableRows = 10_000
+    public var remoteChanges = 10_000
+    public var listQueries = 2000
+
+    public init(bigTableRows: Int = 1_000_000) {
+        self.bigTableRows = bigTableRows
+    }
+
+    static func schema() -> FerrySchema {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            for table in ["item", "plain_item"] {
+                try db.execute(sql: """
+                    CREATE TABLE \(table) (id TEXT PRIMARY KEY NOT NULL, name TEXT NOT NULL, qty INTEGER NOT NULL, price REAL, note TEXT);
+                    CREATE INDEX \(table)_by_name ON \(table)(name);
+                    """)
+            }
+        }
+        return FerrySchema(migrator: migrator, syncedTables: [SyncedTable("item")])
+    }
+
+    static func open(_ path: String) throws -> FerryDatabase {
+        var configuration = FerryConfiguration()
+        configuration.longTransactionThreshold = .seconds(600)
+        return try FerryDatabase(path: path, schema: schema(), configuration: configuration)
+    }
+
+    static func values(_ n: Int, _ generation: Int) -> [String: ColumnValue] {
+        ["name": .text("item \(n) g\(generation)"), "qty": .integer(Int64(n % 97)), "price": .real(Double(n) * 0.25),
+         "note": .text("a note of some forty characters, or so")]
+    }
+
+    static func page(_ ids: some Sequence<Int>, generation: Int, firstVersion: Int64) -> PullPage {
+        var version = firstVersion
+        let changes = ids.map { n -> RowChange in
+            version += 1
+            return RowChange(table: "item", rowID: "row-\(n)", version: version, deleted: false, values: values(n, generation))
+        }
+        return PullPage(scope: "user:bench", changes: changes, cursor: "c\(version)", hasMore: false, reset: false)
+    }
+
+    static let upsertSQL = """
+        INSERT INTO plain_item (id, name, qty, price, note) VALUES (?, ?, ?, ?, ?)
+        ON CONFLICT(id) DO UPDATE SET name = excluded.name, qty = excluded.qty, price = excluded.price, note = excluded.note
+        """
+
+    static func upsert(_ change: RowChange, _ db: Database) throws {
+        let v = change.values
+        func sql(_ value: ColumnValue?) -> (any DatabaseValueConvertible)? {
+            switch value {
+            case .text(let text): text
+            case .integer(let integer): integer
+            case .real(let real): real
+            case .blob(let data): data
+            case .null, nil: nil
+            }
+        }
+        try db.cachedStatement(sql: upsertSQL).execute(arguments: [change.rowID, sql(v["name"]), sql(v["qty"]), sql(v["price"]), sql(v["note"])])
+    }
+
+    // MARK: Scenario 2
+
+    public func runPageApply(in directory: URL) throws -> [BenchmarkResult] {
+        let database = try Self.open(directory.appendingPathComponent("page-apply.sqlite").path)
+        let writer = database.writer
+        let clock = ContinuousClock()
+        var ferry: [Duration] = [], perRow: [Duration] = [], single: [Duration] = [], savepoints: [Duration] = []
+        var version: Int64 = 0
+        for round in 0..<rounds {
+            // New rows each round, so every side inserts pages of fresh rows.
+            let ids = (round * pageRows)..<((round + 1) * pageRows)
+            let page = Self.page(ids, generation: round, firstVersion: version)
+            version += Int64(pageRows)
+            ferry.append(try clock.measure {
+                guard try database.applyPulledPage(page, userID: "bench") == pageRows else { throw BenchmarkFailure("the page did not apply whole") }
+            })
+            perRow.append(try clock.measure {
+                for change in page.changes { try writer.write { db in try Self.upsert(change, db) } }
+            })
+            try writer.write { db in try db.execute(sql: "DELETE FROM plain_item") }
+            single.append(try clock.measure {
+                try writer.write { db in for change in page.changes { try Self.upsert(change, db) } }
+            })
+            try writer.write { db in try db.execute(sql: "DELETE FROM plain_item") }
+            savepoints.append(try clock.measure {
+                try writer.write { db in
+                    for start in stride(from: 0, to: page.changes.count, by: 100) {
+                        try db.inSavepoint {
+                            for change in page.changes[start..<min(start + 100, page.changes.count)] { try Self.upsert(change, db) }
+                            return .commit
+                        }
+                    }
+                }
+            })
+            try writer.write { db in try db.execute(sql: "DELETE FROM plain_item") }
+        }
+        let f = Self.median(ferry), one = Self.median(single), each = Self.median(perRow), saved = Self.median(savepoints)
+        let label = "apply a pulled page of \(pageRows) rows (median of \(rounds))"
+        return [
+            BenchmarkResult(scenario: label + " vs one transaction", ferry: Self.milliseconds(f),
+                            baseline: Self.milliseconds(one) + " plain GRDB", ratio: f / one, goal: 1.2, direction: .atMost),
+            BenchmarkResult(scenario: label + " vs 10 savepoints of 100", ferry: Self.milliseconds(f),
+                            baseline: Self.milliseconds(saved) + " plain GRDB", ratio: f / saved, goal: .nan, direction: .atMost),
+            BenchmarkResult(scenario: label + " vs \(pageRows) transactions", ferry: Self.milliseconds(f),
+                            baseline: Self.milliseconds(each) + " plain GRDB", ratio: f / each, goal: .nan, direction: .atMost),
+        ]
+    }
+
+    // MARK: Scenario 7
+
+    public func runScale(in directory: URL) throws -> [BenchmarkResult] {
+        let big = try Self.open(directory.appendingPathComponent("scale-big.sqlite").path)
+        let small = try Self.open(directory.appendingPathComponent("scale-small.sqlite").path)
+        try seed(big, rows: bigTableRows)
+        try seed(small, rows: smallTableRows)
+        let clock = ContinuousClock()
+
+        // 10k remote changes in pages of 1,000: half update rows the device
+        // has, half insert new ones, as an incremental sync brings them.
+        var bigTimes: [Duration] = [], smallTimes: [Duration] = []
+        for round in 0..<3 {
+            for (database, rows, isBig) in [(big, bigTableRows, true), (small, smallTableRows, false)] {
+                var elapsed = Duration.zero
+                var version = Int64(10_000_000 * (round + 1))
+                for pageIndex in 0..<(remoteChanges / pageRows) {
+                    let half = pageRows / 2
+                    let updates = (0..<half).map { (pageIndex * half + $0 * 7 + round * 13) % rows }
+                    let inserts = (0..<half).map { rows + round * remoteChanges + pageIndex * half + $0 }
+                    let page = Self.page(updates + inserts, generation: round + 1, firstVersion: version)
+                    version += Int64(pageRows)
+                    elapsed += try clock.measure { _ = try database.applyPulledPage(page, userID: "bench") }
+                }
+                if isBig { bigTimes.append(elapsed) } else { smallTimes.append(elapsed) }
+            }
+        }
+        let b = Self.median(bigTimes), s = Self.median(smallTimes)
+
+        // A 50-row list query, synced table against unsynced, same rows.
+        var synced: [Duration] = [], plain: [Duration] = []
+        try small.writer.write { db in try db.execute(sql: "DELETE FROM plain_item; INSERT INTO plain_item SELECT * FROM item") }
+        let rowCount = try small.writer.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM item") ?? 0 }
+        var generator = SplitMix(seed: 7)
+        for index in 0..<(listQueries * 2) {
+            let table = index % 2 == 0 ? "item" : "plain_item"
+            let offset = Int.random(in: 0..<max(1, rowCount - 50), using: &generator)
+            let elapsed = try clock.measure {
+                _ = try small.writer.read { db in
+                    try Row.fetchAll(db, sql: "SELECT id, name, qty, price, note FROM \(table) ORDER BY name LIMIT 50 OFFSET ?", arguments: [offset])
+                }
+            }
+            if table == "item" { synced.append(elapsed) } else { plain.append(elapsed) }
+        }
+        let syncedP95 = Self.percentile(synced, 0.95), plainP95 = Self.percentile(plain, 0.95)
+        return [
+            BenchmarkResult(scenario: "apply \(Self.count(remoteChanges)) remote changes into \(Self.count(bigTableRows)) rows vs \(Self.count(smallTableRows)) rows (median of 3)",
+                            ferry: Self.milliseconds(b), baseline: Self.milliseconds(s), ratio: b / s, goal: 1.3, direction: .atMost),
+            BenchmarkResult(scenario: "50-row list query p95, synced vs unsynced table (\(Self.count(rowCount)) rows, n=\(listQueries))",
+                            ferry: String(format: "%.1f µs", syncedP95 * 1e6), baseline: String(format: "%.1f µs", plainP95 * 1e6) + " plain table",
+                            ratio: syncedP95 / plainP95, goal: 1.05, direction: .atMost),
+        ]
+    }
+
+    /// Rows that came from the server: written with capture off, with their
+    /// known versions in `ferry_rows`, in SQL (a pull of 1M rows would take minutes).
+    private func seed(_ database: FerryDatabase, rows: Int) throws {
+        try database.writeAsServer { db in
+            try db.execute(sql: """
+                WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?)
+                INSERT INTO item (id, name, qty, price, note)
+                SELECT 'row-' || i, 'item ' || i || ' g0', i % 97, i * 0.25, 'a note of some forty characters, or so' FROM n
+                """, arguments: [rows])
+            try db.execute(sql: "INSERT INTO ferry_rows (tbl, row_id, version) SELECT 'item', id, 1 FROM item")
+        }
+    }
+
+    static func median(_ values: [Duration]) -> Double {
+        percentile(values, 0.5)
+    }
+
+    static func percentile(_ values: [Duration], _ p: Double) -> Double {
+        let sorted = values.map(\.seconds).sorted()
+        guard !sorted.isEmpty else { return .nan }
+        return sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
+    }
+
+    static func milliseconds(_ seconds: Double) -> String {
+        String(format: "%.1f ms", seconds * 1000)
+    }
+
+    static func count(_ n: Int) -> String {
+        PostgresStoreBenchmark.count(n)
+    }
+}
+
+/// A small seeded generator, so runs query the same offsets.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
