@@ -89,7 +89,7 @@ public struct DeviceApplyBenchmark: Sendable {
             let page = Self.page(ids, generation: round, firstVersion: version)
             version += Int64(pageRows)
             ferry.append(try clock.measure {
-                guard try database.applyPulledPage(page, userID: "bench") == pageRows else { throw BenchmarkFailure("the page did not apply whole") }
+                guard try database.applyPulledPage(page, userID: "bench") == pageRows else { throw BenchmarkError("the page did not apply whole") }
             })
             perRow.append(try clock.measure {
                 for change in page.changes { try writer.write { db in try Self.upsert(change, db) } }

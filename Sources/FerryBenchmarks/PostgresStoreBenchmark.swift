@@ -116,7 +116,7 @@ public struct PostgresStoreBenchmark: Sendable {
                 response = try await store.pull(request, userID: "bench", limit: pageRows)
             })
             guard let page = response?.pages.first, page.changes.count == pageRows else {
-                throw BenchmarkFailure("a page of \(scope) held \(response?.pages.first?.changes.count ?? 0) rows, not \(pageRows)")
+                throw BenchmarkError("a page of \(scope) held \(response?.pages.first?.changes.count ?? 0) rows, not \(pageRows)")
             }
             cursor = page.cursor
         }
@@ -182,7 +182,7 @@ public struct PostgresStoreBenchmark: Sendable {
                     }
                     let receipt = try await store.push(PushRequest(clientID: client, mutations: mutations), userID: "bench", rules: PushRules())
                     guard receipt.response.lastAppliedMutationID == Int64(mutations.count + start) else {
-                        throw BenchmarkFailure("the push of mutations from \(start + 1) was not applied")
+                        throw BenchmarkError("the push of mutations from \(start + 1) was not applied")
                     }
                 }
             }
@@ -231,11 +231,6 @@ public struct PostgresStoreBenchmark: Sendable {
     static func count(_ n: Int) -> String {
         n >= 1_000_000 && n % 1_000_000 == 0 ? "\(n / 1_000_000)M" : n >= 1000 && n % 1000 == 0 ? "\(n / 1000)k" : "\(n)"
     }
-}
-
-struct BenchmarkFailure: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
 }
 
 extension Duration {

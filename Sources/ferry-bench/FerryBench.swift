@@ -13,6 +13,8 @@ struct FerryBench: AsyncParsableCommand {
         case localWrites = "local-writes"
         case pageApply = "page-apply"
         case initialSync = "initial-sync"
+        case live = "live"
+        case emptyPulls = "empty-pulls"
         case deviceScale = "device-scale"
         case postgresStore = "postgres-store"
     }
@@ -31,6 +33,9 @@ struct FerryBench: AsyncParsableCommand {
 
     @Option(help: "Rows per pulled page in the initial-sync scenario.")
     var syncPageSize = 1000
+
+    @Option(help: "Edits timed in the live scenario.")
+    var liveEdits = 1000
 
     @Option(help: "Rows in the big table of the device-scale scenario (the small one holds 10k).")
     var deviceScaleRows = 1_000_000
@@ -73,6 +78,10 @@ struct FerryBench: AsyncParsableCommand {
                     .run(in: directory)
             case .pageApply:
                 results += try DeviceApplyBenchmark().runPageApply(in: directory)
+            case .live:
+                results += try await ServerRoundTripBenchmark(liveEdits: liveEdits).runLive(in: directory)
+            case .emptyPulls:
+                results += try await ServerRoundTripBenchmark().runEmptyPulls(in: directory)
             case .deviceScale:
                 results += try DeviceApplyBenchmark(bigTableRows: deviceScaleRows).runScale(in: directory)
             case .initialSync:

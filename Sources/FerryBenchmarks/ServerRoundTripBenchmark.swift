@@ -1,0 +1,188 @@
+import AsyncHTTPClient
+import Ferry
+import Foundation
+import GRDB
+import NIOCore
+
+/// Scenarios 5 and 6, against a release `ferry-server` process on loopback
+/// (embedded SQLite store), from this process:
+///
+/// - live: a write on device A seen by a `ValueObservation` on device B,
+///   which listens on `/v1/live`, against the floor of one loopback HTTP
+///   round trip plus one SQLite commit, measured in the same run;
+/// - empty pulls per second against `GET /healthz` on the same server, both
+///   sent by the same HTTP client with the same concurrency.
+public struct ServerRoundTripBenchmark: Sendable {
+    public var liveEdits: Int
+    public var loadSeconds = 4
+    public var concurrency = 16
+
+    public init(liveEdits: Int = 1000) {
+        self.liveEdits = liveEdits
+    }
+
+    struct Server {
+        let process: Process
+        let url: URL
+        let token: String
+        let data: String
+    }
+
+    static func startServer(in directory: URL, name: String) throws -> Server {
+        let binary = try InitialSyncBenchmark.sibling("ferry-server")
+        let data = directory.appendingPathComponent(name).path
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = ["serve", "--port", "0", "--data-dir", data, "--jwt-secret", InitialSyncBenchmark.secret]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let url = try InitialSyncBenchmark.listeningURL(output.fileHandleForReading)
+        let token = try InitialSyncBenchmark.capture(binary, ["token", "--user", "bench", "--data-dir", data, "--jwt-secret", InitialSyncBenchmark.secret])
+        return Server(process: process, url: url, token: token, data: data)
+    }
+
+    // MARK: Scenario 5
+
+    public func runLive(in directory: URL) async throws -> [BenchmarkResult] {
+        let server = try Self.startServer(in: directory, name: "live-server")
+        defer { server.process.terminate(); server.process.waitUntilExit() }
+        func device(_ name: String, live: Bool) throws -> (FerryDatabase, SyncEngine) {
+            let database = try FerryDatabase(path: directory.appendingPathComponent("\(name).sqlite").path, schema: InitialSyncBenchmark.schema())
+            var configuration = SyncConfiguration(userID: "bench")
+            configuration.live = live
+            configuration.periodicInterval = nil
+            let engine = try SyncEngine(database: database, transport: HTTPSyncTransport(baseURL: server.url),
+                                        configuration: configuration, token: server.token)
+            return (database, engine)
+        }
+        let (a, engineA) = try device("live-a", live: false)
+        let (b, engineB) = try device("live-b", live: true)
+        try await a.write { db in try db.execute(sql: "INSERT INTO item (id, name, qty) VALUES ('live', 'v-1', 0)") }
+        try await engineA.sync()
+        await engineB.start()
+        defer { Task { await engineB.stop() } }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while await !engineB.status.liveConnected {
+            guard ContinuousClock.now < deadline else { throw BenchmarkError("device B never connected to /v1/live") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+
+        // B's observation reports each name it sees.
+        let (seen, seenContinuation) = AsyncStream.makeStream(of: String.self)
+        let observer = Task {
+            for try await name in b.observe({ db in try String.fetchOne(db, sql: "SELECT name FROM item WHERE id = 'live'") }) {
+                if let name { seenContinuation.yield(name) }
+            }
+        }
+        defer { observer.cancel() }
+        var iterator = seen.makeAsyncIterator()
+        let clock = ContinuousClock()
+        var latencies: [Duration] = []
+        for edit in 0..<liveEdits {
+            let expected = "v\(edit)"
+            let start = clock.now
+            try await a.write { db in try db.execute(sql: "UPDATE item SET name = ? WHERE id = 'live'", arguments: [expected]) }
+            try await engineA.sync()
+            while let name = await iterator.next(), name != expected {}
+            latencies.append(clock.now - start)
+        }
+
+        // The floor: one loopback round trip and one SQLite commit.
+        let floorDatabase = try DatabaseQueue(path: directory.appendingPathComponent("floor.sqlite").path)
+        try await floorDatabase.write { db in try db.execute(sql: "CREATE TABLE item (id TEXT PRIMARY KEY, name TEXT)") }
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        var floors: [Duration] = []
+        do {
+            for edit in 0..<liveEdits {
+                let start = clock.now
+                _ = try await Self.send(client, HTTPClientRequest(url: server.url.absoluteString + "/healthz"))
+                try await floorDatabase.write { db in
+                    try db.execute(sql: "INSERT OR REPLACE INTO item (id, name) VALUES ('live', ?)", arguments: ["v\(edit)"])
+                }
+                floors.append(clock.now - start)
+            }
+            try await client.shutdown()
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+        let p50 = DeviceApplyBenchmark.percentile(latencies, 0.5), p99 = DeviceApplyBenchmark.percentile(latencies, 0.99)
+        let floor = DeviceApplyBenchmark.percentile(floors, 0.5)
+        return [
+            BenchmarkResult(scenario: "live: write on A seen on B, p50 (n=\(liveEdits)) vs round trip + commit", ferry: Self.ms(p50),
+                            baseline: Self.ms(floor) + " floor p50", ratio: p50 / floor, goal: 3, direction: .atMost),
+            BenchmarkResult(scenario: "live: write on A seen on B, p99 (n=\(liveEdits))", ferry: Self.ms(p99),
+                            baseline: Self.ms(DeviceApplyBenchmark.percentile(floors, 0.99)) + " floor p99",
+                            ratio: p99 / DeviceApplyBenchmark.percentile(floors, 0.99), goal: .nan, direction: .atMost),
+        ]
+    }
+
+    // MARK: Scenario 6
+
+    public func runEmptyPulls(in directory: URL) async throws -> [BenchmarkResult] {
+        let server = try Self.startServer(in: directory, name: "pull-server")
+        defer { server.process.terminate(); server.process.waitUntilExit() }
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        do {
+            let url = server.url.absoluteString
+            let token = server.token
+            let hello: @Sendable () -> HTTPClientRequest = { HTTPClientRequest(url: url + "/healthz") }
+            let pull: @Sendable () -> HTTPClientRequest = {
+                var request = HTTPClientRequest(url: url + "/v1/pull")
+                request.method = .POST
+                request.headers.add(name: "Authorization", value: "Bearer \(token)")
+                request.headers.add(name: "Content-Type", value: "application/json")
+                request.body = .bytes(ByteBuffer(string: #"{"clientID":"bench","scopes":[{"scope":"user:bench"}]}"#))
+                return request
+            }
+            var hellos: [Double] = [], pulls: [Double] = []
+            for _ in 0..<2 {
+                hellos.append(try await rate(client, hello))
+                pulls.append(try await rate(client, pull))
+            }
+            try await client.shutdown()
+            let h = hellos.max() ?? 1, p = pulls.max() ?? 0
+            return [BenchmarkResult(
+                scenario: "empty pulls vs GET /healthz, \(concurrency) concurrent, \(loadSeconds) s each (best of 2)",
+                ferry: String(format: "%.0f pulls/s", p), baseline: String(format: "%.0f req/s", h),
+                ratio: p / h, goal: 0.5, direction: .atLeast
+            )]
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+    }
+
+    /// Requests per second that `concurrency` workers complete in `loadSeconds`.
+    private func rate(_ client: HTTPClient, _ request: @escaping @Sendable () -> HTTPClientRequest) async throws -> Double {
+        let end = ContinuousClock.now + .seconds(loadSeconds)
+        let start = ContinuousClock.now
+        let done = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<concurrency {
+                group.addTask {
+                    var count = 0
+                    while ContinuousClock.now < end {
+                        _ = try await Self.send(client, request())
+                        count += 1
+                    }
+                    return count
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        return Double(done) / (ContinuousClock.now - start).seconds
+    }
+
+    static func send(_ client: HTTPClient, _ request: HTTPClientRequest) async throws -> ByteBuffer {
+        let response = try await client.execute(request, timeout: .seconds(30))
+        let body = try await response.body.collect(upTo: 1 << 20)
+        guard response.status == .ok else { throw BenchmarkError("\(request.url) answered \(response.status)") }
+        return body
+    }
+
+    static func ms(_ seconds: Double) -> String {
+        String(format: "%.2f ms", seconds * 1000)
+    }
+}
