@@ -1,4 +1,5 @@
 import Ferry
+import FerryServer
 import Foundation
 import GRDB
 
@@ -41,35 +42,13 @@ public struct InitialSyncBenchmark: Sendable {
     }
 
     public func run(in directory: URL) async throws -> [BenchmarkResult] {
-        let serverBinary = try Self.sibling("ferry-server")
+        // The server's store is seeded in SQL, as if one device had pushed
+        // every row (pushing 1M rows takes many minutes; `drain` measures that).
         let data = directory.appendingPathComponent("server-\(rows)").path
-        let server = Process()
-        server.executableURL = serverBinary
-        server.arguments = ["serve", "--port", "0", "--data-dir", data, "--jwt-secret", Self.secret]
-        let output = Pipe()
-        server.standardOutput = output
-        server.standardError = FileHandle.nullDevice
-        try server.run()
-        defer { server.terminate(); server.waitUntilExit() }
-        let url = try Self.listeningURL(output.fileHandleForReading)
-        let token = try Self.capture(serverBinary, ["token", "--user", "bench", "--data-dir", data, "--jwt-secret", Self.secret])
-
-        // Seed the server: one device pushes every row.
-        let seed = try FerryDatabase(path: directory.appendingPathComponent("seed-\(rows).sqlite").path, schema: Self.schema(),
-                                     configuration: { var c = FerryConfiguration(); c.longTransactionThreshold = .seconds(600); return c }())
-        try await seed.write { db in
-            let insert = try db.makeStatement(sql: "INSERT INTO item(id, name, qty, price, note) VALUES (?, ?, ?, ?, ?)")
-            for index in 0..<rows {
-                try insert.execute(arguments: [UUID().uuidString, "item \(index)", index, Double(index) * 0.25, index % 3 == 0 ? nil : "note \(index)"])
-            }
-        }
-        var configuration = SyncConfiguration(userID: "bench")
-        configuration.pushBatchSize = 1000
-        let engine = try SyncEngine(database: seed, transport: HTTPSyncTransport(baseURL: url), configuration: configuration, token: token)
-        let pushStart = ContinuousClock.now
-        let pushed = try await engine.sync()
-        let pushTime = ContinuousClock.now - pushStart
-        guard pushed.pushed == rows else { throw BenchmarkError("seeding pushed \(pushed.pushed) of \(rows) rows") }
+        try await Self.seedServer(data: data, rows: rows)
+        let server = try ServerRoundTripBenchmark.startServer(in: directory, name: "server-\(rows)")
+        defer { server.process.terminate(); server.process.waitUntilExit() }
+        let url = server.url, token = server.token
 
         // The fresh device, in its own process.
         let child = Process()
@@ -97,13 +76,30 @@ public struct InitialSyncBenchmark: Sendable {
                 ferry: String(format: "%.0f rows/s, %.0f MiB peak (%.1f s waiting for the server, %.1f s in the database)",
                               syncRate, Double(report.peakRSSBytes) / 1_048_576, report.waitingForServerSeconds, report.inDatabaseSeconds),
                 baseline: String(format: "%.0f rows/s (plain GRDB insert, rows decoded)", plainRate),
-                ratio: syncRate / plainRate, goal: 0.33, direction: .atLeast),
-            BenchmarkResult(
-                scenario: "seeding: draining \(label) pending mutations to the server (rows/s; no baseline yet)",
-                ferry: String(format: "%.0f rows/s (%.1f s waiting for the server, %.1f s in the database)",
-                              Double(rows) / seconds(pushTime), seconds(pushed.waitingForServer), seconds(pushed.inDatabase)),
-                baseline: "—", ratio: .nan, goal: .nan, direction: .atLeast),
+                ratio: syncRate / plainRate, goal: 0.33, direction: .atLeast)
         ]
+    }
+
+    /// Writes `rows` items into a new server store at `data`, with the cells
+    /// a push of them would store, and the store's version after them.
+    static func seedServer(data: String, rows: Int) async throws {
+        let store = try SQLiteSyncStore(directory: URL(fileURLWithPath: data))
+        try await store.close()
+        let queue = try DatabaseQueue(path: URL(fileURLWithPath: data).appendingPathComponent(SQLiteSyncStore.fileName).path)
+        try await queue.write { db in
+            try db.execute(sql: """
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+                INSERT INTO rows (scope, tbl, row_id, version, deleted, client_id, changed_at, cells)
+                SELECT 'user:bench', 'item', printf('row-%08d', i), i, 0, 'bench:seed', 0,
+                    '{"name":{"clientID":"bench:seed","hlc":0,"value":"item ' || i || '","version":' || i || '},'
+                    || '"note":{"clientID":"bench:seed","hlc":0,"value":"note ' || i || '","version":' || i || '},'
+                    || '"price":{"clientID":"bench:seed","hlc":0,"value":{"real":"' || (i * 0.25) || '"},"version":' || i || '},'
+                    || '"qty":{"clientID":"bench:seed","hlc":0,"value":' || i || ',"version":' || i || '}}'
+                FROM n
+                """, arguments: [rows])
+            try db.execute(sql: "UPDATE store_meta SET value = ? WHERE key = 'version'", arguments: [rows])
+        }
+        try queue.close()
     }
 
     /// The child process: a fresh device syncs everything, then the same

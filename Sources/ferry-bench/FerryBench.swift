@@ -13,6 +13,7 @@ struct FerryBench: AsyncParsableCommand {
         case localWrites = "local-writes"
         case pageApply = "page-apply"
         case initialSync = "initial-sync"
+        case drain = "drain"
         case live = "live"
         case emptyPulls = "empty-pulls"
         case deviceScale = "device-scale"
@@ -28,8 +29,11 @@ struct FerryBench: AsyncParsableCommand {
     @Option(help: "Single-row transactions per side.")
     var singleRowTransactions = 3_000
 
-    @Option(help: "Rows a fresh device pulls in the initial-sync scenario.")
-    var syncRows = 100_000
+    @Option(help: "Rows a fresh device pulls in the initial-sync scenario; repeatable, one run each.")
+    var syncRows: [Int] = [100_000, 1_000_000]
+
+    @Option(help: "Pending mutations drained in the drain scenario.")
+    var drainRows = 100_000
 
     @Option(help: "Rows per pulled page in the initial-sync scenario.")
     var syncPageSize = 1000
@@ -78,6 +82,8 @@ struct FerryBench: AsyncParsableCommand {
                     .run(in: directory)
             case .pageApply:
                 results += try DeviceApplyBenchmark().runPageApply(in: directory)
+            case .drain:
+                results += try await DrainBenchmark(rows: drainRows).run(in: directory)
             case .live:
                 results += try await ServerRoundTripBenchmark(liveEdits: liveEdits).runLive(in: directory)
             case .emptyPulls:
@@ -85,7 +91,9 @@ struct FerryBench: AsyncParsableCommand {
             case .deviceScale:
                 results += try DeviceApplyBenchmark(bigTableRows: deviceScaleRows).runScale(in: directory)
             case .initialSync:
-                results += try await InitialSyncBenchmark(rows: syncRows, pageSize: syncPageSize).run(in: directory)
+                for rows in syncRows {
+                    results += try await InitialSyncBenchmark(rows: rows, pageSize: syncPageSize).run(in: directory)
+                }
             case .postgresStore:
                 results += try await PostgresStoreBenchmark(bigScopeRows: postgresScopeRows, pushRows: postgresPushRows).run()
             }
