@@ -27,6 +27,11 @@ public struct PostgresStoreBenchmark: Sendable {
         self.pushRows = pushRows
     }
 
+    /// A cluster is configured (POSTGRES_HOST is set).
+    public static var isConfigured: Bool {
+        ProcessInfo.processInfo.environment["POSTGRES_HOST"].map { !$0.isEmpty } ?? false
+    }
+
     struct NotConfigured: Error, CustomStringConvertible {
         var description: String { "no PostgreSQL cluster: run `scripts/with-postgres swift run -c release ferry-bench postgres-store`" }
     }

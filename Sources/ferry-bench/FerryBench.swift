@@ -95,6 +95,11 @@ struct FerryBench: AsyncParsableCommand {
                     results += try await InitialSyncBenchmark(rows: rows, pageSize: syncPageSize).run(in: directory)
                 }
             case .postgresStore:
+                guard PostgresStoreBenchmark.isConfigured || !scenarios.isEmpty else {
+                    // Every scenario was asked for, and there is no cluster: say so, run the rest.
+                    print("postgres-store skipped: no PostgreSQL cluster; run through scripts/with-postgres")
+                    continue
+                }
                 results += try await PostgresStoreBenchmark(bigScopeRows: postgresScopeRows, pushRows: postgresPushRows).run()
             }
         }
