@@ -156,7 +156,7 @@ public struct DeviceApplyBenchmark: Sendable {
         var synced: [Duration] = [], plain: [Duration] = []
         try small.writer.write { db in try db.execute(sql: "DELETE FROM plain_item; INSERT INTO plain_item SELECT * FROM item") }
         let rowCount = try small.writer.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM item") ?? 0 }
-        var generator = SplitMix(seed: 7)
+        var generator = SplitMix64(seed: 7)
         for index in 0..<(listQueries * 2) {
             let table = index % 2 == 0 ? "item" : "plain_item"
             let offset = Int.random(in: 0..<max(1, rowCount - 50), using: &generator)
@@ -206,18 +206,5 @@ public struct DeviceApplyBenchmark: Sendable {
 
     static func count(_ n: Int) -> String {
         PostgresStoreBenchmark.count(n)
-    }
-}
-
-/// A small seeded generator, so runs query the same offsets.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

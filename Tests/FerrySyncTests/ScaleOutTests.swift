@@ -1,4 +1,4 @@
-@testable import Ferry
+@_spi(Benchmarks) @testable import Ferry
 import FerryProtocol
 import Foundation
 import GRDB

@@ -141,15 +141,16 @@ public final class FaultInjectingTransport: SyncTransport {
     }
 }
 
-/// A small seeded generator, so random faults repeat run to run.
-struct SplitMix64: RandomNumberGenerator, Sendable {
+/// A small seeded generator, so random faults repeat run to run (and
+/// `ferry-bench` queries the same rows each run).
+@_spi(Benchmarks) public struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
-    init(seed: UInt64) {
+    public init(seed: UInt64) {
         state = seed
     }
 
-    mutating func next() -> UInt64 {
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

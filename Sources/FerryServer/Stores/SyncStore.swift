@@ -20,6 +20,29 @@ public struct PushRules: Sendable {
         PushPlanner(tables: tables, maxClockDriftMilliseconds: maxClockDrift.wholeMilliseconds)
     }
 
+    /// Plans a push under these rules (see ``PushPlanner``), turning a gap
+    /// into the `mutationGap` error a store answers with.
+    func plan(
+        _ request: PushRequest, userID: String, lastApplied: Int64, rows: [RowKey: StoredRow],
+        version: Int64, allocated: [Int64]? = nil, horizon: Int64
+    ) throws(FerryServerError) -> PushPlan {
+        do {
+            return try planner.plan(
+                userID: userID, clientID: request.clientID, mutations: request.mutations, lastApplied: lastApplied,
+                rows: rows, version: version, allocated: allocated, horizon: horizon, nowMilliseconds: nowMilliseconds
+            )
+        } catch {
+            switch error {
+            case .gap(let last, let found):
+                throw FerryServerError(
+                    .mutationGap,
+                    "mutation \(found) does not follow the last applied mutation \(last); resend from \(last + 1)",
+                    lastAppliedMutationID: last
+                )
+            }
+        }
+    }
+
     var nowMilliseconds: Int64 {
         Int64((now.timeIntervalSince1970 * 1000).rounded(.down))
     }

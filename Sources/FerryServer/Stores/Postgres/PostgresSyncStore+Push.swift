@@ -4,7 +4,6 @@ import PostgresNIO
 
 extension PostgresSyncStore {
     public func push(_ request: PushRequest, userID: String, rules: PushRules) async throws -> PushReceipt {
-        let planner = rules.planner
         let now = rules.nowMilliseconds
         let logger = self.logger
         return try await transaction(.serializable) { connection, _ in
@@ -22,26 +21,10 @@ extension PostgresSyncStore {
                 }
                 allocated.sort()
             }
-            let plan: PushPlan
-            do {
-                plan = try planner.plan(
-                    userID: userID,
-                    clientID: request.clientID,
-                    mutations: request.mutations,
-                    lastApplied: lastApplied,
-                    rows: rows,
-                    version: (allocated.first ?? 1) - 1,
-                    allocated: allocated,
-                    horizon: horizon,
-                    nowMilliseconds: now
-                )
-            } catch PushPlanner.Refusal.gap(let last, let found) {
-                throw FerryServerError(
-                    .mutationGap,
-                    "mutation \(found) does not follow the last applied mutation \(last); resend from \(last + 1)",
-                    lastAppliedMutationID: last
-                )
-            }
+            let plan = try rules.plan(
+                request, userID: userID, lastApplied: lastApplied, rows: rows,
+                version: (allocated.first ?? 1) - 1, allocated: allocated, horizon: horizon
+            )
             if !plan.results.isEmpty {
                 try await Self.write(plan, existing: Set(rows.keys), connection, userID: userID, clientID: request.clientID, now: now, logger: logger)
             }

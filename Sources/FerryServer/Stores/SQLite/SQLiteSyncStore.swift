@@ -59,7 +59,6 @@ public final class SQLiteSyncStore: SyncStore {
     // MARK: Push
 
     public func push(_ request: PushRequest, userID: String, rules: PushRules) async throws -> PushReceipt {
-        let planner = rules.planner
         let now = rules.nowMilliseconds
         let receipt = try await pool.write { db -> PushReceipt in
             let lastApplied = try Self.lastMutationID(db, userID: userID, clientID: request.clientID)
@@ -70,25 +69,10 @@ public final class SQLiteSyncStore: SyncStore {
                     rows[key] = row
                 }
             }
-            let plan: PushPlan
-            do {
-                plan = try planner.plan(
-                    userID: userID,
-                    clientID: request.clientID,
-                    mutations: request.mutations,
-                    lastApplied: lastApplied,
-                    rows: rows,
-                    version: try Self.meta(db, "version"),
-                    horizon: try Self.meta(db, "horizon"),
-                    nowMilliseconds: now
-                )
-            } catch PushPlanner.Refusal.gap(let last, let found) {
-                throw FerryServerError(
-                    .mutationGap,
-                    "mutation \(found) does not follow the last applied mutation \(last); resend from \(last + 1)",
-                    lastAppliedMutationID: last
-                )
-            }
+            let plan = try rules.plan(
+                request, userID: userID, lastApplied: lastApplied, rows: rows,
+                version: try Self.meta(db, "version"), horizon: try Self.meta(db, "horizon")
+            )
             try Self.write(plan, db, userID: userID, clientID: request.clientID, now: now)
             let replayed = try Self.recordedResults(db, userID: userID, clientID: request.clientID, ids: plan.replayedIDs)
             return PushReceipt(
