@@ -111,15 +111,15 @@ public struct DeviceApplyBenchmark: Sendable {
             })
             try writer.write { db in try db.execute(sql: "DELETE FROM plain_item") }
         }
-        let f = Self.median(ferry), one = Self.median(single), each = Self.median(perRow), saved = Self.median(savepoints)
+        let f = median(ferry), one = median(single), each = median(perRow), saved = median(savepoints)
         let label = "apply a pulled page of \(pageRows) rows (median of \(rounds))"
         return [
-            BenchmarkResult(scenario: label + " vs one transaction", ferry: Self.milliseconds(f),
-                            baseline: Self.milliseconds(one) + " plain GRDB", ratio: f / one, goal: 1.2, direction: .atMost),
-            BenchmarkResult(scenario: label + " vs 10 savepoints of 100", ferry: Self.milliseconds(f),
-                            baseline: Self.milliseconds(saved) + " plain GRDB", ratio: f / saved, goal: .nan, direction: .atMost),
-            BenchmarkResult(scenario: label + " vs \(pageRows) transactions", ferry: Self.milliseconds(f),
-                            baseline: Self.milliseconds(each) + " plain GRDB", ratio: f / each, goal: .nan, direction: .atMost),
+            BenchmarkResult(scenario: label + " vs one transaction", ferry: format(f),
+                            baseline: format(one) + " plain GRDB", ratio: seconds(f) / seconds(one), goal: 1.2, direction: .atMost),
+            BenchmarkResult(scenario: label + " vs 10 savepoints of 100", ferry: format(f),
+                            baseline: format(saved) + " plain GRDB", ratio: seconds(f) / seconds(saved), goal: .nan, direction: .atMost),
+            BenchmarkResult(scenario: label + " vs \(pageRows) transactions", ferry: format(f),
+                            baseline: format(each) + " plain GRDB", ratio: seconds(f) / seconds(each), goal: .nan, direction: .atMost),
         ]
     }
 
@@ -150,7 +150,7 @@ public struct DeviceApplyBenchmark: Sendable {
                 if isBig { bigTimes.append(elapsed) } else { smallTimes.append(elapsed) }
             }
         }
-        let b = Self.median(bigTimes), s = Self.median(smallTimes)
+        let b = median(bigTimes), s = median(smallTimes)
 
         // A 50-row list query, synced table against unsynced, same rows.
         var synced: [Duration] = [], plain: [Duration] = []
@@ -167,13 +167,13 @@ public struct DeviceApplyBenchmark: Sendable {
             }
             if table == "item" { synced.append(elapsed) } else { plain.append(elapsed) }
         }
-        let syncedP95 = Self.percentile(synced, 0.95), plainP95 = Self.percentile(plain, 0.95)
+        let syncedP95 = percentile(synced, 0.95), plainP95 = percentile(plain, 0.95)
         return [
-            BenchmarkResult(scenario: "apply \(Self.count(remoteChanges)) remote changes into \(Self.count(bigTableRows)) rows vs \(Self.count(smallTableRows)) rows (median of 3)",
-                            ferry: Self.milliseconds(b), baseline: Self.milliseconds(s), ratio: b / s, goal: 1.3, direction: .atMost),
-            BenchmarkResult(scenario: "50-row list query p95, synced vs unsynced table (\(Self.count(rowCount)) rows, n=\(listQueries))",
-                            ferry: String(format: "%.1f µs", syncedP95 * 1e6), baseline: String(format: "%.1f µs", plainP95 * 1e6) + " plain table",
-                            ratio: syncedP95 / plainP95, goal: 1.05, direction: .atMost),
+            BenchmarkResult(scenario: "apply \(countLabel(remoteChanges)) remote changes into \(countLabel(bigTableRows)) rows vs \(countLabel(smallTableRows)) rows (median of 3)",
+                            ferry: format(b), baseline: format(s), ratio: seconds(b) / seconds(s), goal: 1.3, direction: .atMost),
+            BenchmarkResult(scenario: "50-row list query p95, synced vs unsynced table (\(countLabel(rowCount)) rows, n=\(listQueries))",
+                            ferry: format(syncedP95), baseline: format(plainP95) + " plain table",
+                            ratio: seconds(syncedP95) / seconds(plainP95), goal: 1.05, direction: .atMost),
         ]
     }
 
@@ -188,23 +188,5 @@ public struct DeviceApplyBenchmark: Sendable {
                 """, arguments: [rows])
             try db.execute(sql: "INSERT INTO ferry_rows (tbl, row_id, version) SELECT 'item', id, 1 FROM item")
         }
-    }
-
-    static func median(_ values: [Duration]) -> Double {
-        percentile(values, 0.5)
-    }
-
-    static func percentile(_ values: [Duration], _ p: Double) -> Double {
-        let sorted = values.map(\.seconds).sorted()
-        guard !sorted.isEmpty else { return .nan }
-        return sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
-    }
-
-    static func milliseconds(_ seconds: Double) -> String {
-        String(format: "%.1f ms", seconds * 1000)
-    }
-
-    static func count(_ n: Int) -> String {
-        PostgresStoreBenchmark.count(n)
     }
 }

@@ -17,13 +17,6 @@ public struct DrainBenchmark: Sendable {
         self.rows = rows
     }
 
-    private struct Cell: Encodable {
-        var clientID: String
-        var hlc: HLCTimestamp
-        var value: ColumnValue
-        var version: Int64
-    }
-
     public func run(in directory: URL) async throws -> [BenchmarkResult] {
         let server = try ServerRoundTripBenchmark.startServer(in: directory, name: "drain-server")
         defer { server.process.terminate(); server.process.waitUntilExit() }
@@ -56,12 +49,12 @@ public struct DrainBenchmark: Sendable {
         let stamp = HLCTimestamp(wallMilliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: 0)
         let encoded: [(String, String)] = try (0..<rows).map { index in
             let version = Int64(index + 1)
-            let cells: [String: Cell] = [
-                "id": Cell(clientID: "bench:c", hlc: stamp, value: .text("row-\(index)"), version: version),
-                "name": Cell(clientID: "bench:c", hlc: stamp, value: .text("item \(index)"), version: version),
-                "qty": Cell(clientID: "bench:c", hlc: stamp, value: .integer(Int64(index)), version: version),
-                "price": Cell(clientID: "bench:c", hlc: stamp, value: .real(Double(index) * 0.25), version: version),
-                "note": Cell(clientID: "bench:c", hlc: stamp, value: .text("note \(index)"), version: version),
+            let cells: [String: StoredCellJSON] = [
+                "id": StoredCellJSON(clientID: "bench:c", hlc: stamp, value: .text("row-\(index)"), version: version),
+                "name": StoredCellJSON(clientID: "bench:c", hlc: stamp, value: .text("item \(index)"), version: version),
+                "qty": StoredCellJSON(clientID: "bench:c", hlc: stamp, value: .integer(Int64(index)), version: version),
+                "price": StoredCellJSON(clientID: "bench:c", hlc: stamp, value: .real(Double(index) * 0.25), version: version),
+                "note": StoredCellJSON(clientID: "bench:c", hlc: stamp, value: .text("note \(index)"), version: version),
             ]
             return ("row-\(index)", String(decoding: try encoder.encode(cells), as: UTF8.self))
         }
@@ -79,11 +72,11 @@ public struct DrainBenchmark: Sendable {
             }
         }
         try pool.close()
-        let drainRate = Double(rows) / drainTime.seconds, directRate = Double(rows) / directTime.seconds
+        let drainRate = Double(rows) / seconds(drainTime), directRate = Double(rows) / seconds(directTime)
         return [BenchmarkResult(
-            scenario: "drain \(DeviceApplyBenchmark.count(rows)) pending mutations over loopback vs the server store's direct insert",
+            scenario: "drain \(countLabel(rows)) pending mutations over loopback vs the server store's direct insert",
             ferry: String(format: "%.0f rows/s (%.1f s waiting for the server, %.1f s in the database)",
-                          drainRate, summary.waitingForServer.seconds, summary.inDatabase.seconds),
+                          drainRate, seconds(summary.waitingForServer), seconds(summary.inDatabase)),
             baseline: String(format: "%.0f rows/s", directRate),
             ratio: drainRate / directRate, goal: 0.5, direction: .atLeast
         )]

@@ -115,19 +115,3 @@ public struct LocalWriteBenchmark: Sendable {
         ]
     }
 }
-
-func median(_ values: [Duration]) -> Duration {
-    let sorted = values.sorted()
-    return sorted[sorted.count / 2]
-}
-
-func seconds(_ duration: Duration) -> Double {
-    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-}
-
-func format(_ duration: Duration) -> String {
-    let s = seconds(duration)
-    if s >= 1 { return String(format: "%.2f s", s) }
-    if s >= 0.001 { return String(format: "%.1f ms", s * 1000) }
-    return String(format: "%.1f µs", s * 1_000_000)
-}

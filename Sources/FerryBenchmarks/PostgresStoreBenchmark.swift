@@ -98,12 +98,12 @@ public struct PostgresStoreBenchmark: Sendable {
             big += try await walk(store, scope: "user:big")
             small += try await walk(store, scope: "user:small")
         }
-        let bigMedian = Self.median(big), smallMedian = Self.median(small)
+        let bigMedian = median(big), smallMedian = median(small)
         return BenchmarkResult(
-            scenario: "postgres: 100-row pull page, scope of \(Self.count(bigScopeRows)) vs \(Self.count(smallScopeRows)) (median of \(big.count))",
-            ferry: Self.milliseconds(bigMedian),
-            baseline: Self.milliseconds(smallMedian),
-            ratio: bigMedian / smallMedian,
+            scenario: "postgres: 100-row pull page, scope of \(countLabel(bigScopeRows)) vs \(countLabel(smallScopeRows)) (median of \(big.count))",
+            ferry: format(bigMedian),
+            baseline: format(smallMedian),
+            ratio: seconds(bigMedian) / seconds(smallMedian),
             goal: 1.2,
             direction: .atMost
         )
@@ -130,14 +130,6 @@ public struct PostgresStoreBenchmark: Sendable {
 
     // MARK: Pushes
 
-    /// The cells a push stores for a row, in the store's JSON shape.
-    private struct Cell: Encodable {
-        var clientID: String
-        var hlc: HLCTimestamp
-        var value: ColumnValue
-        var version: Int64
-    }
-
     private func pushes(_ store: PostgresSyncStore, database: PostgresConnection.Configuration) async throws -> BenchmarkResult {
         try await Self.execute(database, "CREATE TABLE plain_rows (LIKE ferry_rows INCLUDING ALL)")
         let stamp = HLCTimestamp(wallMilliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: 0)
@@ -158,7 +150,7 @@ public struct PostgresStoreBenchmark: Sendable {
                     range.map { "plain-\(round)-\($0)" },
                     try range.map { index in
                         String(decoding: try encoder.encode(columns(index).mapValues {
-                            Cell(clientID: "bench:push", hlc: stamp, value: $0, version: Int64(index + 1))
+                            StoredCellJSON(clientID: "bench:push", hlc: stamp, value: $0, version: Int64(index + 1))
                         }), as: UTF8.self)
                     },
                     range.map { Int64($0 + 1) }
@@ -175,7 +167,7 @@ public struct PostgresStoreBenchmark: Sendable {
                     }
                 }
             }
-            plain.append(Double(pushRows) / plainTime.seconds)
+            plain.append(Double(pushRows) / seconds(plainTime))
 
             // Ferry: the client's batches through the store's push.
             let client = "bench-push-\(round)"
@@ -191,11 +183,11 @@ public struct PostgresStoreBenchmark: Sendable {
                     }
                 }
             }
-            ferry.append(Double(pushRows) / pushTime.seconds)
+            ferry.append(Double(pushRows) / seconds(pushTime))
         }
         let ferryBest = ferry.max() ?? 0, plainBest = plain.max() ?? 1
         return BenchmarkResult(
-            scenario: "postgres: push \(Self.count(pushRows)) rows in batches of \(pushBatch) vs direct batched INSERT (best of 2)",
+            scenario: "postgres: push \(countLabel(pushRows)) rows in batches of \(pushBatch) vs direct batched INSERT (best of 2)",
             ferry: String(format: "%.0f rows/s", ferryBest),
             baseline: String(format: "%.0f rows/s", plainBest),
             ratio: ferryBest / plainBest,
@@ -222,24 +214,5 @@ public struct PostgresStoreBenchmark: Sendable {
             try? await connection.close()
             throw error
         }
-    }
-
-    static func median(_ values: [Duration]) -> Double {
-        let sorted = values.map(\.seconds).sorted()
-        return sorted.isEmpty ? .nan : sorted[sorted.count / 2]
-    }
-
-    static func milliseconds(_ seconds: Double) -> String {
-        String(format: "%.2f ms", seconds * 1000)
-    }
-
-    static func count(_ n: Int) -> String {
-        n >= 1_000_000 && n % 1_000_000 == 0 ? "\(n / 1_000_000)M" : n >= 1000 && n % 1000 == 0 ? "\(n / 1000)k" : "\(n)"
-    }
-}
-
-extension Duration {
-    var seconds: Double {
-        Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }

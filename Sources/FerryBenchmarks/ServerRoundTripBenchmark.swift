@@ -108,14 +108,14 @@ public struct ServerRoundTripBenchmark: Sendable {
             try? await client.shutdown()
             throw error
         }
-        let p50 = DeviceApplyBenchmark.percentile(latencies, 0.5), p99 = DeviceApplyBenchmark.percentile(latencies, 0.99)
-        let floor = DeviceApplyBenchmark.percentile(floors, 0.5)
+        let p50 = percentile(latencies, 0.5), p99 = percentile(latencies, 0.99)
+        let floor = percentile(floors, 0.5), floorP99 = percentile(floors, 0.99)
         return [
-            BenchmarkResult(scenario: "live: write on A seen on B, p50 (n=\(liveEdits)) vs round trip + commit", ferry: Self.ms(p50),
-                            baseline: Self.ms(floor) + " floor p50", ratio: p50 / floor, goal: 3, direction: .atMost),
-            BenchmarkResult(scenario: "live: write on A seen on B, p99 (n=\(liveEdits))", ferry: Self.ms(p99),
-                            baseline: Self.ms(DeviceApplyBenchmark.percentile(floors, 0.99)) + " floor p99",
-                            ratio: p99 / DeviceApplyBenchmark.percentile(floors, 0.99), goal: .nan, direction: .atMost),
+            BenchmarkResult(scenario: "live: write on A seen on B, p50 (n=\(liveEdits)) vs round trip + commit", ferry: format(p50),
+                            baseline: format(floor) + " floor p50", ratio: seconds(p50) / seconds(floor), goal: 3, direction: .atMost),
+            BenchmarkResult(scenario: "live: write on A seen on B, p99 (n=\(liveEdits))", ferry: format(p99),
+                            baseline: format(floorP99) + " floor p99",
+                            ratio: seconds(p99) / seconds(floorP99), goal: .nan, direction: .atMost),
         ]
     }
 
@@ -172,7 +172,7 @@ public struct ServerRoundTripBenchmark: Sendable {
             }
             return try await group.reduce(0, +)
         }
-        return Double(done) / (ContinuousClock.now - start).seconds
+        return Double(done) / seconds(ContinuousClock.now - start)
     }
 
     static func send(_ client: HTTPClient, _ request: HTTPClientRequest) async throws -> ByteBuffer {
@@ -180,9 +180,5 @@ public struct ServerRoundTripBenchmark: Sendable {
         let body = try await response.body.collect(upTo: 1 << 20)
         guard response.status == .ok else { throw BenchmarkError("\(request.url) answered \(response.status)") }
         return body
-    }
-
-    static func ms(_ seconds: Double) -> String {
-        String(format: "%.2f ms", seconds * 1000)
     }
 }
