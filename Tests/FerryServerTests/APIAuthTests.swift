@@ -94,4 +94,68 @@ import Testing
             ])
         }
     }
+    /// `GET /v1/rows` is authorized like a pull: a non-member gets the same
+    /// 403 whether the row (or the scope) exists or not; a reader gets the
+    /// row, a deleted one with the values it held, and 404 for no row.
+    @Test func aRowIsReadLikeAPull() async throws {
+        let server = try await TestServer()
+        try await server.store.createScope("team:x", owner: "olga")
+        try await server.store.setMember("rita", role: .read, in: "team:x")
+        _ = try await server.store.push(
+            PushRequest(clientID: "o1", mutations: [
+                Mutations.upsert(1, row: "kept", scope: "team:x", ["t": "plans", "n": 3]),
+                Mutations.upsert(2, row: "gone", scope: "team:x", ["t": "old"]),
+                Mutations.delete(3, row: "gone", scope: "team:x", base: 2),
+            ]),
+            userID: "olga", rules: PushRules()
+        )
+        let rita = try await server.token("rita")
+        let mallory = try await server.token("mallory")
+        try await server.withClient { client in
+            let kept = try await client.send(.get, "/v1/rows/team%3Ax/note/kept", token: rita)
+            #expect(kept.status == .ok)
+            let row = try kept.decode(ServerRow.self)
+            #expect(row.deleted == false && row.values == ["t": .text("plans"), "n": .integer(3)] && row.version > 0)
+
+            let gone = try await client.send(.get, "/v1/rows/team:x/note/gone", token: rita).decode(ServerRow.self)
+            #expect(gone.deleted && gone.values["t"] == .text("old"))
+
+            let missing = try await client.send(.get, "/v1/rows/team:x/note/never", token: rita)
+            #expect(missing.status == .notFound)
+            #expect(try missing.decode(ErrorResponse.self).code == .notFound)
+
+            var refusals: Set<String> = []
+            for path in ["/v1/rows/team:x/note/kept", "/v1/rows/team:x/note/never", "/v1/rows/team:none/note/kept"] {
+                let refused = try await client.send(.get, path, token: mallory)
+                #expect(refused.status == .forbidden)
+                refusals.insert(refused.text.replacingOccurrences(of: "team:none", with: "team:x"))
+            }
+            #expect(refusals.count == 1)
+            #expect(try await client.send(.get, "/v1/rows/team:x/note/kept", token: nil).status == .unauthorized)
+            #expect(try await client.send(.get, "/v1/rows/team:x/not%20a%20table/kept", token: rita).status == .badRequest)
+            #expect(try await client.send(.get, "/v1/rows/Not%20A%20Scope/note/kept", token: rita).status == .badRequest)
+        }
+    }
+
+    /// A push whose mutations were all applied before the writer lost write
+    /// access is answered with the recorded results on a retry, not 403:
+    /// the client learns its acknowledged edits landed.
+    @Test func aRetriedPushAppliedBeforeAccessWasRevokedIsAnswered() async throws {
+        let server = try await TestServer()
+        try await server.store.createScope("team:x", owner: "olga")
+        try await server.store.setMember("walt", role: .write, in: "team:x")
+        let walt = try await server.token("walt")
+        let push = PushRequest(clientID: "w1", mutations: [Mutations.upsert(1, row: "r", scope: "team:x", ["t": "mine"])])
+        try await server.withClient { client in
+            let first = try await client.send(.post, "/v1/push", token: walt, body: push)
+            #expect(first.status == .ok)
+            try await server.store.setMember("walt", role: .read, in: "team:x")
+            let retry = try await client.send(.post, "/v1/push", token: walt, body: push)
+            #expect(retry.status == .ok)
+            let results = try retry.decode(PushResponse.self).results
+            #expect(results.map(\.status) == [.applied] && results.map(\.replayed) == [true])
+            let next = PushRequest(clientID: "w1", mutations: [Mutations.upsert(2, row: "r", scope: "team:x", ["t": "again"])])
+            #expect(try await client.send(.post, "/v1/push", token: walt, body: next).status == .forbidden)
+        }
+    }
 }

@@ -151,6 +151,46 @@ import FerryTestSupport
         try device.database.outbox.discard(try #require(try device.database.outbox.rejectedMutations().first))
         #expect(try device.database.outbox.rejectedMutations().isEmpty)
         #expect(try await server.rows("note", in: "user:alice")["3"]?["title"] == .text("also fine"))
+        // Discarding restores the server's row: the rejection's reply carried it.
+        #expect(try device.note("3")?.title == "also fine")
+
+        // A rejected insert: the server has no such row, so discarding removes it.
+        try device.execute("INSERT INTO note(id, title) VALUES ('4', 'forbidden')")
+        try await device.engine.sync()
+        try device.database.outbox.discard(try #require(try device.database.outbox.rejectedMutations().first))
+        #expect(try device.note("4") == nil)
+        try await device.engine.sync()
+        #expect(try device.database.outbox.pendingCount() == 0 && device.database.conflicts.count() == 0)
+    }
+
+    /// An edit refused with a 403 (the user may only read the scope) comes
+    /// with no row; discarding it reads the row back with `GET /v1/rows` at
+    /// the next sync. A row in a scope the user cannot read at all goes.
+    @Test func discardingARefusedEditReadsTheRowBack() async throws {
+        try await SyncServer.with(.sqlite) { server in
+            try await server.store.createScope("team-blue", owner: "alice")
+            try await server.store.setMember("rita", role: .read, in: "team-blue")
+            try await server.store.createScope("team-red", owner: "carol")
+            let owner = try await Device.make("o", user: "alice", server: server, directory: directory) { $0.sharedScopes = ["team-blue"] }
+            let reader = try await Device.make("r", user: "rita", server: server, directory: directory) { $0.sharedScopes = ["team-blue"] }
+            try owner.execute("INSERT INTO item(id, listScope, name) VALUES ('i1', 'team-blue', 'tent')")
+            try await owner.engine.sync()
+            try await reader.engine.sync()
+
+            try reader.execute("UPDATE item SET name = 'stove' WHERE id = 'i1'")
+            try reader.execute("INSERT INTO item(id, listScope, name) VALUES ('x', 'team-red', 'not mine')")
+            let summary = try await reader.engine.sync()
+            #expect(summary.rejected == 2)
+            for rejected in try reader.database.outbox.rejectedMutations() {
+                try reader.database.outbox.discard(rejected)
+            }
+            try await reader.engine.sync()
+            let names = try await reader.database.read { db in
+                try Row.fetchAll(db, sql: "SELECT id, name FROM item ORDER BY id").map { "\($0["id"] as String)=\($0["name"] as String)" }
+            }
+            #expect(names == ["i1=tent"])
+            #expect(try reader.database.outbox.pendingCount() == 0)
+        }
     }
 
     /// A mutation for a scope the user may not write is refused by the

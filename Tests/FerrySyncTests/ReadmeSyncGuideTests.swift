@@ -25,7 +25,7 @@ import FerryTestSupport
         }
         return FerrySchema(migrator: migrator, syncedTables: [
             SyncedTable("note"),
-            SyncedTable("task", scope: .column("listScope"), conflictPolicy: .serverWins),
+            SyncedTable("task", scope: .column("listScope")),
         ])
     }
 

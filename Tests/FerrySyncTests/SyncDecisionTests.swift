@@ -1,5 +1,6 @@
 @testable import Ferry
 import FerryProtocol
+import Foundation
 import Testing
 
 /// The pure decisions of the engine, no socket or file.
@@ -71,5 +72,43 @@ import Testing
         #expect(RowRebase.pending([(.insert, nil), (.update, ["b"])]) == .allColumns)
         #expect(RowRebase.pending([(.update, ["a"]), (.delete, nil)]) == .deleted)
         #expect(RowRebase.pending([(.delete, nil), (.update, ["a"])]) == .allColumns)
+    }
+    @Test func retryAfterReadsSecondsAndHTTPDates() {
+        let now = Date(timeIntervalSince1970: 784_111_777)  // Sun, 06 Nov 1994 08:49:37 GMT
+        #expect(RetryAfter.delay("120", now: now) == .seconds(120))
+        #expect(RetryAfter.delay(" 0 ", now: now) == .zero)
+        #expect(RetryAfter.delay("Sun, 06 Nov 1994 08:50:07 GMT", now: now) == .seconds(30))
+        #expect(RetryAfter.delay("Sunday, 06-Nov-94 08:49:47 GMT", now: now) == .seconds(10))
+        #expect(RetryAfter.delay("Sun Nov  6 08:49:57 1994", now: now) == .seconds(20))
+        #expect(RetryAfter.delay("Sun, 06 Nov 1994 08:00:00 GMT", now: now) == .zero, "a date in the past means now")
+        for bad in ["-5", "soon", "", "1.5"] {
+            #expect(RetryAfter.delay(bad, now: now) == nil)
+        }
+    }
+
+    private func conflict(_ kind: Conflict.Kind, mine: ColumnValue?, theirs: ColumnValue?, local: [String: ColumnValue]? = nil) -> SyncConflict {
+        SyncConflict(
+            id: 1, table: "task", rowID: "t1", scope: "user:alice", kind: kind, column: "title", base: "old", mine: mine, theirs: theirs,
+            resolution: .keptServer, mutationID: 0, detectedAt: Date(), overriddenBy: "bob",
+            serverRow: ServerRow(version: 9, deleted: kind == .updateLostToDelete, values: ["title": "server", "owner": "olga", "done": 0]),
+            serverVersion: 9, rowValues: local)
+    }
+
+    @Test func everyChoiceOfEveryKindHasAWholeRowToWrite() {
+        let fill: [String: ColumnValue] = ["title": "server", "owner": "olga", "done": 0]
+        #expect(ConflictResolution.plan(for: conflict(.column, mine: "mine", theirs: "server"), choice: .mine)
+            == .write(set: ["title": "mine"], fill: fill))
+        #expect(ConflictResolution.plan(for: conflict(.column, mine: "mine", theirs: "server"), choice: .theirs)
+            == .write(set: ["title": "server"], fill: fill))
+        // An update lost to a delete: the device's own snapshot of the row lies over the server's last values.
+        let lost = conflict(.updateLostToDelete, mine: "mine", theirs: nil, local: ["title": "mine", "done": 1])
+        #expect(ConflictResolution.plan(for: lost, choice: .mine)
+            == .write(set: ["title": "mine"], fill: ["title": "mine", "owner": "olga", "done": 1]))
+        #expect(ConflictResolution.plan(for: lost, choice: .theirs) == .delete)
+        #expect(ConflictResolution.plan(for: lost, choice: .merged(["done": 2]))
+            == .write(set: ["done": 2], fill: ["title": "mine", "owner": "olga", "done": 1]))
+        let overrode = conflict(.deleteOverrodeUpdate, mine: nil, theirs: "server")
+        #expect(ConflictResolution.plan(for: overrode, choice: .mine) == .delete)
+        #expect(ConflictResolution.plan(for: overrode, choice: .theirs) == .write(set: ["title": "server"], fill: fill))
     }
 }

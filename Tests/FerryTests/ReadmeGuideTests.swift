@@ -25,7 +25,7 @@ import FerryTestSupport
 
         let schema = FerrySchema(migrator: migrator, syncedTables: [
             SyncedTable("note"),                                                       // the user's private scope
-            SyncedTable("task", scope: .column("listScope"), conflictPolicy: .serverWins),
+            SyncedTable("task", scope: .column("listScope")),
         ])
         let database = try FerryDatabase(path: directory.path("app.sqlite"), schema: schema)
 

@@ -68,9 +68,8 @@ import Testing
         }
     }
 
-    @Test func policiesAndScopesAreKept() throws {
+    @Test func scopesAreKept() throws {
         let database = try NotesAndTasks.inMemory()
-        #expect(database.syncedTables.map(\.conflictPolicy) == [.lastWriteWins, .serverWins])
         #expect(database.syncedTables.map(\.scope) == [.user, .column("listScope")])
     }
 }

@@ -34,6 +34,17 @@ public struct Conflicts: Sendable {
     /// report came with) and removes the conflict from the list, in one
     /// transaction.
     ///
+    /// Every choice works whether this device holds the row or not: a row
+    /// that is absent is re-created from the server's row the report came
+    /// with (for a deleted row, the values it held when deleted), with the
+    /// chosen values on top. `.mine` and `.theirs` mean, by kind:
+    ///
+    /// | kind | `.mine` | `.theirs` |
+    /// |---|---|---|
+    /// | `column` | my value | the server's value |
+    /// | `updateLostToDelete` | re-create the row with my value | leave it deleted |
+    /// | `deleteOverrodeUpdate` | leave it deleted | restore the row with their value |
+    ///
     /// - throws: ``FerryError`` `.conflictNotFound` if it was already resolved;
     ///   `DatabaseError` if the write breaks a constraint (nothing changes).
     public func resolve(_ conflict: SyncConflict, with choice: ConflictChoice) throws {
@@ -47,7 +58,8 @@ public struct Conflicts: Sendable {
             }
             let before = try Int64.fetchOne(db, sql: "SELECT max(seq) FROM ferry_outbox") ?? 0
             try Self.write(choice, for: conflict, layout: layout, db)
-            if let version = conflict.serverVersion {
+            let version = max(conflict.serverVersion ?? 0, conflict.serverRow?.version ?? 0)
+            if version > 0 {
                 // Based on the version the report showed: the resolution does not conflict again.
                 try db.execute(sql: """
                     UPDATE ferry_outbox SET base_version = max(coalesce(base_version, 0), ?)
@@ -70,46 +82,28 @@ public struct Conflicts: Sendable {
         let table = SQLText.identifier(layout.table.name)
         let key = SQLText.identifier(layout.primaryKey)
         let exists = try Bool.fetchOne(db, sql: "SELECT 1 FROM \(table) WHERE \(key) = ?", arguments: [conflict.rowID]) ?? false
-        var values: [String: ColumnValue]
-        var rowShouldExist: Bool
-        switch (conflict.kind, choice) {
-        case (.column, .mine):
-            values = conflict.column.flatMap { column in conflict.mine.map { [column: $0] } } ?? [:]
-            rowShouldExist = true
-        case (.column, .theirs):
-            values = conflict.column.flatMap { column in conflict.theirs.map { [column: $0] } } ?? [:]
-            rowShouldExist = true
-        case (.updateLostToDelete, .mine):
-            values = conflict.rowValues ?? conflict.column.flatMap { column in conflict.mine.map { [column: $0] } } ?? [:]
-            rowShouldExist = true
-        case (.updateLostToDelete, .theirs), (.deleteOverrodeUpdate, .mine):
-            values = [:]
-            rowShouldExist = false
-        case (.deleteOverrodeUpdate, .theirs):
-            values = conflict.column.flatMap { column in conflict.theirs.map { [column: $0] } } ?? [:]
-            rowShouldExist = true
-        case (_, .merged(let merged)):
-            values = merged
-            rowShouldExist = true
-        }
-        for column in values.keys where !layout.columns.contains(column) || column == layout.primaryKey {
-            throw FerryError(.invalidConfiguration, "`\(conflict.table)` has no value column `\(column)`")
-        }
-        if !rowShouldExist {
+        switch ConflictResolution.plan(for: conflict, choice: choice) {
+        case .delete:
             if exists { try db.execute(sql: "DELETE FROM \(table) WHERE \(key) = ?", arguments: [conflict.rowID]) }
-            return
-        }
-        let columns = values.keys.sorted()
-        if exists {
-            guard !columns.isEmpty else { return }
-            let sets = columns.map { "\(SQLText.identifier($0)) = ?" }.joined(separator: ", ")
-            try db.execute(sql: "UPDATE \(table) SET \(sets) WHERE \(key) = ?",
-                           arguments: StatementArguments(columns.map { values[$0]!.databaseValue } + [conflict.rowID.databaseValue]))
-        } else {
-            let names = ([layout.primaryKey] + columns).map(SQLText.identifier).joined(separator: ", ")
-            let marks = Array(repeating: "?", count: columns.count + 1).joined(separator: ", ")
-            try db.execute(sql: "INSERT INTO \(table) (\(names)) VALUES (\(marks))",
-                           arguments: StatementArguments([conflict.rowID.databaseValue] + columns.map { values[$0]!.databaseValue }))
+        case .write(let set, let fill):
+            for column in set.keys where !layout.columns.contains(column) || column == layout.primaryKey {
+                throw FerryError(.invalidConfiguration, "`\(conflict.table)` has no value column `\(column)`")
+            }
+            // Columns the server knows and this app's table does not are left out.
+            let values = exists ? set : fill.filter { layout.columns.contains($0.key) && $0.key != layout.primaryKey }
+                .merging(set) { _, chosen in chosen }
+            let columns = values.keys.sorted()
+            if exists {
+                guard !columns.isEmpty else { return }
+                let sets = columns.map { "\(SQLText.identifier($0)) = ?" }.joined(separator: ", ")
+                try db.execute(sql: "UPDATE \(table) SET \(sets) WHERE \(key) = ?",
+                               arguments: StatementArguments(columns.map { values[$0]!.databaseValue } + [conflict.rowID.databaseValue]))
+            } else {
+                let names = ([layout.primaryKey] + columns).map(SQLText.identifier).joined(separator: ", ")
+                let marks = Array(repeating: "?", count: columns.count + 1).joined(separator: ", ")
+                try db.execute(sql: "INSERT INTO \(table) (\(names)) VALUES (\(marks))",
+                               arguments: StatementArguments([conflict.rowID.databaseValue] + columns.map { values[$0]!.databaseValue }))
+            }
         }
     }
 
@@ -127,6 +121,8 @@ public struct Conflicts: Sendable {
                 resolution: Conflict.Resolution(rawValue: row["resolution"]) ?? .unresolved,
                 mutationID: row["mutation_id"],
                 detectedAt: Date(timeIntervalSince1970: Double(row["detected_at"] as Int64) / 1000),
+                overriddenBy: row["overridden_by"],
+                serverRow: try ServerRowRestore.decode(row["server_row"]) ?? nil,
                 serverVersion: row["server_version"],
                 rowValues: try (row["row_values"] as String?).map(ColumnValueJSON.decodeRow))
         }

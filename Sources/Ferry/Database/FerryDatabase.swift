@@ -197,6 +197,25 @@ public struct FerryDatabase: Sendable {
     public var outbox: Outbox { Outbox(database: self) }
 }
 
+// MARK: - Closing
+
+extension FerryDatabase {
+    /// Closes the database's connections. Later reads and writes throw.
+    ///
+    /// Stop any ``SyncEngine`` on it first. Closing is optional: the
+    /// connections also close when the last reference goes away.
+    ///
+    /// ```swift
+    /// await engine.stop()
+    /// try database.close()
+    /// ```
+    ///
+    /// - throws: `DatabaseError` `SQLITE_BUSY` while a statement is still running.
+    public func close() throws {
+        try writer.close()
+    }
+}
+
 // MARK: - Reading and writing
 
 extension FerryDatabase {

@@ -7,7 +7,8 @@ enum FerryMeta {
         var rawValue: String
         /// The device's client id, made once when Ferry's tables are created.
         static let clientID = Key(rawValue: "clientID")
-        /// The highest HLC stamp issued before outbox entries were purged.
+        /// The highest HLC stamp issued before outbox entries were purged,
+        /// or received in a pulled row.
         static let hlc = Key(rawValue: "hlc")
         /// The last mutation id handed to a push.
         static let lastMutationID = Key(rawValue: "lastMutationID")

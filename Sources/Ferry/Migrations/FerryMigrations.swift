@@ -107,6 +107,33 @@ enum FerryMigrations {
                 ) WITHOUT ROWID;
                 """)
         },
+        Migration(identifier: "ferry.v3.notices") { db in
+            try db.execute(sql: """
+                -- A conflict notice (another writer's later write discarded a
+                -- value of this user's) lands here like a pushed conflict:
+                -- `notice_id` names it, `overridden_by` the other user.
+                ALTER TABLE ferry_conflicts ADD COLUMN notice_id TEXT;
+                ALTER TABLE ferry_conflicts ADD COLUMN overridden_by TEXT;
+                -- The server's row the report came with (JSON ServerRow), so
+                -- every resolution can write a whole row, held locally or not.
+                ALTER TABLE ferry_conflicts ADD COLUMN server_row TEXT;
+                -- Where each scope's notices stand. Apart from `cursor`: a
+                -- refetch after a reset does not deliver notices again.
+                ALTER TABLE ferry_cursors ADD COLUMN notice_cursor TEXT;
+                -- For a rejected entry: the server's row at the rejection
+                -- (JSON ServerRow, or 'absent'), restored when it is discarded.
+                ALTER TABLE ferry_outbox ADD COLUMN server_row TEXT;
+                -- Rows to read back from the server (`GET /v1/rows`) at the
+                -- next sync: a refused edit was dropped and no reply carried
+                -- the server's version of the row.
+                CREATE TABLE ferry_row_fetches (
+                    tbl TEXT NOT NULL,
+                    row_id TEXT NOT NULL,
+                    scope TEXT, -- NULL: the user's own scope
+                    PRIMARY KEY (tbl, row_id)
+                ) WITHOUT ROWID;
+                """)
+        },
     ]
 
     static func migrate(_ db: Database) throws {

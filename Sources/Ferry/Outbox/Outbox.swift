@@ -165,16 +165,33 @@ public struct Outbox: Sendable {
         }
     }
 
-    /// Drops a rejected mutation for good. The local row keeps its values
-    /// until the next server change to it.
+    /// Drops a rejected mutation for good and restores the server's version
+    /// of the row: from the rejection's reply when the server rejected it
+    /// (columns with other pending edits are kept), or read back with
+    /// `GET /v1/rows` at the next sync when the server refused the request
+    /// outright (a 4xx) and sent no row.
     public func discard(_ rejected: RejectedMutation) throws {
-        try database.write { db in
+        let layout = database.layouts[rejected.table]
+        try database.writeWithoutCapture { db in
             try Self.saveHighestStamp(db)
+            let entries = try Row.fetchAll(db, sql: """
+                SELECT scope, server_row FROM ferry_outbox WHERE seq IN (SELECT value FROM json_each(?)) AND state = 'rejected'
+                """, arguments: [Self.jsonArray(rejected.entrySeqs)])
             try db.execute(sql: """
                 DELETE FROM ferry_outbox WHERE seq IN (SELECT value FROM json_each(?)) AND state = 'rejected'
                 """, arguments: [Self.jsonArray(rejected.entrySeqs)])
             guard db.changesCount == rejected.entrySeqs.count else {
                 throw FerryError(.outboxStateMismatch, "the rejected mutation of `\(rejected.table)` row \(rejected.rowID) was already resent, discarded or purged")
+            }
+            guard let layout else { return }
+            if let kept = try ServerRowRestore.decode(entries.lazy.compactMap { $0["server_row"] as String? }.first) {
+                try ServerRowRestore.restore(kept, table: rejected.table, rowID: rejected.rowID, layout: layout, db)
+            } else {
+                let scope: String? = entries.lazy.compactMap { $0["scope"] as String? }.first
+                try db.execute(sql: """
+                    INSERT INTO ferry_row_fetches(tbl, row_id, scope) VALUES (?, ?, ?)
+                    ON CONFLICT(tbl, row_id) DO UPDATE SET scope = excluded.scope
+                    """, arguments: [rejected.table, rejected.rowID, scope])
             }
         }
     }

@@ -26,6 +26,8 @@ struct PageApplier {
         var recovered = 0
         /// Local rows removed by the sweep that ends a refetch after a reset.
         var swept = 0
+        /// Conflict notices stored.
+        var notices = 0
     }
 
     static let groupSize = 100
@@ -100,11 +102,45 @@ struct PageApplier {
                 try db.execute(sql: "UPDATE ferry_cursors SET refetching = 0 WHERE scope = ?", arguments: [page.scope])
                 try db.execute(sql: "DELETE FROM ferry_refetch_seen WHERE scope = ?", arguments: [page.scope])
             }
+            report.notices = try storeNotices(page, now: now, db)
             try db.execute(sql: """
-                INSERT INTO ferry_cursors(scope, cursor) VALUES (?, ?)
-                ON CONFLICT(scope) DO UPDATE SET cursor = excluded.cursor
-                """, arguments: [page.scope, page.cursor])
+                INSERT INTO ferry_cursors(scope, cursor, notice_cursor) VALUES (?, ?, ?)
+                ON CONFLICT(scope) DO UPDATE SET cursor = excluded.cursor,
+                    notice_cursor = coalesce(excluded.notice_cursor, ferry_cursors.notice_cursor)
+                """, arguments: [page.scope, page.cursor, page.noticeCursor])
+            try receiveStamps(of: page, db)
             return report
+        }
+    }
+
+    // MARK: - Notices and stamps
+
+    /// Stores the page's conflict notices with the notice cursor, in the
+    /// page's transaction: each lands once however often the page is pulled.
+    private func storeNotices(_ page: PullPage, now: Int64, _ db: Database) throws -> Int {
+        var stored = 0
+        for notice in page.notices where database.layouts[notice.table] != nil {
+            let held = try Bool.fetchOne(db, sql: "SELECT 1 FROM ferry_conflicts WHERE notice_id = ? AND scope = ?",
+                                         arguments: [notice.id, page.scope]) ?? false
+            if held { continue }
+            try PushRecorder.insert(
+                notice.conflict, table: notice.table, rowID: notice.rowID, scope: page.scope, mutationID: 0,
+                serverVersion: notice.row?.version, serverRow: try notice.row.map(ServerRowRestore.encode), rowValues: nil,
+                noticeID: notice.id, overriddenBy: notice.overriddenBy, now: now, db)
+            stored += 1
+        }
+        return stored
+    }
+
+    /// Moves the device's clock past the newest stamp the page carries (and
+    /// saves it), so a later local edit orders after every pulled one under
+    /// last-write-wins, whatever the wall clocks say.
+    private func receiveStamps(of page: PullPage, _ db: Database) throws {
+        guard let newest = page.changes.lazy.compactMap(\.hlc).max() else { return }
+        database.capture.clock.advance(past: newest)
+        let saved: Int64 = try FerryMeta.value(.hlc, in: db) ?? 0
+        if newest.rawValue > saved {
+            try FerryMeta.setValue(newest.rawValue, for: .hlc, in: db)
         }
     }
 
@@ -275,16 +311,6 @@ extension PageApplier.Report {
         setAside += other.setAside
         recovered += other.recovered
         swept += other.swept
+        notices += other.notices
     }
-}
-
-/// A pulled row that could not be applied, kept with its values in
-/// `ferry_set_aside` and retried after later pages.
-public struct SetAsideRow: Sendable, Hashable {
-    public var table: String
-    public var rowID: String
-    public var scope: String
-    public var version: Int64
-    /// The error SQLite gave.
-    public var reason: String
 }

@@ -44,6 +44,9 @@ struct PushRecorder {
                 case .rejected:
                     try Outbox.settle(mutation.entrySeqs, state: "rejected",
                                       reason: result.reason ?? "rejected by the server", now: now, in: db)
+                    // The server's row as it stays: discarding the edit restores it.
+                    try db.execute(sql: "UPDATE ferry_outbox SET server_row = ? WHERE seq IN (SELECT value FROM json_each(?))",
+                                   arguments: [try ServerRowRestore.encode(result.row), Outbox.jsonArray(mutation.entrySeqs)])
                     report.rejected += 1
                 }
             }
@@ -81,15 +84,11 @@ struct PushRecorder {
             }
         }
         let scope = mutation.scope ?? userScope
+        let serverRow = try result.row.map { try ServerRowRestore.encode($0) }
         for conflict in result.conflicts {
-            try db.execute(sql: """
-                INSERT INTO ferry_conflicts(tbl, row_id, scope, kind, column_name, base, local, server, resolution,
-                                            mutation_id, server_version, row_values, detected_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [mutation.table, mutation.rowID, scope, conflict.kind.rawValue, conflict.column,
-                                 try ColumnValueJSON.encode(conflict.base), try ColumnValueJSON.encode(conflict.local),
-                                 try ColumnValueJSON.encode(conflict.server), conflict.resolution.rawValue,
-                                 result.mutationID, result.version, snapshot, now])
+            try Self.insert(conflict, table: mutation.table, rowID: mutation.rowID, scope: scope, mutationID: result.mutationID,
+                            serverVersion: result.version, serverRow: serverRow, rowValues: snapshot, noticeID: nil,
+                            overriddenBy: nil, now: now, db)
         }
         try adoptServerValues(result.conflicts, of: mutation, layout: layout, db)
         if lostToDelete || overrodeUpdate {
@@ -114,6 +113,20 @@ struct PushRecorder {
             }
         }
         return result.conflicts.count
+    }
+
+    /// Stores one reported conflict, from a push reply or a notice.
+    static func insert(_ conflict: Conflict, table: String, rowID: String, scope: String, mutationID: Int64,
+                       serverVersion: Int64?, serverRow: String?, rowValues: String?, noticeID: String?,
+                       overriddenBy: String?, now: Int64, _ db: Database) throws {
+        try db.execute(sql: """
+            INSERT INTO ferry_conflicts(tbl, row_id, scope, kind, column_name, base, local, server, resolution,
+                                        mutation_id, server_version, row_values, detected_at, notice_id, overridden_by, server_row)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [table, rowID, scope, conflict.kind.rawValue, conflict.column,
+                             try ColumnValueJSON.encode(conflict.base), try ColumnValueJSON.encode(conflict.local),
+                             try ColumnValueJSON.encode(conflict.server), conflict.resolution.rawValue,
+                             mutationID, serverVersion, rowValues, now, noticeID, overriddenBy, serverRow])
     }
 
     /// Where the server kept its value (or left it for the app), the local

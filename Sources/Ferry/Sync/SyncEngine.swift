@@ -170,6 +170,7 @@ public actor SyncEngine {
         let layouts = database.layouts
         try await database.write { db in try SchemaWatch.refetchIfGrown(layouts, in: db) }
         try await pushAll(&summary)
+        try await fetchRows()
         try await pullAll(&summary)
         if summary.identityRenewed {
             // A pull revealed a restored copy: its edits go out under the new identity now.
@@ -283,9 +284,15 @@ public actor SyncEngine {
     private func pullAll(_ summary: inout SyncSummary) async throws {
         broadcaster.update { $0.phase = .pulling }
         let applier = PageApplier(database: database, userScope: configuration.userScope)
-        var cursors: [String: String] = try await database.read { db in
-            try Dictionary(Row.fetchAll(db, sql: "SELECT scope, cursor FROM ferry_cursors WHERE cursor IS NOT NULL")
-                .map { ($0["scope"], $0["cursor"]) }, uniquingKeysWith: { a, _ in a })
+        var (cursors, noticeCursors) = try await database.read { db in
+            let rows = try Row.fetchAll(db, sql: "SELECT scope, cursor, notice_cursor FROM ferry_cursors")
+            var cursors: [String: String] = [:]
+            var notices: [String: String] = [:]
+            for row in rows {
+                cursors[row["scope"]] = row["cursor"]
+                notices[row["scope"]] = row["notice_cursor"]
+            }
+            return (cursors, notices)
         }
         var active = configuration.scopes
         // A scope the server refuses fails the whole pull: then scopes are
@@ -297,7 +304,7 @@ public actor SyncEngine {
             let asked = oneAtATime ? [active[0]] : active
             let request = PullRequest(
                 clientID: clientID,
-                scopes: asked.map { PullRequest.ScopeCursor(scope: $0, cursor: cursors[$0]) },
+                scopes: asked.map { PullRequest.ScopeCursor(scope: $0, cursor: cursors[$0], notices: noticeCursors[$0]) },
                 limit: configuration.pullPageSize)
             let reply: PullResponse
             do {
@@ -313,12 +320,21 @@ public actor SyncEngine {
                 let scope = asked[0]
                 if status == 400, cursors[scope] != nil {
                     // A cursor the server no longer accepts: start the scope over, as after a reset.
+                    // The notice cursor stays, so no notice is delivered twice.
                     try await database.write { db in
                         try db.execute(sql: "UPDATE ferry_cursors SET cursor = NULL, refetching = 1 WHERE scope = ?", arguments: [scope])
                         try db.execute(sql: "DELETE FROM ferry_refetch_seen WHERE scope = ?", arguments: [scope])
                     }
                     cursors[scope] = nil
                     summary.resets += 1
+                    continue
+                }
+                if status == 400, noticeCursors[scope] != nil {
+                    // Only the notice cursor is refused: notices start over (stored ones are not stored twice).
+                    try await database.write { db in
+                        try db.execute(sql: "UPDATE ferry_cursors SET notice_cursor = NULL WHERE scope = ?", arguments: [scope])
+                    }
+                    noticeCursors[scope] = nil
                     continue
                 }
                 logger.warning("the server refuses to pull a scope; skipping it", metadata: ["scope": "\(scope)", "error": "\(message)"])
@@ -340,7 +356,9 @@ public actor SyncEngine {
                 summary.pulled += page.changes.count
                 summary.setAside += report.setAside
                 summary.swept += report.swept
+                summary.conflicts += report.notices
                 cursors[page.scope] = page.cursor
+                if let noticeCursor = page.noticeCursor { noticeCursors[page.scope] = noticeCursor }
                 if page.hasMore { next.append(page.scope) }
                 if !report.setAside.isEmpty {
                     logger.warning("pulled rows set aside", metadata: ["rows": "\(report.setAside)"])
@@ -349,6 +367,38 @@ public actor SyncEngine {
                 broadcaster.update { $0.pulled = pulled }
             }
             active = next + active.filter { !asked.contains($0) }
+        }
+    }
+
+    // MARK: - Rows read back
+
+    /// Reads back the rows whose refused edits were discarded with no
+    /// server version at hand, and restores them (`GET /v1/rows`).
+    private func fetchRows() async throws {
+        let wanted = try await database.read { db in
+            try Row.fetchAll(db, sql: "SELECT tbl, row_id, scope FROM ferry_row_fetches")
+                .map { (table: $0["tbl"] as String, rowID: $0["row_id"] as String, scope: $0["scope"] as String?) }
+        }
+        for row in wanted {
+            try Task.checkCancellation()
+            var fetched: ServerRow?
+            var readable = true
+            do {
+                fetched = try await transport.row(scope: row.scope ?? configuration.userScope, table: row.table, rowID: row.rowID, token: credentials.token)
+            } catch {
+                guard case .refused(let status, _) = SyncFailure(error) else { throw error }
+                // A row this user may not read is, as far as they can see, no row: the
+                // discarded edit goes. A row refused as malformed is left as it is.
+                readable = status == 403
+                logger.warning("a row to restore could not be read", metadata: ["table": "\(row.table)", "row": "\(row.rowID)", "error": "\(error)"])
+            }
+            let layout = database.layouts[row.table]
+            try database.writeWithoutCapture { db in
+                if readable, let layout {
+                    try ServerRowRestore.restore(fetched, table: row.table, rowID: row.rowID, layout: layout, db)
+                }
+                try db.execute(sql: "DELETE FROM ferry_row_fetches WHERE tbl = ? AND row_id = ?", arguments: [row.table, row.rowID])
+            }
         }
     }
 

@@ -6,10 +6,15 @@ import FerryProtocol
 /// device (a UUID string). Ferry installs triggers on it that record every
 /// insert, update and delete in the outbox, in the same transaction.
 ///
+/// How concurrent edits of a column are settled is the server's decision,
+/// set per table there (`FerryServerConfiguration`'s table rules, or
+/// `ferry-server --policy task=serverWins`): every device of every user
+/// then follows the same rule.
+///
 /// ```swift
 /// let schema = FerrySchema(migrator: migrator, syncedTables: [
 ///     SyncedTable("note"),
-///     SyncedTable("task", scope: .column("listScope"), conflictPolicy: .serverWins),
+///     SyncedTable("task", scope: .column("listScope")),
 /// ])
 /// ```
 public struct SyncedTable: Sendable, Hashable {
@@ -17,12 +22,9 @@ public struct SyncedTable: Sendable, Hashable {
     public var name: String
     /// Which scope each row belongs to.
     public var scope: ScopeRule
-    /// How concurrent edits of one column are settled.
-    public var conflictPolicy: ConflictPolicy
 
-    public init(_ name: String, scope: ScopeRule = .user, conflictPolicy: ConflictPolicy = .lastWriteWins) {
+    public init(_ name: String, scope: ScopeRule = .user) {
         self.name = name
         self.scope = scope
-        self.conflictPolicy = conflictPolicy
     }
 }

@@ -92,6 +92,11 @@ public final class FaultInjectingTransport: SyncTransport {
         return try await perform(fault, .pull, request, previous) { try await self.inner.pull($0, token: token) }
     }
 
+    /// Passed through: faults are injected on push and pull.
+    public func row(scope: String, table: String, rowID: String, token: String?) async throws -> ServerRow? {
+        try await inner.row(scope: scope, table: table, rowID: rowID, token: token)
+    }
+
     public func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error> {
         inner.live(scopes: scopes, token: token)
     }

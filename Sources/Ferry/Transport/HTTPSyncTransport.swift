@@ -53,6 +53,31 @@ public struct HTTPSyncTransport: SyncTransport {
         try await post("/v1/pull", request, token: token)
     }
 
+    public func row(scope: String, table: String, rowID: String, token: String?) async throws -> ServerRow? {
+        let segments = [scope, table, rowID].map { $0.addingPercentEncoding(withAllowedCharacters: Self.pathSegment) ?? $0 }
+        var base = baseURL.absoluteString
+        while base.hasSuffix("/") { base.removeLast() }
+        var request = HTTPClientRequest(url: base + "/v1/rows/" + segments.joined(separator: "/"))
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        let deadline = NIODeadline.now() + .nanoseconds(Int64(requestTimeout.components.seconds) * 1_000_000_000
+            + requestTimeout.components.attoseconds / 1_000_000_000)
+        let client = self.client
+        return try await Self.mapErrors {
+            let response = try await client.execute(request, deadline: deadline)
+            let bytes = try await response.body.collect(upTo: maxResponseBytes)
+            if response.status == .notFound { return nil }
+            guard response.status == .ok else { throw Self.failure(response, body: bytes) }
+            do {
+                return try JSONDecoder().decode(ServerRow.self, from: Data(bytes.readableBytesView))
+            } catch {
+                throw SyncTransportError.invalidResponse("/v1/rows answered a body that is not a row: \(error)")
+            }
+        }
+    }
+
+    /// Unreserved characters: everything else in a path segment is percent-encoded.
+    private static let pathSegment = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
     public func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: LiveMessage.self)
         var components = URLComponents(url: url("/v1/live"), resolvingAgainstBaseURL: false)!
@@ -123,7 +148,7 @@ public struct HTTPSyncTransport: SyncTransport {
 
     private static func failure(_ response: HTTPClientResponse, body: ByteBuffer?) -> SyncTransportError {
         let error = body.flatMap { try? JSONDecoder().decode(ErrorResponse.self, from: Data($0.readableBytesView)) }
-        let retryAfter = response.headers.first(name: "Retry-After").flatMap(Int.init).map { Duration.seconds($0) }
+        let retryAfter = response.headers.first(name: "Retry-After").flatMap { RetryAfter.delay($0, now: Date()) }
         return .http(status: Int(response.status.code), error: error, retryAfter: retryAfter)
     }
 

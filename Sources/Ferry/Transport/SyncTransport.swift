@@ -20,6 +20,9 @@ public protocol SyncTransport: Sendable {
     func push(_ request: PushRequest, token: String?) async throws -> PushResponse
     /// `POST /v1/pull`.
     func pull(_ request: PullRequest, token: String?) async throws -> PullResponse
+    /// `GET /v1/rows/{scope}/{table}/{rowID}`: one row as the server holds
+    /// it, or `nil` when it has none (404).
+    func row(scope: String, table: String, rowID: String, token: String?) async throws -> ServerRow?
     /// `GET /v1/live`: the server's news for `scopes`, until the stream ends
     /// or fails. The first message is ``LiveMessage/ready`` once subscribed.
     func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error>

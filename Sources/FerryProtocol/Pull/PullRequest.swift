@@ -9,10 +9,15 @@ public struct PullRequest: Sendable, Hashable, Codable {
         public var scope: String
         /// The opaque cursor from the previous page, or `nil` to start from scratch.
         public var cursor: String?
+        /// The `noticeCursor` from the previous page, or `nil` for every
+        /// conflict notice the server still keeps. Kept apart from `cursor`:
+        /// a refetch of the scope does not deliver notices again.
+        public var notices: String?
 
-        public init(scope: String, cursor: String? = nil) {
+        public init(scope: String, cursor: String? = nil, notices: String? = nil) {
             self.scope = scope
             self.cursor = cursor
+            self.notices = notices
         }
     }
 

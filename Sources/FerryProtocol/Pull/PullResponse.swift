@@ -33,13 +33,39 @@ public struct PullPage: Sendable, Hashable, Codable {
     /// another server epoch. This page starts the scope from scratch: the
     /// client refetches it, keeps its outbox and re-applies pending changes.
     public var reset: Bool
+    /// Values of this user's, in this scope, that another writer's later
+    /// edit or delete discarded (see ``ConflictNotice``).
+    public var notices: [ConflictNotice]
+    /// Where the next pull's notices start: send it back as
+    /// ``PullRequest/ScopeCursor/notices``. Opaque.
+    public var noticeCursor: String?
 
-    public init(scope: String, changes: [RowChange], cursor: String, hasMore: Bool, reset: Bool) {
+    public init(
+        scope: String, changes: [RowChange], cursor: String, hasMore: Bool, reset: Bool,
+        notices: [ConflictNotice] = [], noticeCursor: String? = nil
+    ) {
         self.scope = scope
         self.changes = changes
         self.cursor = cursor
         self.hasMore = hasMore
         self.reset = reset
+        self.notices = notices
+        self.noticeCursor = noticeCursor
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case scope, changes, cursor, hasMore, reset, notices, noticeCursor
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        scope = try container.decode(String.self, forKey: .scope)
+        changes = try container.decode([RowChange].self, forKey: .changes)
+        cursor = try container.decode(String.self, forKey: .cursor)
+        hasMore = try container.decode(Bool.self, forKey: .hasMore)
+        reset = try container.decode(Bool.self, forKey: .reset)
+        notices = try container.decodeIfPresent([ConflictNotice].self, forKey: .notices) ?? []
+        noticeCursor = try container.decodeIfPresent(String.self, forKey: .noticeCursor)
     }
 }
 
@@ -53,12 +79,20 @@ public struct RowChange: Sendable, Hashable, Codable {
     public var deleted: Bool
     /// Every column's current value.
     public var values: [String: ColumnValue]
+    /// The newest edit stamp among the row's values: a device that applies
+    /// the row moves its clock past it, so its next edit orders after this
+    /// one under last-write-wins whatever the wall clocks say.
+    public var hlc: HLCTimestamp?
 
-    public init(table: String, rowID: String, version: Int64, deleted: Bool, values: [String: ColumnValue]) {
+    public init(
+        table: String, rowID: String, version: Int64, deleted: Bool, values: [String: ColumnValue],
+        hlc: HLCTimestamp? = nil
+    ) {
         self.table = table
         self.rowID = rowID
         self.version = version
         self.deleted = deleted
         self.values = values
+        self.hlc = hlc
     }
 }

@@ -30,6 +30,10 @@ public struct MutationResult: Sendable, Hashable, Codable {
     /// True when this id had been applied by an earlier push: nothing was
     /// applied again and the result is the one recorded the first time.
     public var replayed: Bool
+    /// For a conflict or a rejection: the row as the server holds it after
+    /// this mutation (`nil`: the server has no such row), so the client can
+    /// settle the conflict or drop the rejected edit without a fetch.
+    public var row: ServerRow?
 
     public init(
         mutationID: Int64,
@@ -37,7 +41,8 @@ public struct MutationResult: Sendable, Hashable, Codable {
         version: Int64? = nil,
         conflicts: [Conflict] = [],
         reason: String? = nil,
-        replayed: Bool = false
+        replayed: Bool = false,
+        row: ServerRow? = nil
     ) {
         self.mutationID = mutationID
         self.status = status
@@ -45,5 +50,6 @@ public struct MutationResult: Sendable, Hashable, Codable {
         self.conflicts = conflicts
         self.reason = reason
         self.replayed = replayed
+        self.row = row
     }
 }

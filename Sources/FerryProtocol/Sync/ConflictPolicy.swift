@@ -4,8 +4,12 @@
 /// base version and holds a different value. Whatever a policy discards is
 /// recorded with its base, local and server values, so no edit vanishes.
 ///
+/// Policies are the server's, set per table (`FerryServerConfiguration`'s
+/// table rules, or `ferry-server --policy task=serverWins`); clients do not
+/// choose them.
+///
 /// ```swift
-/// let table = SyncedTable("note", conflictPolicy: .serverWins)
+/// let tables = ServerTables(rules: ["task": TableRule(policy: .serverWins)])
 /// ```
 public enum ConflictPolicy: String, Sendable, Hashable, Codable, CaseIterable {
     /// The later hybrid-logical-clock stamp wins; the server refuses stamps

@@ -70,6 +70,7 @@ public enum FerryApplication {
         v1.post("push", use: api.push)
         v1.post("pull", use: api.pull)
         v1.get("live", use: api.live)
+        v1.get("rows/:scope/:table/:rowID", use: api.row)
         v1.get("scopes", use: api.listScopes)
         v1.post("scopes", use: api.createScope)
         v1.put("scopes/:scope/members/:user", use: api.setMember)

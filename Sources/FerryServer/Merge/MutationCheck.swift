@@ -68,7 +68,7 @@ struct MutationCheck: Sendable {
             || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "_")
     }
 
-    private static func isRowID(_ id: String) -> Bool {
+    static func isRowID(_ id: String) -> Bool {
         (1...128).contains(id.utf8.count) && id.utf8.allSatisfy { (0x21...0x7E).contains($0) }
     }
 

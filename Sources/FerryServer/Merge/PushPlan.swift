@@ -14,6 +14,24 @@ struct PushPlan: Sendable {
         var conflict: Conflict
     }
 
+    /// A notice to record for the writer of a value this push discarded.
+    struct RecordedNotice: Sendable, Hashable {
+        var key: RowKey
+        /// Who receives it: every device of this user.
+        var userID: String
+        /// The writer whose push overrode the value: that device already
+        /// holds the conflict from its own reply.
+        var byUserID: String
+        var byClientID: String
+        var conflict: Conflict
+        /// The row after the overriding write.
+        var row: ServerRow?
+        /// The policy that chose the other value; `nil` when a delete won.
+        var policy: ConflictPolicy?
+        /// The version of the overriding write.
+        var version: Int64
+    }
+
     /// A rejection to record.
     struct RecordedRejection: Sendable, Hashable {
         var mutation: Mutation
@@ -33,6 +51,7 @@ struct PushPlan: Sendable {
     var overwritten: [RowKey: [HistoricValue]]
     var conflicts: [RecordedConflict]
     var rejections: [RecordedRejection]
+    var notices: [RecordedNotice] = []
 
     /// Scopes whose rows changed: their live subscribers hear of it.
     var changedScopes: Set<String> {

@@ -69,7 +69,7 @@ struct PushPlanner: Sendable {
             let current = state[key]
             guard let rule = tables.rule(for: mutation.table) else {
                 // Callers refuse unknown tables before planning; keep the plan total anyway.
-                reject(mutation, "table `\(mutation.table)` is not synced by this server", into: &plan)
+                reject(mutation, "table `\(mutation.table)` is not synced by this server", current: current, into: &plan)
                 continue
             }
             if rule.policy == .lastWriteWins,
@@ -79,13 +79,13 @@ struct PushPlanner: Sendable {
                 reject(
                     mutation,
                     "the edit's clock stamp is \(ahead) ms ahead of the server (limit \(maxClockDriftMilliseconds) ms); correct the device clock",
-                    into: &plan
+                    current: current, into: &plan
                 )
                 continue
             }
             if let base = mutation.baseVersion, base > (current?.version ?? plan.version) {
                 // A base the server never issued would switch off conflict detection.
-                reject(mutation, "baseVersion \(base) is newer than any version of this row the server has issued", into: &plan)
+                reject(mutation, "baseVersion \(base) is newer than any version of this row the server has issued", current: current, into: &plan)
                 continue
             }
             if let validator = rule.validator {
@@ -96,7 +96,7 @@ struct PushPlanner: Sendable {
                     currentValues: current.flatMap { $0.deleted ? nil : $0.values }
                 )
                 if case .reject(let reason) = validator.validate(proposed) {
-                    reject(mutation, reason, into: &plan)
+                    reject(mutation, reason, current: current, into: &plan)
                     continue
                 }
             }
@@ -110,7 +110,7 @@ struct PushPlanner: Sendable {
                 horizon: horizon
             )
             if let row = outcome.row, row.cells.count > maxColumnsPerRow {
-                reject(mutation, "the row would hold \(row.cells.count) columns; the limit is \(maxColumnsPerRow)", into: &plan)
+                reject(mutation, "the row would hold \(row.cells.count) columns; the limit is \(maxColumnsPerRow)", current: current, into: &plan)
                 continue
             }
             if outcome.changed, let row = outcome.row {
@@ -121,21 +121,33 @@ struct PushPlanner: Sendable {
                 plan.overwritten[key, default: []] += outcome.overwritten
             }
             let rowVersion = outcome.row.map(\.version)
+            let serverRow = outcome.row.map(\.serverRow)
             plan.results.append(MutationResult(
                 mutationID: mutation.mutationID,
                 status: outcome.status,
                 version: rowVersion,
-                conflicts: outcome.conflicts
+                conflicts: outcome.conflicts,
+                row: outcome.conflicts.isEmpty ? nil : serverRow
             ))
             plan.conflicts += outcome.conflicts.map {
                 PushPlan.RecordedConflict(key: key, mutationID: mutation.mutationID, version: rowVersion, conflict: $0)
+            }
+            plan.notices += outcome.overridden.map {
+                PushPlan.RecordedNotice(
+                    key: key, userID: $0.userID, byUserID: userID, byClientID: clientID, conflict: $0.conflict,
+                    row: serverRow, policy: mutation.operation == .delete ? nil : rule.policy, version: rowVersion ?? plan.version
+                )
             }
         }
         return plan
     }
 
-    private func reject(_ mutation: Mutation, _ reason: String, into plan: inout PushPlan) {
-        plan.results.append(MutationResult(mutationID: mutation.mutationID, status: .rejected, reason: reason))
+    /// Refuses a mutation; the result carries the row as it stays, so the
+    /// client can restore it when it drops the edit.
+    private func reject(_ mutation: Mutation, _ reason: String, current: StoredRow?, into plan: inout PushPlan) {
+        plan.results.append(MutationResult(
+            mutationID: mutation.mutationID, status: .rejected, reason: reason, row: current.map(\.serverRow)
+        ))
         plan.rejections.append(PushPlan.RecordedRejection(mutation: mutation, reason: reason))
     }
 }

@@ -20,6 +20,9 @@ enum RowMerge {
         var changed: Bool
         /// Values overwritten by this mutation, for later base lookups.
         var overwritten: [HistoricValue]
+        /// Other writers' applied values this mutation discarded without
+        /// having seen them: each writer gets a notice.
+        var overridden: [OverriddenValue] = []
     }
 
     /// Merges `mutation`, sent by `clientID`, into `current`.
@@ -89,6 +92,7 @@ enum RowMerge {
         var merged = row
         var conflicts: [Conflict] = []
         var overwritten: [HistoricValue] = []
+        var overridden: [OverriddenValue] = []
         var changed = false
 
         func set(_ column: String, _ value: ColumnValue) {
@@ -122,19 +126,29 @@ enum RowMerge {
                     resolution: resolution
                 )
             }
+            /// The mutation's value replaces the other writer's: they are told.
+            func override() {
+                set(column, local)
+                conflicts.append(conflict(.keptLocal))
+                overridden.append(OverriddenValue(
+                    writer: cell.clientID,
+                    conflict: Conflict(
+                        kind: .column, column: column, base: row.value(of: column, at: base),
+                        local: cell.value, server: local, resolution: .keptServer
+                    )
+                ))
+            }
             switch policy {
             case .lastWriteWins:
                 if mutation.hlc > cell.hlc {
-                    set(column, local)
-                    conflicts.append(conflict(.keptLocal))
+                    override()
                 } else {
                     conflicts.append(conflict(.keptServer))
                 }
             case .serverWins:
                 conflicts.append(conflict(.keptServer))
             case .clientWins:
-                set(column, local)
-                conflicts.append(conflict(.keptLocal))
+                override()
             case .manual:
                 conflicts.append(conflict(.unresolved))
             }
@@ -147,7 +161,9 @@ enum RowMerge {
         }
         let othersChanged = row.cells.values.contains { $0.version > base && $0.clientID != clientID }
         let status: MutationResult.Status = !conflicts.isEmpty ? .conflict : (othersChanged ? .merged : .applied)
-        return Outcome(row: merged, status: status, conflicts: conflicts, changed: changed, overwritten: overwritten)
+        return Outcome(
+            row: merged, status: status, conflicts: conflicts, changed: changed, overwritten: overwritten, overridden: overridden
+        )
     }
 
     private static func delete(
@@ -160,19 +176,29 @@ enum RowMerge {
             return Outcome(row: current, status: .applied, conflicts: [], changed: false, overwritten: [])
         }
         let base = mutation.baseVersion ?? 0
-        let conflicts = row.cells
+        let unseen = row.cells
             .filter { $0.value.version > base && $0.value.clientID != clientID }
             .sorted { $0.key < $1.key }
-            .map { column, cell in
-                Conflict(
-                    kind: .deleteOverrodeUpdate,
-                    column: column,
-                    base: row.value(of: column, at: base),
-                    local: nil,
-                    server: cell.value,
-                    resolution: .keptLocal
+        let conflicts = unseen.map { column, cell in
+            Conflict(
+                kind: .deleteOverrodeUpdate,
+                column: column,
+                base: row.value(of: column, at: base),
+                local: nil,
+                server: cell.value,
+                resolution: .keptLocal
+            )
+        }
+        // Each writer of an unseen value learns that their update lost to this delete.
+        let overridden = unseen.map { column, cell in
+            OverriddenValue(
+                writer: cell.clientID,
+                conflict: Conflict(
+                    kind: .updateLostToDelete, column: column, base: row.value(of: column, at: base),
+                    local: cell.value, server: nil, resolution: .keptServer
                 )
-            }
+            )
+        }
         let overwritten = row.cells
             .sorted { $0.key < $1.key }
             .map { HistoricValue(column: $0.key, version: $0.value.version, value: $0.value.value) }
@@ -188,7 +214,8 @@ enum RowMerge {
             status: conflicts.isEmpty ? .applied : .conflict,
             conflicts: conflicts,
             changed: true,
-            overwritten: overwritten
+            overwritten: overwritten,
+            overridden: overridden
         )
     }
 

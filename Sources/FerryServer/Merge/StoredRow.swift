@@ -59,4 +59,20 @@ struct StoredRow: Hashable, Sendable {
     var values: [String: ColumnValue] {
         cells.mapValues(\.value)
     }
+
+    /// The newest edit stamp among the row's values.
+    var newestStamp: HLCTimestamp? {
+        cells.values.map(\.hlc).max()
+    }
+
+    /// The row as a client sees it in a conflict, a rejection or a notice:
+    /// a tombstone carries the values it held when deleted, from history.
+    var serverRow: ServerRow {
+        guard deleted else { return ServerRow(version: version, deleted: false, values: values) }
+        var last: [String: HistoricValue] = [:]
+        for old in history where old.version < version && (last[old.column]?.version ?? .min) < old.version {
+            last[old.column] = old
+        }
+        return ServerRow(version: version, deleted: true, values: last.mapValues(\.value))
+    }
 }

@@ -30,9 +30,9 @@ enum StoreCoding {
     }
 
     /// A result as JSON, written directly in the common case (no conflicts,
-    /// no reason); otherwise through `JSONEncoder`.
+    /// no reason, no row); otherwise through `JSONEncoder`.
     static func resultJSON(_ result: MutationResult) throws -> String {
-        guard result.conflicts.isEmpty, result.reason == nil else { return try json(result) }
+        guard result.conflicts.isEmpty, result.reason == nil, result.row == nil else { return try json(result) }
         let version = result.version.map { ",\"version\":\($0)" } ?? ""
         return "{\"conflicts\":[],\"mutationID\":\(result.mutationID),\"replayed\":\(result.replayed),\"status\":\"\(result.status.rawValue)\"\(version)}"
     }
@@ -89,6 +89,15 @@ enum StoreCoding {
     /// A row's `cells` column: per column, value, version, stamp and writer.
     static func cells(_ json: String) throws -> [String: StoredCell] {
         try decode([String: StoredCell].self, from: json)
+    }
+
+    /// A pulled row from its stored cells: values, and the newest stamp
+    /// among them (the device's clock moves past it).
+    static func change(table: String, rowID: String, version: Int64, deleted: Bool, cells: [String: StoredCell]) -> RowChange {
+        RowChange(
+            table: table, rowID: rowID, version: version, deleted: deleted,
+            values: cells.mapValues(\.value), hlc: cells.values.map(\.hlc).max()
+        )
     }
 
     /// How many of a page's rows, of these JSON sizes, fit in `limit` rows

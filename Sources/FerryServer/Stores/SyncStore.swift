@@ -95,6 +95,13 @@ public protocol SyncStore: Sendable {
     /// - Throws: ``FerryServerError`` `badRequest` for a garbled or forged cursor.
     func pull(_ request: PullRequest, userID: String, limit: Int) async throws -> PullResponse
 
+    /// One row as the server holds it now (a tombstone with the values it
+    /// last held), or `nil` when the store has no such row.
+    func row(scope: String, table: String, rowID: String) async throws -> ServerRow?
+
+    /// The last mutation id the store applied for a client (0: none).
+    func lastAppliedMutationID(userID: String, clientID: String) async throws -> Int64
+
     /// The stored membership of `userID` in a shared scope, if any.
     func membership(of userID: String, in scope: String) async throws -> ScopeMembership?
 
@@ -109,7 +116,8 @@ public protocol SyncStore: Sendable {
     /// Adds `userID` to a shared scope, or changes their role.
     func setMember(_ userID: String, role: ScopeRole, in scope: String) async throws
 
-    /// Removes tombstones last changed before `cutoff` and moves the horizon past them.
+    /// Removes tombstones and conflict notices from before `cutoff`, and
+    /// moves the horizon past the tombstones.
     func collectGarbage(before cutoff: Date) async throws -> GarbageReport
 
     /// Runs what the store needs in the background (connections, listeners)

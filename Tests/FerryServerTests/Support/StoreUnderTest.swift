@@ -6,20 +6,6 @@ import Logging
 import Testing
 import FerryTestSupport
 
-/// The stores the conformance suite runs against.
-enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
-    case sqlite
-    case postgres
-
-    /// SQLite always; PostgreSQL when a cluster is configured, and always in
-    /// CI, where a missing cluster fails the test instead of skipping it.
-    static var available: [StoreKind] {
-        PostgresTestDatabase.shouldRun ? [.sqlite, .postgres] : [.sqlite]
-    }
-
-    var testDescription: String { rawValue }
-}
-
 /// A real store of either kind on throwaway data, and what the tests read
 /// from its tables.
 struct StoreUnderTest: Sendable {

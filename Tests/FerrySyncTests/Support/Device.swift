@@ -5,7 +5,8 @@ import GRDB
 import FerryTestSupport
 
 /// The app schema the end-to-end tests sync: private notes, a list of items
-/// in shared scopes, and a STRICT table whose types SQLite enforces.
+/// in shared scopes, a STRICT table whose types SQLite enforces, and tasks
+/// whose columns are all NOT NULL.
 enum SyncSchema {
     static func migrator(withPriority: Bool = false) -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
@@ -14,6 +15,8 @@ enum SyncSchema {
                 CREATE TABLE note (id TEXT PRIMARY KEY NOT NULL, title TEXT, body TEXT, counter INTEGER NOT NULL DEFAULT 0);
                 CREATE TABLE item (id TEXT PRIMARY KEY NOT NULL, listScope TEXT, name TEXT);
                 CREATE TABLE reading (id TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL) STRICT;
+                CREATE TABLE task (id TEXT PRIMARY KEY NOT NULL, title TEXT NOT NULL, owner TEXT NOT NULL,
+                                   done INTEGER NOT NULL, due TEXT NOT NULL);
                 """)
         }
         if withPriority {
@@ -29,6 +32,7 @@ enum SyncSchema {
             SyncedTable("note"),
             SyncedTable("item", scope: .column("listScope")),
             SyncedTable("reading"),
+            SyncedTable("task"),
         ])
     }
 }

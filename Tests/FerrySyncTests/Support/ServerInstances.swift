@@ -89,6 +89,10 @@ final class RandomInstance: SyncTransport, @unchecked Sendable {
         try await pick().pull(request, token: token)
     }
 
+    func row(scope: String, table: String, rowID: String, token: String?) async throws -> ServerRow? {
+        try await pick().row(scope: scope, table: table, rowID: rowID, token: token)
+    }
+
     func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error> {
         transports[0].live(scopes: scopes, token: token)
     }

@@ -8,20 +8,56 @@ import ServiceLifecycle
 import FerryTestSupport
 
 /// The real sync server, in this process, on a real loopback socket: a
-/// SQLite store in a temporary directory behind the real HTTP stack.
+/// SQLite store in a temporary directory (or a PostgreSQL store on a fresh
+/// database) behind the real HTTP stack.
 final class SyncServer: Sendable {
     static let secret = "sync-test-secret-0123456789abcdef-0123"
 
     let directory: TemporaryDirectory
-    let store: SQLiteSyncStore
+    let store: any SyncStore
+    /// The store when it is the SQLite one, for tests that read its tables.
+    let sqlite: SQLiteSyncStore?
+    /// The PostgreSQL database, dropped by ``stop()``.
+    let postgres: PostgresTestDatabase?
     let port: Int
     private let group: ServiceGroup
     private let running: Task<Void, any Error>
     private let authority: TokenAuthority
 
-    static func start(tables: ServerTables = ServerTables(), in directory: TemporaryDirectory? = nil) async throws -> SyncServer {
+    /// Runs `body` against a server on a store of `kind`, and stops it
+    /// (dropping a PostgreSQL database) whatever `body` does.
+    static func with<T>(
+        _ kind: StoreKind, tables: ServerTables = ServerTables(), _ body: (SyncServer) async throws -> T
+    ) async throws -> T {
+        let server = try await start(tables: tables, store: kind)
+        do {
+            let value = try await body(server)
+            await server.stop()
+            return value
+        } catch {
+            await server.stop()
+            throw error
+        }
+    }
+
+    static func start(
+        tables: ServerTables = ServerTables(), in directory: TemporaryDirectory? = nil, store kind: StoreKind = .sqlite
+    ) async throws -> SyncServer {
         let directory = try directory ?? TemporaryDirectory()
-        let store = try SQLiteSyncStore(directory: directory.url.appending(path: "server"))
+        let store: any SyncStore
+        var postgres: PostgresTestDatabase?
+        switch kind {
+        case .sqlite:
+            store = try SQLiteSyncStore(directory: directory.url.appending(path: "server"))
+        case .postgres:
+            let database = try await PostgresTestDatabase.create()
+            postgres = database
+            var storeConfiguration = try PostgresStoreConfiguration(url: database.url)
+            storeConfiguration.poolSize = 8
+            var storeLogger = Logger(label: "sync-test-postgres")
+            storeLogger.logLevel = .error
+            store = PostgresSyncStore(configuration: storeConfiguration, logger: storeLogger)
+        }
         var configuration = FerryServerConfiguration(jwtSecret: secret)
         configuration.port = 0
         configuration.tables = tables
@@ -36,14 +72,17 @@ final class SyncServer: Sendable {
         let running = Task { try await group.run() }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else { throw CancellationError() }
-        return SyncServer(directory: directory, store: store, port: port, group: group, running: running,
+        if let store = store as? PostgresSyncStore { try await store.waitUntilReady() }
+        return SyncServer(directory: directory, store: store, postgres: postgres, port: port, group: group, running: running,
                           authority: await TokenAuthority(secret: secret))
     }
 
-    private init(directory: TemporaryDirectory, store: SQLiteSyncStore, port: Int, group: ServiceGroup,
+    private init(directory: TemporaryDirectory, store: any SyncStore, postgres: PostgresTestDatabase?, port: Int, group: ServiceGroup,
                  running: Task<Void, any Error>, authority: TokenAuthority) {
         self.directory = directory
         self.store = store
+        self.sqlite = store as? SQLiteSyncStore
+        self.postgres = postgres
         self.port = port
         self.group = group
         self.running = running
@@ -59,18 +98,19 @@ final class SyncServer: Sendable {
     func stop() async {
         await group.triggerGracefulShutdown()
         _ = try? await running.value
+        try? await postgres?.drop()
     }
 
     /// The store's version counter: one step per mutation that changed a row.
     func storeVersion() async throws -> Int64 {
-        try await store.pool.read { db in
+        try await sqlite!.pool.read { db in
             try Int64.fetchOne(db, sql: "SELECT CAST(value AS INTEGER) FROM store_meta WHERE key = 'version'") ?? 0
         }
     }
 
     /// The live (not deleted) rows of a table in a scope: row id → values.
     func rows(_ table: String, in scope: String) async throws -> [String: [String: ColumnValue]] {
-        try await store.pool.read { db in
+        try await sqlite!.pool.read { db in
             var rows: [String: [String: ColumnValue]] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT row_id, cells FROM rows WHERE scope = ? AND tbl = ? AND deleted = 0",
                                         arguments: [scope, table]) {

@@ -68,7 +68,7 @@ enum NotesExample {
         switch version {
         case "v1": [SyncedTable("note")]
         case "v2": [SyncedTable("note"), SyncedTable("tag")]
-        default: [SyncedTable("note"), SyncedTable("tag"), SyncedTable("category", conflictPolicy: .serverWins)]
+        default: [SyncedTable("note"), SyncedTable("tag"), SyncedTable("category")]
         }
     }
 

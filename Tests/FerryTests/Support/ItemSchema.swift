@@ -32,7 +32,7 @@ enum NotesAndTasks {
 
     static let schema = FerrySchema(migrator: migrator(), syncedTables: [
         SyncedTable("note"),
-        SyncedTable("task", scope: .column("listScope"), conflictPolicy: .serverWins),
+        SyncedTable("task", scope: .column("listScope")),
     ])
 
     static func inMemory(configuration: FerryConfiguration = FerryConfiguration()) throws -> FerryDatabase {

@@ -7,7 +7,11 @@ extension SyncAPI {
         let userID = try context.requireUser()
         let push = try await request.decodeJSON(PushRequest.self, limits: limits)
         try MutationCheck(limits: limits, tables: configuration.tables).check(push)
-        for scope in Set(push.mutations.map(\.scope)).sorted() {
+        // Mutations the store already applied are only acknowledged again,
+        // even if the user has since lost write access: a resend after a
+        // lost reply must not turn an applied edit into a refused one.
+        let applied = push.mutations.isEmpty ? 0 : try await store.lastAppliedMutationID(userID: userID, clientID: push.clientID)
+        for scope in Set(push.mutations.filter { $0.mutationID > applied }.map(\.scope)).sorted() {
             try await require(.write, in: scope, for: userID)
         }
         let rules = PushRules(tables: configuration.tables, maxClockDrift: configuration.maxClockDrift, now: configuration.now())

@@ -119,6 +119,27 @@ enum PostgresSchema {
             "CREATE INDEX ferry_members_by_user ON ferry_members (user_id)",
             "CREATE INDEX ferry_scopes_by_owner ON ferry_scopes (owner)",
         ]),
+        Migration(version: 2, statements: [
+            // Conflict notices: a value `user_id` had pushed and the server
+            // applied, discarded by a later write that had not seen it. Pulls
+            // of `scope` deliver them to every device of `user_id`, by
+            // (xid, id) below the oldest running transaction, like rows.
+            """
+            CREATE TABLE ferry_notices (
+                id bigserial PRIMARY KEY,
+                xid bigint NOT NULL,
+                user_id text NOT NULL,
+                scope text NOT NULL,
+                by_user text NOT NULL,
+                by_client text NOT NULL,
+                version bigint NOT NULL,
+                notice text NOT NULL,
+                created_at bigint NOT NULL
+            )
+            """,
+            "CREATE INDEX ferry_notices_by_reader ON ferry_notices (user_id, scope, xid, id)",
+            "CREATE INDEX ferry_notices_by_age ON ferry_notices (created_at)",
+        ]),
     ]
 
     static var latestVersion: Int { migrations.map(\.version).max() ?? 0 }

@@ -12,6 +12,8 @@ extension PostgresSyncStore {
         let cutoffMilliseconds = Int64((cutoff.timeIntervalSince1970 * 1000).rounded(.down))
         let logger = self.logger
         return try await transaction(.serializable) { connection, _ in
+            // Notices expire with the tombstone retention.
+            try await connection.query("DELETE FROM ferry_notices WHERE created_at < \(cutoffMilliseconds)", logger: logger)
             var horizon: Int64 = 0
             var position = ChangePosition.start
             for try await (version, xid, seq) in try await connection.query(

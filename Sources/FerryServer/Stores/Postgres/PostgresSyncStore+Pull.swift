@@ -39,24 +39,68 @@ extension PostgresSyncStore {
                 let kept = StoreCoding.pageLength(sizes: rows.lazy.map(\.cells.utf8.count), limit: limit, maxBytes: maxPageBytes)
                 let hasMore = rows.count > kept
                 let changes = try rows.prefix(kept).map { row in
-                    RowChange(
-                        table: row.table,
-                        rowID: row.rowID,
-                        version: row.version,
-                        deleted: row.deleted,
-                        values: try StoreCoding.cells(row.cells).mapValues(\.value)
+                    StoreCoding.change(
+                        table: row.table, rowID: row.rowID, version: row.version, deleted: row.deleted,
+                        cells: try StoreCoding.cells(row.cells)
                     )
                 }
                 let position = hasMore ? rows[kept - 1].position : end
+                let notices = try await Self.notices(
+                    connection, userID: userID, clientID: request.clientID, scope: followed.scope,
+                    after: try NoticeCursor.position(from: followed.notices), below: readable, limit: limit, logger: logger
+                )
                 pages.append(PullPage(
                     scope: followed.scope,
                     changes: changes,
                     cursor: cursors.encode(PullCursor(epoch: cursors.epoch, scope: followed.scope, position: position.major, subposition: position.minor)),
-                    hasMore: hasMore,
-                    reset: start.isReset
+                    hasMore: hasMore || notices.hasMore,
+                    reset: start.isReset,
+                    notices: notices.delivered,
+                    noticeCursor: NoticeCursor.text(notices.position)
                 ))
             }
             return PullResponse(lastAppliedMutationID: lastApplied, pages: pages)
+        }
+    }
+
+    /// The user's notices in `scope` after `start` and below the readable
+    /// horizon, but those of the asking client's own overriding pushes.
+    private static func notices(
+        _ connection: PostgresConnection, userID: String, clientID: String, scope: String, after start: ChangePosition,
+        below readable: Int64, limit: Int, logger: Logger
+    ) async throws -> (delivered: [ConflictNotice], position: ChangePosition, hasMore: Bool) {
+        let query: PostgresQuery = """
+            SELECT id, xid, by_user, by_client, notice FROM ferry_notices
+            WHERE user_id = \(userID) AND scope = \(scope) AND (xid, id) > (\(start.major), \(start.minor)) AND xid < \(readable)
+            ORDER BY xid, id LIMIT \(limit + 1)
+            """
+        var position = start
+        var delivered: [ConflictNotice] = []
+        var count = 0
+        for try await (id, xid, byUser, byClient, json) in try await connection.query(query, logger: logger)
+            .decode((Int64, Int64, String, String, String).self)
+        {
+            count += 1
+            guard count <= limit else { continue }
+            position = ChangePosition(major: xid, minor: id)
+            if byUser == userID, byClient == clientID { continue }
+            delivered.append(try StoredNotice.decode(json).notice(id: id))
+        }
+        return (delivered, position, count > limit)
+    }
+
+    public func row(scope: String, table: String, rowID: String) async throws -> ServerRow? {
+        let logger = self.logger
+        let key = RowKey(scope: scope, table: table, rowID: rowID)
+        return try await transaction(.snapshot) { connection, _ in
+            try await Self.loadRows(connection, [key], logger: logger)[key]?.serverRow
+        }
+    }
+
+    public func lastAppliedMutationID(userID: String, clientID: String) async throws -> Int64 {
+        let logger = self.logger
+        return try await transaction(.snapshot) { connection, _ in
+            try await Self.lastMutationID(connection, userID: userID, clientID: clientID, logger: logger)
         }
     }
 

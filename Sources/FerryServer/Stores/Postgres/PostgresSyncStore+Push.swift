@@ -97,6 +97,17 @@ extension PostgresSyncStore {
                     \(recorded.version), \(try json(recorded.conflict)), \(now))
                 """, logger: logger)
         }
+        if !plan.notices.isEmpty {
+            let notices = plan.notices
+            try await connection.query("""
+                INSERT INTO ferry_notices (xid, user_id, scope, by_user, by_client, version, notice, created_at)
+                SELECT \(xid), u.user_id, u.scope, \(userID), \(clientID), u.version, u.notice, \(now)
+                FROM unnest(\(notices.map(\.userID))::text[], \(notices.map(\.key.scope))::text[],
+                    \(notices.map(\.version))::int8[], \(try notices.map { try json(StoredNotice($0)) })::text[])
+                    WITH ORDINALITY AS u(user_id, scope, version, notice, n)
+                ORDER BY u.n
+                """, logger: logger)
+        }
         for rejection in plan.rejections {
             let mutation = rejection.mutation
             try await connection.query("""

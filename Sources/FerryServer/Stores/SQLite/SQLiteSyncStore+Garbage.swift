@@ -9,6 +9,8 @@ extension SQLiteSyncStore {
     public func collectGarbage(before cutoff: Date) async throws -> GarbageReport {
         let cutoffMilliseconds = Int64((cutoff.timeIntervalSince1970 * 1000).rounded(.down))
         return try await pool.write { db in
+            // Notices expire with the tombstone retention.
+            try db.execute(sql: "DELETE FROM notices WHERE created_at < ?", arguments: [cutoffMilliseconds])
             var horizon = try Self.meta(db, "horizon")
             guard let newest = try Int64.fetchOne(
                 db,

@@ -101,6 +101,27 @@ extension SQLiteSyncStore {
                 arguments: [UUID().uuidString, SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }]
             )
         }
+        migrator.registerMigration("server.v2.notices") { db in
+            try db.execute(sql: """
+                -- Conflict notices: a value `user_id` had pushed and the server
+                -- applied, discarded by a later write of `by_user`/`by_client`
+                -- that had not seen it. Pulls of `scope` deliver them to every
+                -- device of `user_id`. AUTOINCREMENT: ids are never reused, so
+                -- a notice cursor never skips a new notice.
+                CREATE TABLE notices (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    user_id TEXT NOT NULL,
+                    scope TEXT NOT NULL,
+                    by_user TEXT NOT NULL,
+                    by_client TEXT NOT NULL,
+                    version INTEGER NOT NULL,
+                    notice TEXT NOT NULL,
+                    created_at INTEGER NOT NULL
+                );
+                CREATE INDEX notices_by_reader ON notices (user_id, scope, id);
+                CREATE INDEX notices_by_age ON notices (created_at);
+                """)
+        }
         return migrator
     }
 }

@@ -124,6 +124,18 @@ public final class SQLiteSyncStore: SyncStore {
                 ]
             )
         }
+        for notice in plan.notices {
+            try db.execute(
+                sql: """
+                    INSERT INTO notices (user_id, scope, by_user, by_client, version, notice, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    notice.userID, notice.key.scope, notice.byUserID, notice.byClientID, notice.version,
+                    try json(StoredNotice(notice)), now,
+                ]
+            )
+        }
         for rejection in plan.rejections {
             let mutation = rejection.mutation
             try db.execute(
@@ -246,26 +258,64 @@ public final class SQLiteSyncStore: SyncStore {
                 )
                 let hasMore = rows.count > kept
                 let changes = try rows.prefix(kept).map { row in
-                    RowChange(
-                        table: row["tbl"],
-                        rowID: row["row_id"],
-                        version: row["version"],
-                        deleted: row["deleted"],
-                        values: try StoreCoding.cells(row["cells"]).mapValues(\.value)
+                    StoreCoding.change(
+                        table: row["tbl"], rowID: row["row_id"], version: row["version"], deleted: row["deleted"],
+                        cells: try StoreCoding.cells(row["cells"])
                     )
                 }
                 // A finished scope moves to the store's version, so a quiet
                 // scope's cursor never falls behind the tombstone horizon.
                 let position = hasMore ? changes.last!.version : version
+                let notices = try Self.notices(
+                    db, userID: userID, clientID: request.clientID, scope: followed.scope,
+                    after: try NoticeCursor.position(from: followed.notices), limit: limit
+                )
                 pages.append(PullPage(
                     scope: followed.scope,
                     changes: changes,
                     cursor: cursors.encode(PullCursor(epoch: cursors.epoch, scope: followed.scope, position: position)),
-                    hasMore: hasMore,
-                    reset: start.isReset
+                    hasMore: hasMore || notices.hasMore,
+                    reset: start.isReset,
+                    notices: notices.delivered,
+                    noticeCursor: NoticeCursor.text(notices.position)
                 ))
             }
             return PullResponse(lastAppliedMutationID: lastApplied, pages: pages)
         }
+    }
+
+    /// The user's notices in `scope` after `start`, but those of the
+    /// asking client's own overriding pushes (its reply told it already).
+    private static func notices(
+        _ db: Database, userID: String, clientID: String, scope: String, after start: ChangePosition, limit: Int
+    ) throws -> (delivered: [ConflictNotice], position: ChangePosition, hasMore: Bool) {
+        let rows = try Row.fetchAll(
+            db.cachedStatement(sql: """
+                SELECT id, by_user, by_client, notice FROM notices
+                WHERE user_id = ? AND scope = ? AND id > ? ORDER BY id LIMIT ?
+                """),
+            arguments: [userID, scope, start.minor, limit + 1]
+        )
+        var position = start
+        var delivered: [ConflictNotice] = []
+        for row in rows.prefix(limit) {
+            let id: Int64 = row["id"]
+            position = ChangePosition(major: 0, minor: id)
+            if row["by_user"] == userID, row["by_client"] == clientID { continue }
+            delivered.append(try StoredNotice.decode(row["notice"]).notice(id: id))
+        }
+        return (delivered, position, rows.count > limit)
+    }
+
+    // MARK: One row
+
+    public func row(scope: String, table: String, rowID: String) async throws -> ServerRow? {
+        try await pool.read { db in
+            try Self.loadRow(db, RowKey(scope: scope, table: table, rowID: rowID))?.serverRow
+        }
+    }
+
+    public func lastAppliedMutationID(userID: String, clientID: String) async throws -> Int64 {
+        try await pool.read { db in try Self.lastMutationID(db, userID: userID, clientID: clientID) }
     }
 }

@@ -1,0 +1,63 @@
+import FerryProtocol
+import Foundation
+import GRDB
+
+/// Makes a local row what the server holds, as a pulled row would: columns
+/// with pending local edits are kept, a row known at a newer version is left
+/// alone, and the row's known version moves up. Used when a rejected edit
+/// is discarded and when a row is read back with `GET /v1/rows`. Callers run
+/// it with capture off.
+enum ServerRowRestore {
+    /// How a server row (or its absence) is kept in Ferry's tables.
+    static func encode(_ row: ServerRow?) throws -> String {
+        guard let row else { return absent }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return String(decoding: try encoder.encode(row), as: UTF8.self)
+    }
+
+    /// `nil`: nothing kept; `.some(nil)`: the server has no such row.
+    static func decode(_ text: String?) throws -> ServerRow?? {
+        guard let text else { return nil }
+        if text == absent { return .some(nil) }
+        return .some(try JSONDecoder().decode(ServerRow.self, from: Data(text.utf8)))
+    }
+
+    static let absent = "absent"
+
+    static func restore(_ row: ServerRow?, table: String, rowID: String, layout: TableLayout, _ db: Database) throws {
+        let key = PageApplier.RowKey(table: table, rowID: rowID)
+        let pending = try PageApplier.pendingEdits(db, of: key)[key] ?? .none
+        let known = try Int64.fetchOne(db, sql: "SELECT version FROM ferry_rows WHERE tbl = ? AND row_id = ?", arguments: [table, rowID])
+        let change = RowChange(
+            table: table, rowID: rowID, version: row?.version ?? known ?? 0, deleted: row?.deleted ?? true, values: row?.values ?? [:]
+        )
+        let name = SQLText.identifier(layout.table.name)
+        let primaryKey = SQLText.identifier(layout.primaryKey)
+        switch RowRebase.plan(change, pending: pending, knownVersion: known, columns: layout.columns, primaryKey: layout.primaryKey) {
+        case .keep:
+            return
+        case .delete:
+            try db.execute(sql: "DELETE FROM \(name) WHERE \(primaryKey) = ?", arguments: [rowID])
+        case .write(let values):
+            let columns = values.keys.sorted()
+            let names = ([layout.primaryKey] + columns).map(SQLText.identifier).joined(separator: ", ")
+            let marks = Array(repeating: "?", count: columns.count + 1).joined(separator: ", ")
+            let update = columns.isEmpty
+                ? "DO NOTHING"
+                : "DO UPDATE SET " + columns.map { "\(SQLText.identifier($0)) = excluded.\(SQLText.identifier($0))" }.joined(separator: ", ")
+            try db.execute(
+                sql: "INSERT INTO \(name) (\(names)) VALUES (\(marks)) ON CONFLICT(\(primaryKey)) \(update)",
+                arguments: StatementArguments([rowID.databaseValue] + columns.map { values[$0]!.databaseValue })
+            )
+        }
+        if let row {
+            try db.execute(sql: """
+                INSERT INTO ferry_rows(tbl, row_id, version) VALUES (?, ?, ?)
+                ON CONFLICT(tbl, row_id) DO UPDATE SET version = max(version, excluded.version)
+                """, arguments: [table, rowID, row.version])
+        } else if pending == .none {
+            try db.execute(sql: "DELETE FROM ferry_rows WHERE tbl = ? AND row_id = ?", arguments: [table, rowID])
+        }
+    }
+}
