@@ -204,6 +204,62 @@ import FerryTestSupport
         }
     }
 
+    /// A value discarded by a writer who had not seen it is noticed to
+    /// every client of its writer's user but the overriding one, after the
+    /// notice cursor, in pages, and only in the scope's pull; notices expire
+    /// with the tombstones.
+    @Test(arguments: StoreKind.available) func noticesReachTheWritersUserOnceAndExpireWithTombstones(_ kind: StoreKind) async throws {
+        try await StoreUnderTest.with(kind) { server in
+            let store = server.store
+            _ = try await store.push(PushRequest(clientID: "c1", mutations: [
+                Mutations.upsert(1, row: "r1", ["t": "a", "n": 1]),
+                Mutations.upsert(2, row: "r2", ["t": "b"]),
+                Mutations.upsert(3, row: "r3", ["t": "c"]),
+            ]), userID: "alice", rules: Self.rules)
+            // Another client of alice's, which never saw them, deletes r1 and r2 and rewrites r3 later.
+            let overriding = try await store.push(PushRequest(clientID: "c2", mutations: [
+                Mutations.delete(1, row: "r1", base: nil),
+                Mutations.delete(2, row: "r2", base: nil),
+                Mutations.upsert(3, row: "r3", ["t": "c2's"], base: 0, hlc: HLCTimestamp(wallMilliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 1000, counter: 0)),
+            ]), userID: "alice", rules: Self.rules)
+            #expect(overriding.response.results.map(\.status) == [.conflict, .conflict, .conflict])
+            #expect(overriding.response.results.allSatisfy { $0.row != nil })
+
+            func notices(_ client: String, after cursor: String? = nil, limit: Int = 1000) async throws -> PullPage {
+                try await store.pull(
+                    PullRequest(clientID: client, scopes: [.init(scope: "user:alice", notices: cursor)]), userID: "alice", limit: limit
+                ).pages[0]
+            }
+            let writer = try await notices("c1")
+            #expect(writer.notices.map(\.rowID) == ["r1", "r1", "r2", "r3"])
+            #expect(writer.notices.map(\.conflict.kind) == [.updateLostToDelete, .updateLostToDelete, .updateLostToDelete, .column])
+            let r3 = try #require(writer.notices.last)
+            #expect(r3.conflict.local == .text("c") && r3.conflict.server == .text("c2's") && r3.conflict.resolution == .keptServer)
+            #expect(r3.overriddenBy == "alice" && r3.policy == .lastWriteWins && r3.row?.values["t"] == .text("c2's"))
+            #expect(writer.notices[0].row?.deleted == true && writer.notices[0].policy == nil)
+            #expect(try await notices("c2").notices.isEmpty, "the overriding client was told by its reply")
+            #expect(try await notices("c3").notices == writer.notices, "every other client of the user")
+            #expect(try await notices("c1", after: writer.noticeCursor).notices.isEmpty)
+            let other = try await store.pull(PullRequest(clientID: "b1", scopes: [.init(scope: "user:bob")]), userID: "bob", limit: 1000)
+            #expect(other.pages[0].notices.isEmpty)
+
+            // In pages: a small limit delivers them all, in order, each once.
+            var cursor: String?
+            var paged: [ConflictNotice] = []
+            for _ in 0..<10 {
+                let page = try await notices("c1", after: cursor, limit: 1)
+                paged += page.notices
+                cursor = page.noticeCursor ?? cursor
+                if !page.hasMore { break }
+            }
+            #expect(paged == writer.notices)
+
+            _ = try await store.collectGarbage(before: Date().addingTimeInterval(1))
+            #expect(try await notices("c4").notices.isEmpty)
+            await #expect(throws: FerryServerError.self) { _ = try await notices("c1", after: "garbage") }
+        }
+    }
+
     @Test(arguments: StoreKind.available) func oldCursorsGetAResetAfterGarbageCollection(_ kind: StoreKind) async throws {
         try await StoreUnderTest.with(kind) { server in
             let store = server.store

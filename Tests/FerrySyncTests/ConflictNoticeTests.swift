@@ -165,4 +165,37 @@ import FerryTestSupport
             #expect(cursor != nil && cursor != "not-a-cursor")
         }
     }
+    /// A device restored from a copy made before a notice arrived receives
+    /// it again (the copy never held it), once; a device that held it, and
+    /// syncs on, never gets it twice.
+    @Test func aRestoredCopyReceivesTheNoticeItLostOnce() async throws {
+        try await SyncServer.with(.sqlite) { server in
+            let a = try await Device.make("a", user: "alice", server: server, directory: directory)
+            let path = directory.path("b.sqlite")
+            let backup = directory.path("b-backup.sqlite")
+            do {
+                let b = try await Device.make("b", user: "alice", server: server, directory: directory)
+                try a.execute("INSERT INTO note(id, title) VALUES ('n1', 'draft')")
+                try await settle([a, b])
+                try b.execute("UPDATE note SET title = 'edited on b' WHERE id = 'n1'")
+                try await b.engine.sync()
+                try b.database.writer.backup(to: try DatabaseQueue(path: backup))
+                try a.execute("DELETE FROM note WHERE id = 'n1'")
+                try await settle([a, b])
+                #expect(try b.database.conflicts.count() == 1)
+                try b.database.close()
+            }
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            try FileManager.default.copyItem(atPath: backup, toPath: path)
+
+            let restored = try await Device.make("b", user: "alice", server: server, directory: directory)
+            #expect(try restored.database.conflicts.count() == 0)
+            try await restored.engine.sync()
+            try await restored.engine.sync()
+            let notices = try restored.database.conflicts.list()
+            #expect(notices.map(\.kind) == [.updateLostToDelete])
+            #expect(notices.first?.mine == .text("edited on b"))
+            #expect(try restored.note("n1") == nil)
+        }
+    }
 }

@@ -93,4 +93,28 @@ import Testing
         #expect(report.ignored == 1)
         #expect(report.setAside.isEmpty)
     }
+    /// A pulled row's stamp moves the device's clock past it, so the next
+    /// local edit orders after it under last-write-wins even when this
+    /// device's wall clock is behind the writer's.
+    @Test func aPulledStampAdvancesTheDevicesClock() throws {
+        let ahead = HLCTimestamp(wallMilliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 3_600_000, counter: 7)
+        var change = note("1", version: 3, title: "from a fast clock", body: "b")
+        change.hlc = ahead
+        _ = try applier().apply(page([change]))
+        try database.write { db in try db.execute(sql: "UPDATE note SET title = 'later here' WHERE id = '1'") }
+        let stamp = try #require(try database.outbox.pendingMutations().first?.hlc)
+        #expect(stamp > ahead)
+    }
+
+    /// Set-aside rows are listed, counted and observable, like rejected mutations.
+    @Test func setAsideRowsAreListed() async throws {
+        let bad = RowChange(table: "reading", rowID: "r1", version: 4, deleted: false, values: ["value": .text("NaN")])
+        _ = try applier().apply(page([bad]))
+        let rows = try database.setAsideRows.list()
+        #expect(rows.map(\.rowID) == ["r1"] && rows.first?.table == "reading" && rows.first?.version == 4)
+        #expect(rows.first?.reason.contains("INTEGER") == true)
+        #expect(try database.setAsideRows.count() == 1)
+        var observed = database.setAsideRows.observe().makeAsyncIterator()
+        #expect(try await observed.next()?.map(\.rowID) == ["r1"])
+    }
 }

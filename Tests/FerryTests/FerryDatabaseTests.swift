@@ -23,6 +23,19 @@ import FerryTestSupport
         #expect(UUID(uuidString: try database.clientID) != nil)
     }
 
+    @Test func closeReleasesTheFileAndLaterUseThrows() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("app.sqlite")
+        let database = try FerryDatabase(path: path, schema: NotesAndTasks.schema)
+        try database.write { db in try db.execute(sql: "INSERT INTO note(id, title) VALUES ('1', 'kept')") }
+        try database.close()
+        #expect(throws: (any Error).self) { try database.read { db in try Int.fetchOne(db, sql: "SELECT 1") } }
+        #expect(throws: (any Error).self) { try database.write { db in try db.execute(sql: "DELETE FROM note") } }
+
+        let reopened = try FerryDatabase(path: path, schema: NotesAndTasks.schema)
+        #expect(try reopened.read { db in try String.fetchOne(db, sql: "SELECT title FROM note") } == "kept")
+    }
+
     @Test func settingsAreConfigurable() throws {
         let directory = try TemporaryDirectory()
         var configuration = FerryConfiguration()
