@@ -106,4 +106,69 @@ import FerryTestSupport
         let title = try await other.read { db in try String.fetchOne(db, sql: "SELECT title FROM note WHERE id = 'n1'") }
         #expect(title == "eggs")
     }
+    /// "Conflicts: what is recorded where", as written: a notice for an
+    /// applied value another device deleted, resolved as "mine" on a device
+    /// that no longer holds the row; a rejected edit discarded back to the
+    /// server's row; a row set aside.
+    @Test func theConflictSectionWorksAsWritten() async throws {
+        let directory = try TemporaryDirectory()
+        let noMilk = MutationValidator { $0.mutation.columns["title"] == .text("milk") ? .reject(reason: "no milk") : .accept }
+        try await SyncServer.with(.sqlite, tables: ServerTables(rules: ["note": TableRule(policy: .serverWins, validator: noMilk)])) { server in
+            let token = try await server.token("alice")
+            func device(_ name: String) throws -> (FerryDatabase, SyncEngine) {
+                let database = try FerryDatabase(path: directory.path("\(name).sqlite"), schema: Self.schema())
+                let engine = try SyncEngine(database: database, transport: HTTPSyncTransport(baseURL: server.baseURL),
+                                            configuration: SyncConfiguration(userID: "alice"), token: token)
+                return (database, engine)
+            }
+            let (database, engine) = try device("app")
+            let (other, otherEngine) = try device("other")
+            try await database.write { db in try db.execute(sql: "INSERT INTO note(id, title, body) VALUES ('n1', 'eggs', 'a dozen')") }
+            try await engine.sync()
+            try await otherEngine.sync()
+            try await database.write { db in try db.execute(sql: "UPDATE note SET body = 'two dozen' WHERE id = 'n1'") }
+            try await engine.sync()
+            try await other.write { db in try db.execute(sql: "DELETE FROM note") }
+            try await otherEngine.sync()
+            try await engine.sync()
+            #expect(try await database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM note") } == 0)
+
+            // --- the guide ---
+            for conflict in try database.conflicts.list() {
+                if let other = conflict.overriddenBy {
+                    print("\(other) discarded your \(conflict.column ?? "row") \(conflict.mine ?? .null)")
+                }
+                try database.conflicts.resolve(conflict, with: .mine)          // or .theirs, or .merged(["title": "milk, eggs"])
+            }
+            // --- end of the guide ---
+            try await engine.sync()
+            try await otherEngine.sync()
+            let row = try await other.read { db in try Row.fetchOne(db, sql: "SELECT title, body FROM note WHERE id = 'n1'") }
+            #expect(row?["title"] == "eggs" && row?["body"] == "two dozen")
+
+            try await database.write { db in try db.execute(sql: "UPDATE note SET title = 'milk' WHERE id = 'n1'") }
+            try await engine.sync()
+            #expect(try database.outbox.rejectedMutations().count == 1)
+            // --- the guide ---
+            for rejected in try database.outbox.rejectedMutations() {
+                print(rejected.table, rejected.rowID, rejected.reason)
+                try database.outbox.discard(rejected)                           // or fix the row, then .resend(rejected)
+            }
+            // --- end of the guide ---
+            #expect(try await database.read { db in try String.fetchOne(db, sql: "SELECT title FROM note WHERE id = 'n1'") } == "eggs")
+
+            // A server row this schema cannot hold (NOT NULL title) is set aside.
+            _ = try await server.store.push(PushRequest(clientID: "script", mutations: [
+                Mutation(mutationID: 1, table: "note", rowID: "n2", scope: "user:alice", operation: .upsert,
+                         columns: ["title": .null], baseVersion: nil, hlc: HLCTimestamp(wallMilliseconds: 1, counter: 0)),
+            ]), userID: "alice", rules: PushRules())
+            try await engine.sync()
+            // --- the guide ---
+            for row in try database.setAsideRows.list() {
+                print(row.table, row.rowID, row.reason)
+            }
+            // --- end of the guide ---
+            #expect(try database.setAsideRows.list().map(\.rowID) == ["n2"])
+        }
+    }
 }
