@@ -23,17 +23,23 @@ import FerryTestSupport
         }
     }
 
+    /// Three devices of alice's, each holding note `n1`.
+    private func threeDevicesWithANote(_ server: SyncServer) async throws -> (Device, Device, Device) {
+        let a = try await Device.make("a", user: "alice", server: server, directory: directory)
+        let b = try await Device.make("b", user: "alice", server: server, directory: directory)
+        let c = try await Device.make("c", user: "alice", server: server, directory: directory)
+        try a.execute("INSERT INTO note(id, title, body) VALUES ('n1', 'draft', 'empty')")
+        try await settle([a, b, c])
+        return (a, b, c)
+    }
+
     /// `b` updates and syncs (applied); `a`, which never saw it, deletes.
     /// The delete wins; `b` and `c` (alice's other devices) are each told
     /// once that b's value was discarded, and "mine" brings the row back.
     @Test(arguments: StoreKind.available)
     func aDeleteOverAnAppliedUpdateIsReportedToTheWriter(kind: StoreKind) async throws {
         try await SyncServer.with(kind) { server in
-            let a = try await Device.make("a", user: "alice", server: server, directory: directory)
-            let b = try await Device.make("b", user: "alice", server: server, directory: directory)
-            let c = try await Device.make("c", user: "alice", server: server, directory: directory)
-            try a.execute("INSERT INTO note(id, title, body) VALUES ('n1', 'draft', 'empty')")
-            try await settle([a, b, c])
+            let (a, b, c) = try await threeDevicesWithANote(server)
 
             try b.execute("UPDATE note SET body = 'edited on b' WHERE id = 'n1'")
             try await b.engine.sync()
@@ -74,11 +80,7 @@ import FerryTestSupport
     @Test(arguments: StoreKind.available)
     func anUpdateLostToAnAppliedDeleteIsReportedOnlyToItsWriter(kind: StoreKind) async throws {
         try await SyncServer.with(kind) { server in
-            let a = try await Device.make("a", user: "alice", server: server, directory: directory)
-            let b = try await Device.make("b", user: "alice", server: server, directory: directory)
-            let c = try await Device.make("c", user: "alice", server: server, directory: directory)
-            try a.execute("INSERT INTO note(id, title, body) VALUES ('n1', 'draft', 'empty')")
-            try await settle([a, b, c])
+            let (a, b, c) = try await threeDevicesWithANote(server)
 
             try a.execute("DELETE FROM note WHERE id = 'n1'")
             try await a.engine.sync()

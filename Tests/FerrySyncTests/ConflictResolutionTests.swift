@@ -47,6 +47,16 @@ import FerryTestSupport
         return (a, b)
     }
 
+    /// Both devices retitle the task; `a` is first, so `b` holds the conflict.
+    private func columnConflict(_ server: SyncServer) async throws -> (Device, Device, SyncConflict) {
+        let (a, b) = try await twoDevices(server)
+        try a.execute("UPDATE task SET title = 'from a' WHERE id = 't1'")
+        try b.execute("UPDATE task SET title = 'from b' WHERE id = 't1'")
+        try await a.engine.sync()
+        try await b.engine.sync()
+        return (a, b, try #require(try b.database.conflicts.list().first))
+    }
+
     /// `b`'s applied update is discarded by `a`'s delete: `b` holds a
     /// notice and no row. Every choice works from there.
     @Test(arguments: [ConflictChoice.mine, .theirs, .merged(["title": "pack twice", "done": 1])])
@@ -110,12 +120,7 @@ import FerryTestSupport
     @Test(arguments: [ConflictChoice.mine, .theirs, .merged(["title": "pack both"])], [false, true])
     func everyChoiceSettlesAColumnConflict(choice: ConflictChoice, deletedLocally: Bool) async throws {
         try await SyncServer.with(.sqlite, tables: ServerTables(rules: ["task": TableRule(policy: .manual)])) { server in
-            let (a, b) = try await twoDevices(server)
-            try a.execute("UPDATE task SET title = 'from a' WHERE id = 't1'")
-            try b.execute("UPDATE task SET title = 'from b' WHERE id = 't1'")
-            try await a.engine.sync()
-            try await b.engine.sync()
-            let conflict = try #require(try b.database.conflicts.list().first)
+            let (a, b, conflict) = try await columnConflict(server)
             #expect(conflict.kind == .column && conflict.resolution == .unresolved)
             if deletedLocally {
                 // Dropping the local row while the conflict waits: the choice re-creates it.
@@ -140,12 +145,7 @@ import FerryTestSupport
     /// leaves the conflict in place.
     @Test func aMergedValueForAnUnknownColumnIsRefused() async throws {
         try await SyncServer.with(.sqlite, tables: ServerTables(rules: ["task": TableRule(policy: .manual)])) { server in
-            let (a, b) = try await twoDevices(server)
-            try a.execute("UPDATE task SET title = 'from a' WHERE id = 't1'")
-            try b.execute("UPDATE task SET title = 'from b' WHERE id = 't1'")
-            try await a.engine.sync()
-            try await b.engine.sync()
-            let conflict = try #require(try b.database.conflicts.list().first)
+            let (a, b, conflict) = try await columnConflict(server)
             #expect(throws: FerryError.self) { try b.database.conflicts.resolve(conflict, with: .merged(["colour": "red"])) }
             #expect(try b.database.conflicts.count() == 1)
         }
