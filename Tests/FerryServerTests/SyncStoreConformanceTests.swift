@@ -240,6 +240,8 @@ import FerryTestSupport
             #expect(try await notices("c2").notices.isEmpty, "the overriding client was told by its reply")
             #expect(try await notices("c3").notices == writer.notices, "every other client of the user")
             #expect(try await notices("c1", after: writer.noticeCursor).notices.isEmpty)
+            // A cursor from another epoch of the store (a restored backup) starts over.
+            #expect(try await notices("c1", after: "another-epoch/999999.999999").notices == writer.notices)
             let other = try await store.pull(PullRequest(clientID: "b1", scopes: [.init(scope: "user:bob")]), userID: "bob", limit: 1000)
             #expect(other.pages[0].notices.isEmpty)
 

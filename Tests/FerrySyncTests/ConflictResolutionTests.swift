@@ -145,7 +145,7 @@ import FerryTestSupport
     /// leaves the conflict in place.
     @Test func aMergedValueForAnUnknownColumnIsRefused() async throws {
         try await SyncServer.with(.sqlite, tables: ServerTables(rules: ["task": TableRule(policy: .manual)])) { server in
-            let (a, b, conflict) = try await columnConflict(server)
+            let (_, b, conflict) = try await columnConflict(server)
             #expect(throws: FerryError.self) { try b.database.conflicts.resolve(conflict, with: .merged(["colour": "red"])) }
             #expect(try b.database.conflicts.count() == 1)
         }

@@ -97,13 +97,18 @@ import Testing
     /// local edit orders after it under last-write-wins even when this
     /// device's wall clock is behind the writer's.
     @Test func aPulledStampAdvancesTheDevicesClock() throws {
-        let ahead = HLCTimestamp(wallMilliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 3_600_000, counter: 7)
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let ahead = HLCTimestamp(wallMilliseconds: now + 30_000, counter: 7)
         var change = note("1", version: 3, title: "from a fast clock", body: "b")
         change.hlc = ahead
-        _ = try applier().apply(page([change]))
+        // A stamp from a clock years ahead (or forged) is not followed: it would stall or crash the clock.
+        var forged = note("2", version: 4, title: "from the far future", body: "b")
+        forged.hlc = HLCTimestamp(rawValue: Int64.max)
+        _ = try applier().apply(page([change, forged]))
         try database.write { db in try db.execute(sql: "UPDATE note SET title = 'later here' WHERE id = '1'") }
         let stamp = try #require(try database.outbox.pendingMutations().first?.hlc)
         #expect(stamp > ahead)
+        #expect(stamp.wallMilliseconds < now + 60_000)
     }
 
     /// Set-aside rows are listed, counted and observable, like rejected mutations.

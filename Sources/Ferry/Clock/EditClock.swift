@@ -34,6 +34,18 @@ final class EditClock: Sendable {
         state.withLock { $0.latest }
     }
 
+    /// How far ahead of this device's wall clock a pulled stamp may be and
+    /// still be followed: as far as the server lets a last-write-wins stamp
+    /// lead its own time. A stamp from a device whose clock runs years
+    /// ahead (possible on tables whose policy ignores stamps) is not.
+    static let maxPulledLeadMilliseconds: Int64 = 60_000
+
+    /// Whether a pulled stamp is close enough to this device's wall clock
+    /// to follow (no more than ``maxPulledLeadMilliseconds`` ahead).
+    func follows(pulled stamp: HLCTimestamp) -> Bool {
+        stamp.wallMilliseconds <= wallClock.nowMilliseconds() + Self.maxPulledLeadMilliseconds
+    }
+
     /// Moves the clock past a stamp found on disk (another process's edits).
     func advance(past stamp: HLCTimestamp) {
         state.withLock { clock in

@@ -185,7 +185,8 @@ public struct Outbox: Sendable {
             }
             guard let layout else { return }
             if let kept = try ServerRowRestore.decode(entries.lazy.compactMap { $0["server_row"] as String? }.first) {
-                try ServerRowRestore.restore(kept, table: rejected.table, rowID: rejected.rowID, layout: layout, db)
+                // A row this database cannot store is left as the edit left it.
+                _ = try ServerRowRestore.restoreIfStorable(kept, table: rejected.table, rowID: rejected.rowID, layout: layout, db)
             } else {
                 let scope: String? = entries.lazy.compactMap { $0["scope"] as String? }.first
                 try db.execute(sql: """

@@ -25,6 +25,21 @@ enum ServerRowRestore {
 
     static let absent = "absent"
 
+    /// Restores the row unless this database refuses it (a constraint, a
+    /// STRICT type): then nothing changes and it returns `false`, so one
+    /// unstorable row never blocks a discard or a sync.
+    static func restoreIfStorable(_ row: ServerRow?, table: String, rowID: String, layout: TableLayout, _ db: Database) throws -> Bool {
+        do {
+            try db.inSavepoint {
+                try restore(row, table: table, rowID: rowID, layout: layout, db)
+                return .commit
+            }
+            return true
+        } catch is DatabaseError {
+            return false
+        }
+    }
+
     static func restore(_ row: ServerRow?, table: String, rowID: String, layout: TableLayout, _ db: Database) throws {
         let key = PageApplier.RowKey(table: table, rowID: rowID)
         let pending = try PageApplier.pendingEdits(db, of: key)[key] ?? .none

@@ -134,10 +134,12 @@ struct PageApplier {
 
     /// Moves the device's clock past the newest stamp the page carries (and
     /// saves it), so a later local edit orders after every pulled one under
-    /// last-write-wins, whatever the wall clocks say.
+    /// last-write-wins, whatever the wall clocks say. A stamp far ahead of
+    /// this device's clock is not followed (``EditClock/maxPulledLeadMilliseconds``).
     private func receiveStamps(of page: PullPage, _ db: Database) throws {
-        guard let newest = page.changes.lazy.compactMap(\.hlc).max() else { return }
-        database.capture.clock.advance(past: newest)
+        let clock = database.capture.clock
+        guard let newest = page.changes.lazy.compactMap(\.hlc).filter(clock.follows(pulled:)).max() else { return }
+        clock.advance(past: newest)
         let saved: Int64 = try FerryMeta.value(.hlc, in: db) ?? 0
         if newest.rawValue > saved {
             try FerryMeta.setValue(newest.rawValue, for: .hlc, in: db)

@@ -44,9 +44,13 @@ struct PushRecorder {
                 case .rejected:
                     try Outbox.settle(mutation.entrySeqs, state: "rejected",
                                       reason: result.reason ?? "rejected by the server", now: now, in: db)
-                    // The server's row as it stays: discarding the edit restores it.
-                    try db.execute(sql: "UPDATE ferry_outbox SET server_row = ? WHERE seq IN (SELECT value FROM json_each(?))",
-                                   arguments: [try ServerRowRestore.encode(result.row), Outbox.jsonArray(mutation.entrySeqs)])
+                    // The server's row as it stays: discarding the edit restores it. A reply
+                    // without a row (no such row, or a server that predates rows in replies)
+                    // leaves the row to be read back with `GET /v1/rows` on discard.
+                    if let row = result.row {
+                        try db.execute(sql: "UPDATE ferry_outbox SET server_row = ? WHERE seq IN (SELECT value FROM json_each(?))",
+                                       arguments: [try ServerRowRestore.encode(row), Outbox.jsonArray(mutation.entrySeqs)])
+                    }
                     report.rejected += 1
                 }
             }

@@ -393,9 +393,13 @@ public actor SyncEngine {
                 logger.warning("a row to restore could not be read", metadata: ["table": "\(row.table)", "row": "\(row.rowID)", "error": "\(error)"])
             }
             let layout = database.layouts[row.table]
+            let logger = self.logger
             try database.writeWithoutCapture { db in
-                if readable, let layout {
-                    try ServerRowRestore.restore(fetched, table: row.table, rowID: row.rowID, layout: layout, db)
+                if readable, let layout,
+                   try !ServerRowRestore.restoreIfStorable(fetched, table: row.table, rowID: row.rowID, layout: layout, db) {
+                    logger.warning("the server's row cannot be stored here; the local row stays", metadata: [
+                        "table": "\(row.table)", "row": "\(row.rowID)",
+                    ])
                 }
                 try db.execute(sql: "DELETE FROM ferry_row_fetches WHERE tbl = ? AND row_id = ?", arguments: [row.table, row.rowID])
             }

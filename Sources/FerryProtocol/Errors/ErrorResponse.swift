@@ -23,6 +23,10 @@ public struct ErrorResponse: Sendable, Hashable, Codable, Error {
         case mutationGap
         /// The body is larger than the server accepts (413).
         case payloadTooLarge
+        /// The body is not `application/json` (415).
+        case unsupportedMediaType
+        /// Too many at once: more live streams than one user may hold (429).
+        case tooManyRequests
         /// The server is shutting down or its store is unavailable (503).
         case unavailable
         /// A fault in the server (500). Never caused by input.

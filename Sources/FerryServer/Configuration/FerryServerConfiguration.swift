@@ -16,7 +16,13 @@ public struct FerryServerConfiguration: Sendable {
     public var port = 8080
     /// The HS256 secret that signs bearer tokens.
     public var jwtSecret: String
+    /// What one request may carry.
     public var limits = ServerLimits()
+    /// Timeouts and caps on connections and live streams.
+    public var connections = ConnectionLimits()
+    /// How long a stopping server (SIGTERM, SIGINT) waits for requests in
+    /// flight and its store before it exits anyway. Default 10 s.
+    public var shutdownGracePeriod: Duration = .seconds(10)
     public var tables = ServerTables()
     /// How far ahead of server time a last-write-wins stamp may be.
     public var maxClockDrift: Duration = .seconds(60)

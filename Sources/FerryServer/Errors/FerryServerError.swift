@@ -33,6 +33,8 @@ public struct FerryServerError: Error, Sendable, Hashable, CustomStringConvertib
         case .methodNotAllowed: 405
         case .alreadyExists, .mutationGap: 409
         case .payloadTooLarge: 413
+        case .unsupportedMediaType: 415
+        case .tooManyRequests: 429
         case .unavailable: 503
         case .internalError: 500
         }

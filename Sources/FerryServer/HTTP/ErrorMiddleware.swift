@@ -17,6 +17,10 @@ struct ErrorMiddleware: RouterMiddleware {
     ) async throws -> Response {
         do {
             return try await next(request, context)
+        } catch is ClientDisconnected {
+            // The client hung up mid-request: its event, not a server error. Nobody reads this answer.
+            context.logger.debug("the client went away before its request was read")
+            return Response(status: .init(code: ClientDisconnected.status, reasonPhrase: "Client Closed Request"))
         } catch {
             let failure = Self.serverError(for: error)
             if failure.code == .internalError {
@@ -51,6 +55,8 @@ struct ErrorMiddleware: RouterMiddleware {
         case 405: .methodNotAllowed
         case 409: .alreadyExists
         case 413: .payloadTooLarge
+        case 415: .unsupportedMediaType
+        case 429: .tooManyRequests
         case 503: .unavailable
         case 400..<500: .badRequest
         default: .internalError
@@ -61,6 +67,10 @@ struct ErrorMiddleware: RouterMiddleware {
         var response = JSONResponse.make(error.response, status: .init(code: error.status))
         if error.code == .unauthorized {
             response.headers[.wwwAuthenticate] = "Bearer"
+        }
+        if error.code == .tooManyRequests {
+            // A client over its cap gives the connection back too.
+            response.headers[.connection] = "close"
         }
         return response
     }

@@ -1,6 +1,7 @@
 import FerryProtocol
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import ServiceLifecycle
 
@@ -32,9 +33,28 @@ public enum FerryApplication {
         onServerRunning: (@Sendable (String, Int) async -> Void)? = nil
     ) async throws -> some ApplicationProtocol {
         let router = try await makeRouter(configuration: configuration, store: store, metrics: metrics)
+        let descriptors = DescriptorLimit.raise()
+        var connections = configuration.connections
+        connections.maxConnections = connections.effectiveMaxConnections(descriptorLimit: descriptors)
+        logger.info("limits", metadata: [
+            "open_files": "\(descriptors)",
+            "max_connections": "\(connections.maxConnections)",
+            "max_live_streams_per_user": "\(connections.maxLiveStreamsPerUser)",
+            "header_timeout": "\(connections.headerReadTimeout)",
+            "body_timeout": "\(connections.bodyReadTimeout)",
+            "idle_timeout": "\(connections.idleTimeout)",
+            "max_body_bytes": "\(configuration.limits.maxBodyBytes)",
+        ])
+        let open = OpenConnections(limit: connections.maxConnections)
         return Application(
             router: router,
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "ferry"),
+            server: FerryHTTPChannel.builder(limits: connections, open: open, metrics: metrics),
+            configuration: .init(
+                address: .hostname(configuration.host, port: configuration.port),
+                serverName: "ferry",
+                // A backstop under the 503s: stop accepting before the process runs out of descriptors.
+                availableConnectionsDelegate: MaximumAvailableConnections(max(connections.maxConnections + 16, descriptors - 16), logger: logger)
+            ),
             services: [
                 StoreService(store: store),
                 GarbageCollector(store: store, configuration: configuration, logger: logger),

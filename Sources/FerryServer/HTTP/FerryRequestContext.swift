@@ -1,4 +1,5 @@
 import Hummingbird
+import NIOCore
 
 /// The per-request context of the Ferry API: Hummingbird's core storage plus
 /// the authenticated user.
@@ -6,10 +7,13 @@ public struct FerryRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     /// The user the bearer token belongs to, once ``AuthMiddleware`` checked it.
     public var userID: String?
+    /// The connection the request came on: a live stream ends when it closes.
+    let channel: any Channel
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         userID = nil
+        channel = source.channel
     }
 
     /// The authenticated user; routes behind ``AuthMiddleware`` always have one.

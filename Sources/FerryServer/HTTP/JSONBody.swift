@@ -69,3 +69,11 @@ extension Request {
         }
     }
 }
+
+/// The client hung up (or was cut off by a timeout) before its request body
+/// was read: logged at debug level and counted as `client_closed`, never as
+/// a server error.
+struct ClientDisconnected: Error {
+    /// nginx's "client closed request", used only inside the server.
+    static let status = 499
+}

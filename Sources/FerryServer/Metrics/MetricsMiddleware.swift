@@ -18,7 +18,7 @@ struct MetricsMiddleware: RouterMiddleware {
             method: request.method.rawValue,
             // The pattern, not the path, so label values stay few.
             route: context.endpointPath ?? "unmatched",
-            status: response.status.code,
+            status: response.status.code == ClientDisconnected.status ? "client_closed" : String(response.status.code),
             duration: ContinuousClock.now - start
         )
         return response

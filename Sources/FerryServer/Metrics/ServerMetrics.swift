@@ -21,10 +21,12 @@ public final class ServerMetrics: Sendable {
 
     public init() {}
 
-    func recordRequest(method: String, route: String, status: Int, duration: Duration) {
+    /// One request, by its status code, or `client_closed` when the client
+    /// went away before the request was read (not a server error).
+    func recordRequest(method: String, route: String, status: String, duration: Duration) {
         registry.makeCounter(
             descriptor: .init(namespace: "ferry", metricName: "http_requests", unitName: "total", helpText: "HTTP requests handled"),
-            labels: [("method", method), ("route", route), ("status", String(status))]
+            labels: [("method", method), ("route", route), ("status", status)]
         ).increment()
         registry.makeDurationHistogram(
             descriptor: .init(namespace: "ferry", metricName: "http_request_duration", unitName: "seconds", helpText: "HTTP request latency"),
@@ -68,6 +70,27 @@ public final class ServerMetrics: Sendable {
         registry.makeGauge(
             descriptor: .init(namespace: "ferry", metricName: "live_subscribers", unitName: "", helpText: "Open live streams")
         ).set(Double(count))
+    }
+
+    func recordOpenConnections(_ count: Int) {
+        registry.makeGauge(
+            descriptor: .init(namespace: "ferry", metricName: "open_connections", unitName: "", helpText: "Open HTTP connections")
+        ).set(Double(count))
+    }
+
+    func recordRefusedConnection() {
+        registry.makeCounter(
+            descriptor: .init(namespace: "ferry", metricName: "refused_connections", unitName: "total",
+                              helpText: "Connections answered 503 at the connection cap")
+        ).increment()
+    }
+
+    func recordConnectionTimeout(phase: String) {
+        registry.makeCounter(
+            descriptor: .init(namespace: "ferry", metricName: "connection_timeouts", unitName: "total",
+                              helpText: "Connections closed for staying too long idle, in a head or in a body"),
+            labels: [("phase", phase)]
+        ).increment()
     }
 
     /// The exposition text.

@@ -8,21 +8,31 @@
 /// new; it can only repeat or skip that user's notices.
 ///
 /// ```swift
-/// let start = try NoticeCursor.position(from: "0.17")   // ChangePosition(major: 0, minor: 17)
-/// NoticeCursor.text(start)                              // "0.17"
+/// let start = try NoticeCursor.position(from: "e1/0.17", epoch: "e1")   // ChangePosition(major: 0, minor: 17)
+/// NoticeCursor.text(start, epoch: "e1")                                 // "e1/0.17"
 /// ```
 enum NoticeCursor {
-    static func text(_ position: ChangePosition) -> String {
-        "\(position.major).\(position.minor)"
+    static func text(_ position: ChangePosition, epoch: String) -> String {
+        "\(epoch)/\(position.major).\(position.minor)"
     }
 
-    /// The position a cursor names; `nil` text is the start.
-    static func position(from text: String?) throws(FerryServerError) -> ChangePosition {
+    /// The position a cursor names; the start when it comes from another
+    /// epoch of the store (restored from a backup, or replaced), where its
+    /// numbers mean nothing.
+    static func position(from text: String?, epoch: String) throws(FerryServerError) -> ChangePosition {
         guard let text else { return .start }
-        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        let halves = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        let parts = halves.count == 2 ? halves[1].split(separator: ".", omittingEmptySubsequences: false) : []
         guard parts.count == 2, let major = Int64(parts[0]), let minor = Int64(parts[1]), major >= 0, minor >= 0 else {
             throw .badRequest("the notice cursor \(MutationCheck.quoted(text)) is not one this server issued; start again without it")
         }
+        guard halves[0] == epoch else { return .start }
         return ChangePosition(major: major, minor: minor)
+    }
+
+    /// A notice's id: unique across the store's epochs, so a client that
+    /// keeps the ids it holds never confuses a new notice with an old one.
+    static func id(_ id: Int64, epoch: String) -> String {
+        "\(epoch)/\(id)"
     }
 }

@@ -19,9 +19,9 @@ struct StoredNotice: Codable, Sendable, Hashable {
         policy = recorded.policy
     }
 
-    func notice(id: Int64) -> ConflictNotice {
+    func notice(id: Int64, epoch: String) -> ConflictNotice {
         ConflictNotice(
-            id: String(id), table: table, rowID: rowID, conflict: conflict, row: row,
+            id: NoticeCursor.id(id, epoch: epoch), table: table, rowID: rowID, conflict: conflict, row: row,
             overriddenBy: overriddenBy, policy: policy
         )
     }

@@ -19,9 +19,13 @@ extension SyncAPI {
         for scope in scopes {
             try await require(.read, in: scope, for: userID)
         }
+        guard let ticket = liveStreams.take(for: userID) else {
+            throw FerryServerError(.tooManyRequests, "you already hold \(liveStreams.perUser) live streams, the most one user may; close one first")
+        }
         // Subscribed before the response starts: a change committed after
         // the client reads `ready` is never missed.
         let subscription = store.changeFeed.subscribe(to: Set(scopes))
+        let connection = context.channel
         let heartbeat = configuration.liveHeartbeat
         let metrics = self.metrics
         let feed = store.changeFeed
@@ -30,9 +34,14 @@ extension SyncAPI {
             status: .ok,
             headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
             body: ResponseBody { writer in
-                defer { metrics.recordLiveSubscribers(feed.subscriberCount) }
-                try await writer.write(Self.event(.ready, scopes: scopes))
+                defer {
+                    withExtendedLifetime(ticket) {}
+                    metrics.recordLiveSubscribers(feed.subscriberCount)
+                }
                 let (events, continuation) = AsyncStream.makeStream(of: Event.self)
+                // The client went away: end the stream now, not at the next heartbeat's failed write.
+                connection.closeFuture.whenComplete { _ in continuation.finish() }
+                try await writer.write(Self.event(.ready, scopes: scopes))
                 try await withGracefulShutdownHandler {
                     try await withThrowingTaskGroup(of: Void.self) { group in
                         group.addTask {

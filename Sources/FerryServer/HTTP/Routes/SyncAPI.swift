@@ -6,6 +6,14 @@ struct SyncAPI: Sendable {
     let store: any SyncStore
     let configuration: FerryServerConfiguration
     let metrics: ServerMetrics
+    let liveStreams: LiveStreamQuota
+
+    init(store: any SyncStore, configuration: FerryServerConfiguration, metrics: ServerMetrics) {
+        self.store = store
+        self.configuration = configuration
+        self.metrics = metrics
+        self.liveStreams = LiveStreamQuota(perUser: configuration.connections.maxLiveStreamsPerUser)
+    }
 
     var limits: ServerLimits { configuration.limits }
 

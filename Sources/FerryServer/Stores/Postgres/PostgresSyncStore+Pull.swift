@@ -47,7 +47,8 @@ extension PostgresSyncStore {
                 let position = hasMore ? rows[kept - 1].position : end
                 let notices = try await Self.notices(
                     connection, userID: userID, clientID: request.clientID, scope: followed.scope,
-                    after: try NoticeCursor.position(from: followed.notices), below: readable, limit: limit, logger: logger
+                    after: try NoticeCursor.position(from: followed.notices, epoch: cursors.epoch), below: readable, limit: limit,
+                    maxBytes: maxPageBytes, epoch: cursors.epoch, logger: logger
                 )
                 pages.append(PullPage(
                     scope: followed.scope,
@@ -56,7 +57,7 @@ extension PostgresSyncStore {
                     hasMore: hasMore || notices.hasMore,
                     reset: start.isReset,
                     notices: notices.delivered,
-                    noticeCursor: NoticeCursor.text(notices.position)
+                    noticeCursor: NoticeCursor.text(notices.position, epoch: cursors.epoch)
                 ))
             }
             return PullResponse(lastAppliedMutationID: lastApplied, pages: pages)
@@ -67,26 +68,26 @@ extension PostgresSyncStore {
     /// horizon, but those of the asking client's own overriding pushes.
     private static func notices(
         _ connection: PostgresConnection, userID: String, clientID: String, scope: String, after start: ChangePosition,
-        below readable: Int64, limit: Int, logger: Logger
+        below readable: Int64, limit: Int, maxBytes: Int, epoch: String, logger: Logger
     ) async throws -> (delivered: [ConflictNotice], position: ChangePosition, hasMore: Bool) {
         let query: PostgresQuery = """
             SELECT id, xid, by_user, by_client, notice FROM ferry_notices
             WHERE user_id = \(userID) AND scope = \(scope) AND (xid, id) > (\(start.major), \(start.minor)) AND xid < \(readable)
             ORDER BY xid, id LIMIT \(limit + 1)
             """
+        var rows: [(id: Int64, xid: Int64, byUser: String, byClient: String, json: String)] = []
+        for try await row in try await connection.query(query, logger: logger).decode((Int64, Int64, String, String, String).self) {
+            rows.append(row)
+        }
+        let kept = StoreCoding.pageLength(sizes: rows.lazy.map(\.json.utf8.count), limit: limit, maxBytes: maxBytes)
         var position = start
         var delivered: [ConflictNotice] = []
-        var count = 0
-        for try await (id, xid, byUser, byClient, json) in try await connection.query(query, logger: logger)
-            .decode((Int64, Int64, String, String, String).self)
-        {
-            count += 1
-            guard count <= limit else { continue }
-            position = ChangePosition(major: xid, minor: id)
-            if byUser == userID, byClient == clientID { continue }
-            delivered.append(try StoredNotice.decode(json).notice(id: id))
+        for row in rows.prefix(kept) {
+            position = ChangePosition(major: row.xid, minor: row.id)
+            if row.byUser == userID, row.byClient == clientID { continue }
+            delivered.append(try StoredNotice.decode(row.json).notice(id: row.id, epoch: epoch))
         }
-        return (delivered, position, count > limit)
+        return (delivered, position, rows.count > kept)
     }
 
     public func row(scope: String, table: String, rowID: String) async throws -> ServerRow? {

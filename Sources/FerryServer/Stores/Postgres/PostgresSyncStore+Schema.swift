@@ -85,6 +85,7 @@ extension PostgresSyncStore {
             try await connection.query("UPDATE ferry_rows SET xid = 0", logger: logger)
             try await connection.query("UPDATE ferry_clients SET xid = 0", logger: logger)
             try await connection.query("UPDATE ferry_results SET xid = 0", logger: logger)
+            try await connection.query("UPDATE ferry_notices SET xid = 0", logger: logger)
             try await connection.query("UPDATE ferry_meta SET epoch = \(UUID().uuidString), horizon_xid = 0, horizon_seq = 0", logger: logger)
             try await connection.query("COMMIT", logger: logger)
         }

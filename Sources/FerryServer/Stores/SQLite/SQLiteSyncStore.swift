@@ -268,7 +268,8 @@ public final class SQLiteSyncStore: SyncStore {
                 let position = hasMore ? changes.last!.version : version
                 let notices = try Self.notices(
                     db, userID: userID, clientID: request.clientID, scope: followed.scope,
-                    after: try NoticeCursor.position(from: followed.notices), limit: limit
+                    after: try NoticeCursor.position(from: followed.notices, epoch: cursors.epoch), limit: limit,
+                    maxBytes: maxPageBytes, epoch: cursors.epoch
                 )
                 pages.append(PullPage(
                     scope: followed.scope,
@@ -277,7 +278,7 @@ public final class SQLiteSyncStore: SyncStore {
                     hasMore: hasMore || notices.hasMore,
                     reset: start.isReset,
                     notices: notices.delivered,
-                    noticeCursor: NoticeCursor.text(notices.position)
+                    noticeCursor: NoticeCursor.text(notices.position, epoch: cursors.epoch)
                 ))
             }
             return PullResponse(lastAppliedMutationID: lastApplied, pages: pages)
@@ -287,7 +288,8 @@ public final class SQLiteSyncStore: SyncStore {
     /// The user's notices in `scope` after `start`, but those of the
     /// asking client's own overriding pushes (its reply told it already).
     private static func notices(
-        _ db: Database, userID: String, clientID: String, scope: String, after start: ChangePosition, limit: Int
+        _ db: Database, userID: String, clientID: String, scope: String, after start: ChangePosition, limit: Int,
+        maxBytes: Int, epoch: String
     ) throws -> (delivered: [ConflictNotice], position: ChangePosition, hasMore: Bool) {
         let rows = try Row.fetchAll(
             db.cachedStatement(sql: """
@@ -296,15 +298,16 @@ public final class SQLiteSyncStore: SyncStore {
                 """),
             arguments: [userID, scope, start.minor, limit + 1]
         )
+        let kept = StoreCoding.pageLength(sizes: rows.lazy.map { ($0["notice"] as String).utf8.count }, limit: limit, maxBytes: maxBytes)
         var position = start
         var delivered: [ConflictNotice] = []
-        for row in rows.prefix(limit) {
+        for row in rows.prefix(kept) {
             let id: Int64 = row["id"]
             position = ChangePosition(major: 0, minor: id)
             if row["by_user"] == userID, row["by_client"] == clientID { continue }
-            delivered.append(try StoredNotice.decode(row["notice"]).notice(id: id))
+            delivered.append(try StoredNotice.decode(row["notice"]).notice(id: id, epoch: epoch))
         }
-        return (delivered, position, rows.count > limit)
+        return (delivered, position, rows.count > kept)
     }
 
     // MARK: One row
