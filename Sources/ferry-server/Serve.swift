@@ -3,6 +3,8 @@ import FerryProtocol
 import FerryServer
 import Foundation
 import Logging
+import ServiceLifecycle
+import UnixSignals
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Serve the sync API (the default).")
@@ -21,11 +23,36 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Days a tombstone is kept before garbage collection.")
     var tombstoneRetentionDays: Int = 30
 
+    @Option(help: "Seconds a request may take to send its headers.")
+    var headerTimeout: Double = 10
+
+    @Option(help: "Seconds a request may take to send its body, after its headers.")
+    var bodyTimeout: Double = 30
+
+    @Option(help: "Seconds a kept-alive connection may wait for its next request.")
+    var idleTimeout: Double = 60
+
+    @Option(help: "Connections open at once (lowered to fit the open-file limit); more get 503.")
+    var maxConnections: Int = 4096
+
+    @Option(help: "Live streams one user may hold open at once; more get 429.")
+    var maxLiveStreams: Int = 16
+
+    @Option(help: "Seconds a stopping server waits for requests in flight and its store before it exits anyway.")
+    var shutdownGrace: Double = 10
+
     @OptionGroup var storeOptions: StoreOptions
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0–65535") }
         guard tombstoneRetentionDays >= 1 else { throw ValidationError("--tombstone-retention-days must be at least 1") }
+        for (flag, seconds) in [("--header-timeout", headerTimeout), ("--body-timeout", bodyTimeout),
+                                ("--idle-timeout", idleTimeout), ("--shutdown-grace", shutdownGrace)]
+        where !(seconds > 0 && seconds <= 86_400) {
+            throw ValidationError("\(flag) must be more than 0 and at most 86400 seconds")
+        }
+        guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
+        guard maxLiveStreams >= 1 else { throw ValidationError("--max-live-streams must be at least 1") }
         _ = try tables()
     }
 
@@ -49,6 +76,12 @@ struct Serve: AsyncParsableCommand {
         configuration.port = port
         configuration.tables = try tables()
         configuration.tombstoneRetention = .seconds(tombstoneRetentionDays * 24 * 3600)
+        configuration.connections.headerReadTimeout = .seconds(headerTimeout)
+        configuration.connections.bodyReadTimeout = .seconds(bodyTimeout)
+        configuration.connections.idleTimeout = .seconds(idleTimeout)
+        configuration.connections.maxConnections = maxConnections
+        configuration.connections.maxLiveStreamsPerUser = maxLiveStreams
+        configuration.shutdownGracePeriod = .seconds(shutdownGrace)
         let store: any SyncStore
         let storeDescription: String
         if let postgres = try storeOptions.postgresConfiguration() {
@@ -74,7 +107,17 @@ struct Serve: AsyncParsableCommand {
                     """.utf8))
             }
         )
-        try await app.runService()
+        let logger = Logger(label: "ferry-server")
+        var group = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        // Seven tenths into the grace period, what still runs is cancelled...
+        group.maximumGracefulShutdownDuration = configuration.shutdownGracePeriod * 0.7
+        // ...and at its end, a store that ignores cancellation (its database gone) does not hold the process.
+        let watchdog = ShutdownWatchdog(after: configuration.shutdownGracePeriod, logger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { await watchdog.run() }
+            try await ServiceGroup(configuration: group).run()
+            tasks.cancelAll()
+        }
         FileHandle.standardOutput.write(Data("Ferry server stopped; store closed.\n".utf8))
     }
 }

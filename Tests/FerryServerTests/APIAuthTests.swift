@@ -69,28 +69,33 @@ import Testing
         let reader = try await server.token("rita")
         let writer = try await server.token("walt")
         try await server.withClient { client in
-            let created = try await client.send(.post, "/v1/scopes", token: owner, json: #"{"scope":"team:survey"}"#)
+            let created = try await client.send(.post, "/v1/scopes", token: owner, json: #"{"scope":"team:survey@olga"}"#)
             #expect(created.status == .created)
-            #expect(try await client.send(.post, "/v1/scopes", token: reader, json: #"{"scope":"team:survey"}"#).status == .conflict)
-            #expect(try await client.send(.put, "/v1/scopes/team:survey/members/rita", token: owner, json: #"{"role":"read"}"#).status == .ok)
-            #expect(try await client.send(.put, "/v1/scopes/team:survey/members/walt", token: owner, json: #"{"role":"write"}"#).status == .ok)
+            // Another user cannot take a name in olga's namespace, whether it exists or not.
+            for name in ["team:survey@olga", "team:other@olga", "team:survey"] {
+                let taken = try await client.send(.post, "/v1/scopes", token: reader, json: #"{"scope":"\#(name)"}"#)
+                #expect(taken.status == .badRequest)
+            }
+            #expect(try await client.send(.post, "/v1/scopes", token: owner, json: #"{"scope":"team:survey@olga"}"#).status == .conflict)
+            #expect(try await client.send(.put, "/v1/scopes/team:survey@olga/members/rita", token: owner, json: #"{"role":"read"}"#).status == .ok)
+            #expect(try await client.send(.put, "/v1/scopes/team:survey@olga/members/walt", token: owner, json: #"{"role":"write"}"#).status == .ok)
             // A member who does not own the scope cannot add others.
-            #expect(try await client.send(.put, "/v1/scopes/team:survey/members/eve", token: writer, json: #"{"role":"write"}"#).status == .forbidden)
+            #expect(try await client.send(.put, "/v1/scopes/team:survey@olga/members/eve", token: writer, json: #"{"role":"write"}"#).status == .forbidden)
 
             let push = { (token: String, client: String) in
-                PushRequest(clientID: client, mutations: [Mutations.upsert(1, row: client, scope: "team:survey", ["t": .text(client)])])
+                PushRequest(clientID: client, mutations: [Mutations.upsert(1, row: client, scope: "team:survey@olga", ["t": .text(client)])])
             }
             #expect(try await client.send(.post, "/v1/push", token: reader, body: push(reader, "rc")).status == .forbidden)
             #expect(try await client.send(.post, "/v1/push", token: writer, body: push(writer, "wc")).status == .ok)
             #expect(try await client.send(.post, "/v1/push", token: owner, body: push(owner, "oc")).status == .ok)
-            let pulled = try await client.send(.post, "/v1/pull", token: reader, body: PullRequest(clientID: "rc", scopes: [.init(scope: "team:survey")]))
+            let pulled = try await client.send(.post, "/v1/pull", token: reader, body: PullRequest(clientID: "rc", scopes: [.init(scope: "team:survey@olga")]))
             #expect(pulled.status == .ok)
             #expect(Set(try pulled.decode(PullResponse.self).pages[0].changes.map(\.rowID)) == ["wc", "oc"])
 
             let scopes = try await client.send(.get, "/v1/scopes", token: reader).decode(ScopeList.self)
             #expect(scopes.scopes == [
                 ScopeMembership(scope: "user:rita", role: .write, owner: true),
-                ScopeMembership(scope: "team:survey", role: .read, owner: false),
+                ScopeMembership(scope: "team:survey@olga", role: .read, owner: false),
             ])
         }
     }

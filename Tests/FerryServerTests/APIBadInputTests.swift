@@ -37,6 +37,28 @@ import Testing
         ("decreasing ids", #"{"clientID":"c1","mutations":[\#(object(id: 3)),\#(object(id: 2))]}"#),
         ("zero id", #"{"clientID":"c1","mutations":[\#(object(id: 0))]}"#),
         ("bad client id", mutation("").replacingOccurrences(of: #""c1""#, with: #""c1/../x""#)),
+        // Standard JSON only, every object closed, every value exact.
+        ("trailing comma in an array", #"{"clientID":"c1","mutations":[\#(object(id: 2)),]}"#),
+        ("trailing comma in an object", #"{"clientID":"c1","mutations":[\#(object(id: 2))],}"#),
+        ("comment", #"{"clientID":"c1", /* hi */ "mutations":[\#(object(id: 2))]}"#),
+        ("single quotes", mutation("").replacingOccurrences(of: #""c1""#, with: "'c1'")),
+        ("NaN", mutation("").replacingOccurrences(of: #"{"t":"x"}"#, with: #"{"t":NaN}"#)),
+        ("leading zero", mutation("").replacingOccurrences(of: #""hlc":1"#, with: #""hlc":01"#)),
+        ("repeated key", mutation(#","hlc":2"#)),
+        ("unknown top-level property", #"{"clientID":"c1","mutations":[],"extra":1}"#),
+        ("unknown mutation property", mutation(#","priority":1"#)),
+        ("real as a number", mutation("").replacingOccurrences(of: #"{"t":"x"}"#, with: #"{"t":{"real":1.5}}"#)),
+        ("real with another property", mutation("").replacingOccurrences(of: #"{"t":"x"}"#, with: #"{"t":{"real":"1.5","x":1}}"#)),
+        ("blob with another property", mutation("").replacingOccurrences(of: #"{"t":"x"}"#, with: #"{"t":{"blob":"AA==","x":1}}"#)),
+        ("real and blob together", mutation("").replacingOccurrences(of: #"{"t":"x"}"#, with: #"{"t":{"real":"1","blob":"AA=="}}"#)),
+        ("id as 1.0", #"{"clientID":"c1","mutations":[\#(object(id: 2).replacingOccurrences(of: #""mutationID":2"#, with: #""mutationID":2.0"#))]}"#),
+        ("id as 2e0", #"{"clientID":"c1","mutations":[\#(object(id: 2).replacingOccurrences(of: #""mutationID":2"#, with: #""mutationID":2e0"#))]}"#),
+        ("integer value as 1.0", mutation("").replacingOccurrences(of: #"{"t":"x"}"#, with: #"{"t":1.0}"#)),
+        ("hlc as 1e3", mutation("").replacingOccurrences(of: #""hlc":1"#, with: #""hlc":1e3"#)),
+        ("deep nesting", #"{"clientID":"c1","mutations":\#(String(repeating: "[", count: 5000))\#(String(repeating: "]", count: 5000))}"#),
+        ("lone surrogate", mutation("").replacingOccurrences(of: #"{"t":"x"}"#, with: #"{"t":"\ud800"}"#)),
+        ("control character", mutation("").replacingOccurrences(of: #"{"t":"x"}"#, with: "{\"t\":\"a\u{01}b\"}")),
+        ("space in row id", mutation("").replacingOccurrences(of: #""r9""#, with: #""r 9""#)),
     ]
 
     @Test func malformedPushesAre4xxJSONAndChangeNothing() async throws {
@@ -114,6 +136,48 @@ import Testing
                 let response = try await client.send(method, path, token: nil)
                 #expect((400..<500).contains(response.status.code), "\(method) \(path)")
                 #expect((try? response.decode(ErrorResponse.self)) != nil)
+            }
+        }
+    }
+    /// A body is read only as JSON: `Content-Type: application/json`
+    /// (with or without a charset), or 415.
+    @Test func aBodyThatIsNotDeclaredJSONIs415() async throws {
+        let server = try await TestServer()
+        let token = try await server.token("alice")
+        let body = ByteBuffer(string: Self.mutation(""))
+        try await server.withClient { client in
+            for contentType: String? in [nil, "text/plain", "application/x-www-form-urlencoded", "application/jsonx"] {
+                var headers: HTTPFields = [.authorization: "Bearer \(token)"]
+                if let contentType { headers[.contentType] = contentType }
+                let response = try await client.execute(uri: "/v1/push", method: .post, headers: headers, body: body)
+                #expect(response.status == .unsupportedMediaType, "\(contentType ?? "none")")
+                #expect(try response.decode(ErrorResponse.self).code == .unsupportedMediaType)
+            }
+            for contentType in ["application/json", "application/json; charset=utf-8", "Application/JSON"] {
+                let response = try await client.execute(
+                    uri: "/v1/pull", method: .post, headers: [.authorization: "Bearer \(token)", .contentType: contentType],
+                    body: ByteBuffer(string: #"{"clientID":"c1","scopes":[{"scope":"user:alice"}]}"#))
+                #expect(response.status == .ok, "\(contentType)")
+            }
+        }
+    }
+
+    /// Percent-encoded path parameters are decoded; an owner cannot set her
+    /// own role; a method a route does not have is 405.
+    @Test func pathsAreDecodedOwnersKeepTheirRoleAndWrongMethodsAre405() async throws {
+        let server = try await TestServer()
+        try await server.store.createScope("team:x", owner: "olga")
+        let olga = try await server.token("olga")
+        try await server.withClient { client in
+            let encoded = try await client.send(.put, "/v1/scopes/team%3Ax/members/frank", token: olga, json: #"{"role":"write"}"#)
+            #expect(encoded.status == .ok, "\(encoded.text)")
+            #expect(try await server.store.membership(of: "frank", in: "team:x")?.role == .write)
+            let herself = try await client.send(.put, "/v1/scopes/team:x/members/olga", token: olga, json: #"{"role":"read"}"#)
+            #expect(herself.status == .badRequest)
+            #expect(try await server.store.membership(of: "olga", in: "team:x")?.owner == true)
+            for method in [HTTPRequest.Method.trace, .delete, .patch] {
+                let response = try await client.send(method, "/healthz", token: nil)
+                #expect(response.status == .methodNotAllowed, "\(method)")
             }
         }
     }

@@ -14,7 +14,7 @@ import FerryTestSupport
         let directory = try TemporaryDirectory()
         let dataDir = directory.url.appending(path: "data").path
         let server = try ServerProcess(["--port", "0", "--data-dir", dataDir], environment: ["FERRY_JWT_SECRET": ""])
-        defer { if server.process.isRunning { server.process.terminate() } }
+        defer { server.stop() }
         let port = try Self.port(from: try await server.waitForLine(startingWith: "Ferry server listening on http://127.0.0.1:"))
         #expect(try await server.waitForLine(startingWith: "Get a token:").contains("ferry-server token --user"))
 
@@ -56,7 +56,7 @@ import FerryTestSupport
 
         // Restarted on the same directory: the same secret, the same data.
         let again = try ServerProcess(["--port", "0", "--data-dir", dataDir], environment: ["FERRY_JWT_SECRET": ""])
-        defer { if again.process.isRunning { again.process.terminate() } }
+        defer { again.stop() }
         let secondPort = try Self.port(from: try await again.waitForLine(startingWith: "Ferry server listening on http://127.0.0.1:"))
         let pulled = try await EventStreamClient.request(
             port: secondPort, method: "POST", path: "/v1/pull", token: token,

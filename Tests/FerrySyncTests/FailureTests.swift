@@ -93,13 +93,11 @@ import FerryTestSupport
         let sync = Task { try await device.engine.sync() }
         // Kill once some batches are in.
         while try acknowledgedMutations(device) < 200 { try await Task.sleep(for: .milliseconds(5)) }
-        first.process.interrupt()
-        kill(first.process.processIdentifier, SIGKILL)
-        first.process.waitUntilExit()
+        first.kill()
         let atKill = try acknowledgedMutations(device)
         try await Task.sleep(for: .milliseconds(400))
         let second = try ServerProcess(["serve", "--port", "\(port)", "--data-dir", data, "--jwt-secret", secret])
-        defer { second.process.terminate(); second.process.waitUntilExit() }
+        defer { second.stop() }
         _ = try await second.waitForLine(startingWith: "Ferry server listening on ")
 
         let summary = try await sync.value

@@ -14,7 +14,7 @@ struct ScaleOutTests {
     /// holds the same rows.
     @Test func devicesSyncingThroughEitherInstanceConverge() async throws {
         let instances = try await ServerInstances.start()
-        defer { Task { await instances.stop() } }
+        defer { instances.stop() }
         var devices: [Device] = []
         for index in 0..<3 {
             devices.append(try await instances.device("d\(index)", user: "alice", seed: UInt64(index + 1)))
@@ -64,7 +64,7 @@ struct ScaleOutTests {
     /// database holds each mutation's result and row once.
     @Test func theSamePushSentAThousandTimesToBothInstancesAppliesOnce() async throws {
         let instances = try await ServerInstances.start()
-        defer { Task { await instances.stop() } }
+        defer { instances.stop() }
         let transports = instances.transports
         let token = try instances.token("alice")
         let stamp = HLCTimestamp(wallMilliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: 0)
@@ -112,7 +112,7 @@ struct ScaleOutTests {
     /// (PostgreSQL `NOTIFY`), and pulls the row, with no periodic sync.
     @Test func aPushOnOneInstanceReachesALiveClientOnTheOther() async throws {
         let instances = try await ServerInstances.start()
-        defer { Task { await instances.stop() } }
+        defer { instances.stop() }
         let writer = try await Device.make("writer", user: "alice", baseURL: instances.urls[0], directory: instances.directory,
                                            token: try instances.token("alice"))
         let listener = try await Device.make("listener", user: "alice", baseURL: instances.urls[1], directory: instances.directory,
@@ -140,7 +140,7 @@ struct ScaleOutTests {
     @Test(.enabled(if: PostgresTestDatabase.canControlCluster || PostgresTestDatabase.isRequired))
     func postgresRestartedUnderLoadLosesNoAcknowledgedMutation() async throws {
         let instances = try await ServerInstances.start()
-        defer { Task { await instances.stop() } }
+        defer { instances.stop() }
         let device = try await instances.device("loader", user: "alice", seed: 7) {
             $0.pushBatchSize = 25
             $0.retry = RetryPolicy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(500), attemptsPerSync: 400)

@@ -8,9 +8,17 @@ public final class ServerProcess: @unchecked Sendable {
     private let lock = NSLock()
     private var lines: [String] = []
 
-    public init(_ arguments: [String], environment: [String: String] = [:]) throws {
-        process.executableURL = try Self.executable()
-        process.arguments = arguments
+    /// Starts `ferry-server arguments…`; with `launcher` (such as
+    /// `["/usr/bin/prlimit", "--nofile=256:256"]`), through it, which
+    /// execs the server in its place.
+    public init(_ arguments: [String], environment: [String: String] = [:], launcher: [String] = []) throws {
+        if let tool = launcher.first {
+            process.executableURL = URL(filePath: tool)
+            process.arguments = Array(launcher.dropFirst()) + [try Self.executable().path] + arguments
+        } else {
+            process.executableURL = try Self.executable()
+            process.arguments = arguments
+        }
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -26,6 +34,31 @@ public final class ServerProcess: @unchecked Sendable {
     }
 
     public var printed: [String] { lock.withLock { lines } }
+
+    /// Stops the server as an operator would (SIGTERM), kills it if it is
+    /// still running after `grace`, and waits for it to be gone.
+    public func stop(grace: Duration = .seconds(15)) {
+        guard process.isRunning else { return }
+        process.terminate()
+        let deadline = ContinuousClock.now + grace
+        while process.isRunning, ContinuousClock.now < deadline { usleep(20_000) }
+        kill()
+    }
+
+    /// Kills the server (SIGKILL) and waits for it to be gone.
+    public func kill() {
+        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        output.fileHandleForReading.readabilityHandler = nil
+    }
+
+    /// A test that forgot to stop its server, or failed before it could,
+    /// never leaves it running.
+    deinit {
+        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+        if process.processIdentifier != 0 { process.waitUntilExit() }
+        output.fileHandleForReading.readabilityHandler = nil
+    }
 
     /// Waits (polling, bounded) for a printed line with `prefix`.
     public func waitForLine(startingWith prefix: String, timeout: Duration = .seconds(30)) async throws -> String {

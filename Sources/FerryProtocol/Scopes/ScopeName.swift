@@ -23,6 +23,27 @@ public enum ScopeName {
         scope.hasPrefix(userPrefix) ? String(scope.dropFirst(userPrefix.count)) : nil
     }
 
+    /// The name of a shared scope `owner` creates over the API:
+    /// `<label>@<owner>`. Names live in their creator's namespace, so no
+    /// two users ever contend for one, and trying a name tells nothing
+    /// about another user's scopes.
+    ///
+    /// ```swift
+    /// ScopeName.shared("groceries", ownedBy: "alice")   // "groceries@alice"
+    /// ```
+    public static func shared(_ label: String, ownedBy owner: String) -> String {
+        "\(label)@\(owner)"
+    }
+
+    /// The user whose namespace a shared scope's name is in: what follows
+    /// its first `@`, or `nil` when it has none (such names are created by
+    /// the operator with `ferry-server grant`).
+    public static func namespace(of scope: String) -> String? {
+        guard let at = scope.firstIndex(of: "@") else { return nil }
+        let owner = scope[scope.index(after: at)...]
+        return owner.isEmpty ? nil : String(owner)
+    }
+
     /// Whether `name` is a well-formed scope name.
     public static func isValid(_ name: String) -> Bool {
         guard (1...200).contains(name.utf8.count) else { return false }

@@ -46,12 +46,36 @@ final class ConnectionTimer {
     }
 }
 
-/// Sees the raw bytes of a connection: its opening and each request's first byte.
+/// Sees the raw bytes of a connection: its opening, each request's first
+/// byte, and the client closing its side (a live stream ends then, not at
+/// its next heartbeat's failed write).
 final class RawBytesWatcher: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
 
     private let timer: ConnectionTimer
+    private var inputClosed = false
+    private var onInputClosed: [@Sendable () -> Void] = []
+
+    /// Calls `callback` (on the event loop) once the client has closed its
+    /// side of the connection, or at once if it has.
+    func whenInputClosed(_ callback: @escaping @Sendable () -> Void) {
+        if inputClosed {
+            callback()
+        } else {
+            onInputClosed.append(callback)
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case .inputClosed? = event as? ChannelEvent {
+            inputClosed = true
+            let callbacks = onInputClosed
+            onInputClosed = []
+            for callback in callbacks { callback() }
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
 
     init(_ timer: ConnectionTimer) {
         self.timer = timer
@@ -73,6 +97,10 @@ final class RawBytesWatcher: ChannelInboundHandler, RemovableChannelHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         timer.cancel()
+        let callbacks = onInputClosed
+        onInputClosed = []
+        inputClosed = true
+        for callback in callbacks { callback() }
         context.fireChannelInactive()
     }
 }
@@ -100,7 +128,26 @@ final class RequestPartsWatcher: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) { timer.responseEnded() }
-        context.write(data, promise: promise)
+        switch unwrapOutboundIn(data) {
+        case .head(let head):
+            // A response that says `Connection: close` (a client over its cap) closes the connection once written.
+            if head.headerFields[.connection]?.lowercased() == "close" { closeAfterResponse = true }
+            context.write(data, promise: promise)
+        case .body:
+            context.write(data, promise: promise)
+        case .end:
+            timer.responseEnded()
+            guard closeAfterResponse else {
+                context.write(data, promise: promise)
+                return
+            }
+            let channel = context.channel
+            let written = context.eventLoop.makePromise(of: Void.self)
+            written.futureResult.whenComplete { _ in channel.close(promise: nil) }
+            if let promise { written.futureResult.cascade(to: promise) }
+            context.writeAndFlush(data, promise: written)
+        }
     }
+
+    private var closeAfterResponse = false
 }

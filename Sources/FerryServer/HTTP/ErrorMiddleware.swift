@@ -10,6 +10,9 @@ import NIOCore
 struct ErrorMiddleware: RouterMiddleware {
     typealias Context = FerryRequestContext
 
+    /// Every route, to tell a wrong method (405) from a wrong path (404).
+    let routes: RouteTable
+
     func handle(
         _ request: Request,
         context: Context,
@@ -21,6 +24,17 @@ struct ErrorMiddleware: RouterMiddleware {
             // The client hung up mid-request: its event, not a server error. Nobody reads this answer.
             context.logger.debug("the client went away before its request was read")
             return Response(status: .init(code: ClientDisconnected.status, reasonPhrase: "Client Closed Request"))
+        } catch let error as HTTPError where error.status == .notFound {
+            // No route for this method: 405 when the path has others, 404 when it has none.
+            let allowed = routes.methods(allowedFor: request.uri.path)
+            guard !allowed.isEmpty, !allowed.contains(request.method.rawValue) else {
+                return Self.response(for: Self.serverError(for: error))
+            }
+            var response = Self.response(for: FerryServerError(
+                .methodNotAllowed, "\(request.method.rawValue) is not allowed here; use \(allowed.joined(separator: " or "))"
+            ))
+            response.headers[.allow] = allowed.joined(separator: ", ")
+            return response
         } catch {
             let failure = Self.serverError(for: error)
             if failure.code == .internalError {

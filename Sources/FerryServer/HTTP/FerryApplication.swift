@@ -77,23 +77,35 @@ public enum FerryApplication {
         try TokenAuthority.validate(secret: configuration.jwtSecret)
         let authority = await TokenAuthority(secret: configuration.jwtSecret)
         let document = try OpenAPIDocument.bundled()
-        let api = SyncAPI(store: store, configuration: configuration, metrics: metrics)
+        let api = SyncAPI(store: store, configuration: configuration, metrics: metrics, schemas: try RequestSchemas(document: document))
+
+        typealias Handler = @Sendable (Request, FerryRequestContext) async throws -> Response
+        let open: [(HTTPRequest.Method, String, Handler)] = [
+            (.get, "/healthz", api.health),
+            (.get, "/metrics", api.metricsText),
+            (.get, "/openapi.json", SyncAPI.openAPI(document)),
+        ]
+        let authenticated: [(HTTPRequest.Method, String, Handler)] = [
+            (.post, "push", api.push),
+            (.post, "pull", api.pull),
+            (.get, "live", api.live),
+            (.get, "rows/:scope/:table/:rowID", api.row),
+            (.get, "scopes", api.listScopes),
+            (.post, "scopes", api.createScope),
+            (.put, "scopes/:scope/members/:user", api.setMember),
+        ]
+        let table = RouteTable(open.map { ($0.0, $0.1) } + authenticated.map { ($0.0, "/v1/" + $0.1) })
 
         let router = Router(context: FerryRequestContext.self)
         router.add(middleware: MetricsMiddleware(metrics: metrics))
-        router.add(middleware: ErrorMiddleware())
-        router.get("healthz", use: api.health)
-        router.get("metrics", use: api.metricsText)
-        router.get("openapi.json", use: SyncAPI.openAPI(document))
-
+        router.add(middleware: ErrorMiddleware(routes: table))
+        for (method, path, handler) in open {
+            router.on(RouterPath(path), method: method, use: handler)
+        }
         let v1 = router.group("v1").add(middleware: AuthMiddleware(authority: authority))
-        v1.post("push", use: api.push)
-        v1.post("pull", use: api.pull)
-        v1.get("live", use: api.live)
-        v1.get("rows/:scope/:table/:rowID", use: api.row)
-        v1.get("scopes", use: api.listScopes)
-        v1.post("scopes", use: api.createScope)
-        v1.put("scopes/:scope/members/:user", use: api.setMember)
+        for (method, path, handler) in authenticated {
+            v1.on(RouterPath(path), method: method, use: handler)
+        }
         return router
     }
 }

@@ -19,9 +19,13 @@ enum JSONResponse {
 }
 
 extension Request {
-    /// Decodes the body as `T`, refusing bodies over the limit (413) and
-    /// malformed or mistyped JSON (400) with a message saying where.
-    func decodeJSON<T: Decodable>(_ type: T.Type, limits: ServerLimits) async throws -> T {
+    /// Decodes the body as `T`, the OpenAPI document's schema `schema`:
+    /// `Content-Type: application/json` (415 otherwise), no larger than the
+    /// limit (413), standard JSON that matches the schema exactly (400 with
+    /// a message saying where). A client that hangs up mid-body is
+    /// ``ClientDisconnected``, not a server error.
+    func decodeJSON<T: Decodable>(_ type: T.Type, schema: String, schemas: RequestSchemas, limits: ServerLimits) async throws -> T {
+        try Self.requireJSONContentType(headers[.contentType])
         if let length = headers[.contentLength].flatMap(Int.init), length > limits.maxBodyBytes {
             throw FerryServerError(.payloadTooLarge, "the body is \(length) bytes; the limit is \(limits.maxBodyBytes)")
         }
@@ -30,11 +34,35 @@ extension Request {
             buffer = try await body.collect(upTo: limits.maxBodyBytes)
         } catch is NIOTooManyBytesError {
             throw FerryServerError(.payloadTooLarge, "the body is larger than the limit of \(limits.maxBodyBytes) bytes")
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw ClientDisconnected()
         }
+        let bytes = Array(buffer.readableBytesView)
+        let value: JSONValue
         do {
-            return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
+            value = try StrictJSON.parse(bytes)
+        } catch {
+            throw FerryServerError(.badRequest, "the body is not valid JSON: \(error)")
+        }
+        try schemas.validate(value, as: schema)
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(bytes))
         } catch let error as DecodingError {
             throw FerryServerError(.badRequest, Self.describe(error))
+        }
+    }
+
+    /// `application/json`, with or without parameters (a charset); any
+    /// other media type, or none, is 415.
+    static func requireJSONContentType(_ value: String?) throws(FerryServerError) {
+        let mediaType = value?.split(separator: ";", maxSplits: 1).first?.trimmingCharacters(in: .whitespaces).lowercased()
+        guard mediaType == "application/json" else {
+            throw FerryServerError(
+                .unsupportedMediaType,
+                value.map { "the body must be application/json, not \(MutationCheck.quoted($0))" } ?? "the body must be application/json; send Content-Type: application/json"
+            )
         }
     }
 

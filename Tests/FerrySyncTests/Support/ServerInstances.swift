@@ -29,7 +29,7 @@ struct ServerInstances {
                 urls.append(try URL(string: String(line.dropFirst("Ferry server listening on ".count))).orThrow())
             }
         } catch {
-            for process in processes { process.process.terminate() }
+            for process in processes { process.stop() }
             try? await database.drop()
             throw error
         }
@@ -55,12 +55,14 @@ struct ServerInstances {
         )
     }
 
-    func stop() async {
+    /// Stops every process and waits for each (so none outlives the test,
+    /// even one that fails), then drops the database in the background.
+    func stop() {
         for process in processes {
-            process.process.terminate()
-            process.process.waitUntilExit()
+            process.stop()
         }
-        try? await database.drop()
+        let database = self.database
+        Task { try? await database.drop() }
     }
 }
 

@@ -66,6 +66,12 @@ final class WorkerProcess: @unchecked Sendable {
         process.waitUntilExit()
     }
 
+    /// A test that failed before it reaped its worker never leaves it running.
+    deinit {
+        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+        if process.processIdentifier != 0 { process.waitUntilExit() }
+    }
+
     /// Built next to the test bundle, because the test target depends on it.
     static func executable() throws -> URL {
         var candidates: [URL] = []

@@ -41,6 +41,9 @@ extension SyncAPI {
                 let (events, continuation) = AsyncStream.makeStream(of: Event.self)
                 // The client went away: end the stream now, not at the next heartbeat's failed write.
                 connection.closeFuture.whenComplete { _ in continuation.finish() }
+                connection.pipeline.handler(type: RawBytesWatcher.self).whenSuccess { watcher in
+                    watcher.whenInputClosed { continuation.finish() }
+                }
                 try await writer.write(Self.event(.ready, scopes: scopes))
                 try await withGracefulShutdownHandler {
                     try await withThrowingTaskGroup(of: Void.self) { group in

@@ -10,14 +10,22 @@ extension SyncAPI {
         return JSONResponse.make(ScopeList(scopes: [personal] + shared))
     }
 
+    /// Creates a shared scope named `<label>@<caller>`: a name can only be
+    /// taken in one's own namespace, so trying one tells nothing about any
+    /// other user's scopes.
     func createScope(_ request: Request, context: FerryRequestContext) async throws -> Response {
         let userID = try context.requireUser()
-        let body = try await request.decodeJSON(CreateScopeRequest.self, limits: limits)
+        let body = try await request.decodeJSON(CreateScopeRequest.self, schema: "CreateScopeRequest", schemas: schemas, limits: limits)
         guard ScopeName.isValid(body.scope) else {
             throw FerryServerError.badRequest("scope \(MutationCheck.quoted(body.scope)) is not a valid scope name")
         }
         guard ScopeName.owner(of: body.scope) == nil else {
             throw FerryServerError.badRequest("`\(ScopeName.userPrefix)…` scopes are personal and exist already; pick another name")
+        }
+        guard ScopeName.namespace(of: body.scope) == userID else {
+            throw FerryServerError.badRequest(
+                "a scope you create is named <label>@<your user id>, such as `\(ScopeName.shared("groceries", ownedBy: userID))`"
+            )
         }
         try await store.createScope(body.scope, owner: userID)
         return JSONResponse.make(ScopeMembership(scope: body.scope, role: .write, owner: true), status: .created)
@@ -25,9 +33,9 @@ extension SyncAPI {
 
     func setMember(_ request: Request, context: FerryRequestContext) async throws -> Response {
         let userID = try context.requireUser()
-        let scope = try context.parameters.require("scope")
-        let member = try context.parameters.require("user")
-        let body = try await request.decodeJSON(MemberRequest.self, limits: limits)
+        let scope = try Self.pathParameter("scope", context)
+        let member = try Self.pathParameter("user", context)
+        let body = try await request.decodeJSON(MemberRequest.self, schema: "MemberRequest", schemas: schemas, limits: limits)
         guard ScopeName.isValid(scope), ScopeName.owner(of: scope) == nil,
             try await store.membership(of: userID, in: scope)?.owner == true
         else {
@@ -35,6 +43,9 @@ extension SyncAPI {
         }
         guard ScopeName.isValidUserID(member) else {
             throw FerryServerError.badRequest("user id \(MutationCheck.quoted(member)) is not a valid user id")
+        }
+        guard member != userID else {
+            throw FerryServerError.badRequest("you own `\(scope)`: an owner always has write access, and it cannot change")
         }
         try await store.setMember(member, role: body.role, in: scope)
         return JSONResponse.make(ScopeMembership(scope: scope, role: body.role, owner: false))

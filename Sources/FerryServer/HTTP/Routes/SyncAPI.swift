@@ -7,11 +7,13 @@ struct SyncAPI: Sendable {
     let configuration: FerryServerConfiguration
     let metrics: ServerMetrics
     let liveStreams: LiveStreamQuota
+    let schemas: RequestSchemas
 
-    init(store: any SyncStore, configuration: FerryServerConfiguration, metrics: ServerMetrics) {
+    init(store: any SyncStore, configuration: FerryServerConfiguration, metrics: ServerMetrics, schemas: RequestSchemas) {
         self.store = store
         self.configuration = configuration
         self.metrics = metrics
+        self.schemas = schemas
         self.liveStreams = LiveStreamQuota(perUser: configuration.connections.maxLiveStreamsPerUser)
     }
 

@@ -5,7 +5,7 @@ import Hummingbird
 extension SyncAPI {
     func push(_ request: Request, context: FerryRequestContext) async throws -> Response {
         let userID = try context.requireUser()
-        let push = try await request.decodeJSON(PushRequest.self, limits: limits)
+        let push = try await request.decodeJSON(PushRequest.self, schema: "PushRequest", schemas: schemas, limits: limits)
         try MutationCheck(limits: limits, tables: configuration.tables).check(push)
         // Mutations the store already applied are only acknowledged again,
         // even if the user has since lost write access: a resend after a
@@ -22,7 +22,7 @@ extension SyncAPI {
 
     func pull(_ request: Request, context: FerryRequestContext) async throws -> Response {
         let userID = try context.requireUser()
-        let pull = try await request.decodeJSON(PullRequest.self, limits: limits)
+        let pull = try await request.decodeJSON(PullRequest.self, schema: "PullRequest", schemas: schemas, limits: limits)
         try MutationCheck.checkClientID(pull.clientID)
         try checkFollowed(pull.scopes.map(\.scope))
         let limit = pull.limit ?? limits.defaultPullLimit

@@ -1,0 +1,29 @@
+import Foundation
+import Logging
+import UnixSignals
+
+/// Ends the process if it is still running `after` the first SIGTERM or
+/// SIGINT: a graceful shutdown that hangs (a store whose database went
+/// away mid-request) never keeps `ferry-server` alive.
+struct ShutdownWatchdog {
+    let after: Duration
+    let logger: Logger
+
+    init(after: Duration, logger: Logger) {
+        self.after = after
+        self.logger = logger
+    }
+
+    func run() async {
+        for await _ in await UnixSignalsSequence(trapping: .sigterm, .sigint) {
+            do {
+                try await Task.sleep(for: after)
+            } catch {
+                return
+            }
+            logger.error("shutdown did not finish in time; exiting", metadata: ["waited": "\(after)"])
+            FileHandle.standardError.write(Data("ferry-server: shutdown did not finish within \(after); exiting\n".utf8))
+            exit(1)
+        }
+    }
+}
