@@ -118,7 +118,8 @@ struct RequestSchemas: Sendable {
                 throw fail("is longer than \(most) characters")
             }
             if case .string(let pattern)? = rules["pattern"], !patterns.matches(text, pattern) {
-                throw fail("\(Self.quoted(text)) does not match \(pattern)")
+                let rule = if case .string(let words)? = rules["description"] { words } else { "it must match \(pattern)" }
+                throw fail("\(Self.quoted(text)) is not allowed here: \(rule)")
             }
         case .number(let text):
             try checkNumber(text, rules, fail: fail)
