@@ -163,4 +163,18 @@ import Testing
             #expect(try await client.send(.post, "/v1/push", token: walt, body: next).status == .forbidden)
         }
     }
+    /// A verified token is remembered (no HMAC check per request), and
+    /// still refused from the moment it expires.
+    @Test func aVerifiedTokenIsRememberedUntilItExpires() async throws {
+        let authority = await TokenAuthority(secret: TestServer.secret)
+        let token = try await authority.mint(userID: "alice", lifetime: .seconds(60))
+        #expect(try await authority.userID(fromToken: token) == "alice")
+        #expect(try await authority.userID(fromToken: token) == "alice")
+        let later = Date().addingTimeInterval(120)
+        let error = await #expect(throws: FerryServerError.self) { try await authority.userID(fromToken: token, now: later) }
+        #expect(error?.code == .unauthorized)
+        let cache = VerifiedTokens(capacity: 3)
+        for index in 0..<10 { cache.remember("t\(index)", userID: "u", expires: later, now: Date()) }
+        #expect(cache.count <= 3)
+    }
 }

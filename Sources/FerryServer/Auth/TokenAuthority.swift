@@ -15,6 +15,7 @@ public struct TokenAuthority: Sendable {
     public static let minimumSecretLength = 32
 
     private let keys: JWTKeyCollection
+    private let verified = VerifiedTokens()
 
     /// - Precondition: `secret` has at least ``minimumSecretLength`` bytes;
     ///   use ``validate(secret:)`` on input first.
@@ -54,7 +55,8 @@ public struct TokenAuthority: Sendable {
     ///
     /// - Throws: ``FerryServerError`` `unauthorized` when the token is
     ///   malformed, signed with another key, or expired.
-    public func userID(fromToken token: String) async throws(FerryServerError) -> String {
+    public func userID(fromToken token: String, now: Date = Date()) async throws(FerryServerError) -> String {
+        if let userID = verified.user(of: token, now: now) { return userID }
         let payload: FerryTokenPayload
         do {
             payload = try await keys.verify(token, as: FerryTokenPayload.self)
@@ -63,9 +65,13 @@ public struct TokenAuthority: Sendable {
         } catch {
             throw FerryServerError(.unauthorized, "the token is not valid for this server")
         }
+        guard payload.exp.value > now else {
+            throw FerryServerError(.unauthorized, "the token has expired; get a new one")
+        }
         guard ScopeName.isValidUserID(payload.sub.value) else {
             throw FerryServerError(.unauthorized, "the token's subject is not a valid user id")
         }
+        verified.remember(token, userID: payload.sub.value, expires: payload.exp.value, now: now)
         return payload.sub.value
     }
 }

@@ -1,0 +1,44 @@
+import Foundation
+import NIOConcurrencyHelpers
+
+/// Tokens already verified, with their user and expiry, so a client's
+/// every request does not pay for an HMAC check and a JSON parse: a hit
+/// still honours the expiry to the second. Bounded: past `capacity`,
+/// expired entries go first, then arbitrary ones.
+final class VerifiedTokens: Sendable {
+    struct Entry: Sendable {
+        var userID: String
+        var expires: Date
+    }
+
+    private let entries = NIOLockedValueBox([String: Entry]())
+    let capacity: Int
+
+    init(capacity: Int = 10_000) {
+        self.capacity = capacity
+    }
+
+    /// The user of a verified token that has not expired by `now`.
+    func user(of token: String, now: Date) -> String? {
+        entries.withLockedValue { entries in
+            guard let entry = entries[token] else { return nil }
+            guard entry.expires > now else {
+                entries[token] = nil
+                return nil
+            }
+            return entry.userID
+        }
+    }
+
+    func remember(_ token: String, userID: String, expires: Date, now: Date) {
+        entries.withLockedValue { entries in
+            if entries.count >= capacity {
+                entries = entries.filter { $0.value.expires > now }
+                while entries.count >= capacity, let any = entries.keys.first { entries[any] = nil }
+            }
+            entries[token] = Entry(userID: userID, expires: expires)
+        }
+    }
+
+    var count: Int { entries.withLockedValue { $0.count } }
+}
