@@ -45,4 +45,56 @@ import Testing
             }
         }
     }
+    /// A page's values are cut out of the stored cells without decoding
+    /// them, and say exactly what decoding them would.
+    @Test(arguments: values)
+    func pulledValuesAreCutOutOfTheCellsExactly(value: ColumnValue) throws {
+        let cells = [
+            "b": StoredCell(value: value, version: 7, hlc: HLCTimestamp(wallMilliseconds: 1_700_000_000_000, counter: 3), clientID: "alice:c1"),
+            "a \"key\",\"version\":": StoredCell(value: .text(#"x","version":1}"#), version: 1, hlc: .zero, clientID: #"bob:\c2","hlc":"#),
+            "c": StoredCell(value: .text("\\"), version: 9, hlc: HLCTimestamp(wallMilliseconds: 1_800_000_000_000, counter: 0), clientID: "c"),
+        ]
+        let wire = try #require(WireValues(cells: StoreCoding.cellsJSON(cells)))
+        #expect(try StoreCoding.decode([String: ColumnValue].self, from: wire.values) == cells.mapValues(\.value))
+        #expect(wire.hlc == cells.values.map(\.hlc.rawValue).max())
+        let row = try EncodedRow(table: "note", rowID: "r\"1", version: 4, deleted: false, cells: StoreCoding.cellsJSON(cells))
+        var json = ""
+        row.write(to: &json)
+        let change = try JSONDecoder().decode(RowChange.self, from: Data(json.utf8))
+        #expect(change == RowChange(table: "note", rowID: "r\"1", version: 4, deleted: false, values: cells.mapValues(\.value),
+                                    hlc: HLCTimestamp(rawValue: wire.hlc!)))
+    }
+
+    @Test func otherLayoutsAreDecodedInstead() throws {
+        #expect(WireValues(cells: "{}") == WireValues(cells: "{}"))
+        #expect(WireValues(cells: "{}")?.values == "{}" && WireValues(cells: "{}")?.hlc == nil)
+        let reordered = #"{"t":{"value":"x","clientID":"c","hlc":5,"version":2}}"#
+        #expect(WireValues(cells: reordered) == nil)
+        let row = try EncodedRow(table: "note", rowID: "r", version: 2, deleted: false, cells: reordered)
+        #expect(row.values == #"{"t":"x"}"# && row.hlc == 5)
+        for broken in ["", "{", #"{"t":{"clientID":"c","hlc":5,"value":"x","version":2}"#, #"{"t":{"clientID":"c","hlc":x,"value":"x","version":2}}"#] {
+            #expect(WireValues(cells: broken) == nil, "\(broken)")
+        }
+    }
+
+    /// A whole pull answer written by hand reads back as `JSONDecoder` reads it.
+    @Test func anEncodedAnswerDecodesToTheSameResponse() throws {
+        let cells = StoreCoding.cellsJSON(["t": StoredCell(value: .real(1.5), version: 3, hlc: HLCTimestamp(rawValue: 99), clientID: "c")])
+        let answer = EncodedPullResponse(lastAppliedMutationID: 7, pages: [
+            EncodedPullPage(
+                scope: "user:alice", rows: [try EncodedRow(table: "note", rowID: "r", version: 3, deleted: false, cells: cells),
+                                            try EncodedRow(table: "note", rowID: "gone", version: 4, deleted: true, cells: "{}")],
+                cursor: "c\u{1}ursor", hasMore: true, reset: false,
+                notices: [ConflictNotice(id: "e/1", table: "note", rowID: "r",
+                                         conflict: Conflict(kind: .column, column: "t", base: nil, local: "x", server: "y", resolution: .keptServer),
+                                         row: nil, overriddenBy: "bob", policy: .lastWriteWins)],
+                noticeCursor: "e/0.1"
+            ),
+            EncodedPullPage(scope: "team:x", rows: [], cursor: "d", hasMore: false, reset: true),
+        ])
+        let read = try JSONDecoder().decode(PullResponse.self, from: Data(try answer.json().utf8))
+        #expect(read == (try answer.decoded()))
+        #expect(read.pages[0].changes[0].values == ["t": .real(1.5)] && read.pages[0].changes[1].hlc == nil)
+        #expect(read.pages[0].notices.count == 1 && read.pages[1].reset)
+    }
 }

@@ -5,6 +5,15 @@ import NIOCore
 
 /// Reading and writing JSON bodies with the server's limits.
 enum JSONResponse {
+    /// A response whose JSON is already written.
+    static func make(json: String, status: HTTPResponse.Status = .ok) -> Response {
+        Response(
+            status: status,
+            headers: [.contentType: "application/json; charset=utf-8"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: json))
+        )
+    }
+
     static func make(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

@@ -57,13 +57,13 @@ public final class ServerMetrics: Sendable {
         }
     }
 
-    func recordPull(_ response: PullResponse) {
+    func recordPull(rows: Int) {
         registry.makeCounter(
             descriptor: .init(namespace: "ferry", metricName: "pulls", unitName: "total", helpText: "Pulls served")
         ).increment()
         registry.makeCounter(
             descriptor: .init(namespace: "ferry", metricName: "pulled_rows", unitName: "total", helpText: "Rows sent by pulls")
-        ).increment(by: Int64(response.pages.reduce(0) { $0 + $1.changes.count }))
+        ).increment(by: Int64(rows))
     }
 
     func recordLiveSubscribers(_ count: Int) {

@@ -91,15 +91,6 @@ enum StoreCoding {
         try decode([String: StoredCell].self, from: json)
     }
 
-    /// A pulled row from its stored cells: values, and the newest stamp
-    /// among them (the device's clock moves past it).
-    static func change(table: String, rowID: String, version: Int64, deleted: Bool, cells: [String: StoredCell]) -> RowChange {
-        RowChange(
-            table: table, rowID: rowID, version: version, deleted: deleted,
-            values: cells.mapValues(\.value), hlc: cells.values.map(\.hlc).max()
-        )
-    }
-
     /// How many of a page's rows, of these JSON sizes, fit in `limit` rows
     /// and `maxBytes`: at least one, so a page always advances.
     static func pageLength(sizes: some Sequence<Int>, limit: Int, maxBytes: Int) -> Int {

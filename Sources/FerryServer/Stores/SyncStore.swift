@@ -90,10 +90,11 @@ public protocol SyncStore: Sendable {
     ///   ahead, with the last applied id; nothing is written.
     func push(_ request: PushRequest, userID: String, rules: PushRules) async throws -> PushReceipt
 
-    /// Reads one page per scope, and the client's last applied id, from one snapshot.
+    /// Reads one page per scope, and the client's last applied id, from one
+    /// snapshot, each row's values kept as the JSON a page sends.
     ///
     /// - Throws: ``FerryServerError`` `badRequest` for a garbled or forged cursor.
-    func pull(_ request: PullRequest, userID: String, limit: Int) async throws -> PullResponse
+    func pullEncoded(_ request: PullRequest, userID: String, limit: Int) async throws -> EncodedPullResponse
 
     /// One row as the server holds it now (a tombstone with the values it
     /// last held), or `nil` when the store has no such row.
@@ -130,6 +131,11 @@ public protocol SyncStore: Sendable {
 }
 
 extension SyncStore {
+    /// ``pullEncoded(_:userID:limit:)`` with every row's values decoded.
+    public func pull(_ request: PullRequest, userID: String, limit: Int) async throws -> PullResponse {
+        try await pullEncoded(request, userID: userID, limit: limit).decoded()
+    }
+
     /// A store with nothing to run waits for the shutdown, then closes.
     public func run() async throws {
         try? await gracefulShutdown()

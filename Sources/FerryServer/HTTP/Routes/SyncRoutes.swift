@@ -32,8 +32,8 @@ extension SyncAPI {
         for followed in pull.scopes {
             try await require(.read, in: followed.scope, for: userID)
         }
-        let response = try await store.pull(pull, userID: userID, limit: limit)
-        metrics.recordPull(response)
-        return JSONResponse.make(response)
+        let answer = try await store.pullEncoded(pull, userID: userID, limit: limit)
+        metrics.recordPull(rows: answer.rowCount)
+        return JSONResponse.make(json: try answer.json())
     }
 }

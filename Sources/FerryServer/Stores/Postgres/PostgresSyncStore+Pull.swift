@@ -7,7 +7,7 @@ extension PostgresSyncStore {
     /// `REPEATABLE READ` snapshot, taking only changes of transactions below
     /// the snapshot's `xmin`: every transaction there has ended, so no
     /// change can later appear behind a cursor.
-    public func pull(_ request: PullRequest, userID: String, limit: Int) async throws -> PullResponse {
+    public func pullEncoded(_ request: PullRequest, userID: String, limit: Int) async throws -> EncodedPullResponse {
         let maxPageBytes = configuration.maxPageBytes
         let logger = self.logger
         return try await transaction(.snapshot) { connection, cursors in
@@ -26,7 +26,7 @@ extension PostgresSyncStore {
             // A finished scope's cursor moves to the horizon itself, so a
             // quiet scope never falls behind the tombstone horizon.
             let end = ChangePosition(major: readable)
-            var pages: [PullPage] = []
+            var pages: [EncodedPullPage] = []
             for followed in request.scopes {
                 var start = PullStart.fromScratch(reset: false)
                 if let text = followed.cursor {
@@ -39,10 +39,7 @@ extension PostgresSyncStore {
                 let kept = StoreCoding.pageLength(sizes: rows.lazy.map(\.cells.utf8.count), limit: limit, maxBytes: maxPageBytes)
                 let hasMore = rows.count > kept
                 let changes = try rows.prefix(kept).map { row in
-                    StoreCoding.change(
-                        table: row.table, rowID: row.rowID, version: row.version, deleted: row.deleted,
-                        cells: try StoreCoding.cells(row.cells)
-                    )
+                    try EncodedRow(table: row.table, rowID: row.rowID, version: row.version, deleted: row.deleted, cells: row.cells)
                 }
                 let position = hasMore ? rows[kept - 1].position : end
                 let notices = try await Self.notices(
@@ -50,9 +47,9 @@ extension PostgresSyncStore {
                     after: try NoticeCursor.position(from: followed.notices, epoch: cursors.epoch), below: readable, limit: limit,
                     maxBytes: maxPageBytes, epoch: cursors.epoch, logger: logger
                 )
-                pages.append(PullPage(
+                pages.append(EncodedPullPage(
                     scope: followed.scope,
-                    changes: changes,
+                    rows: changes,
                     cursor: cursors.encode(PullCursor(epoch: cursors.epoch, scope: followed.scope, position: position.major, subposition: position.minor)),
                     hasMore: hasMore || notices.hasMore,
                     reset: start.isReset,
@@ -60,7 +57,7 @@ extension PostgresSyncStore {
                     noticeCursor: NoticeCursor.text(notices.position, epoch: cursors.epoch)
                 ))
             }
-            return PullResponse(lastAppliedMutationID: lastApplied, pages: pages)
+            return EncodedPullResponse(lastAppliedMutationID: lastApplied, pages: pages)
         }
     }
 

@@ -228,14 +228,14 @@ public final class SQLiteSyncStore: SyncStore {
 
     // MARK: Pull
 
-    public func pull(_ request: PullRequest, userID: String, limit: Int) async throws -> PullResponse {
+    public func pullEncoded(_ request: PullRequest, userID: String, limit: Int) async throws -> EncodedPullResponse {
         let cursors = self.cursors
         let maxPageBytes = self.maxPageBytes
         return try await pool.read { db in
             let lastApplied = try Self.lastMutationID(db, userID: userID, clientID: request.clientID)
             let version = try Self.meta(db, "version")
             let horizon = try Self.meta(db, "horizon")
-            var pages: [PullPage] = []
+            var pages: [EncodedPullPage] = []
             for followed in request.scopes {
                 var start = PullStart.fromScratch(reset: false)
                 if let text = followed.cursor {
@@ -258,10 +258,7 @@ public final class SQLiteSyncStore: SyncStore {
                 )
                 let hasMore = rows.count > kept
                 let changes = try rows.prefix(kept).map { row in
-                    StoreCoding.change(
-                        table: row["tbl"], rowID: row["row_id"], version: row["version"], deleted: row["deleted"],
-                        cells: try StoreCoding.cells(row["cells"])
-                    )
+                    try EncodedRow(table: row["tbl"], rowID: row["row_id"], version: row["version"], deleted: row["deleted"], cells: row["cells"])
                 }
                 // A finished scope moves to the store's version, so a quiet
                 // scope's cursor never falls behind the tombstone horizon.
@@ -271,9 +268,9 @@ public final class SQLiteSyncStore: SyncStore {
                     after: try NoticeCursor.position(from: followed.notices, epoch: cursors.epoch), limit: limit,
                     maxBytes: maxPageBytes, epoch: cursors.epoch
                 )
-                pages.append(PullPage(
+                pages.append(EncodedPullPage(
                     scope: followed.scope,
-                    changes: changes,
+                    rows: changes,
                     cursor: cursors.encode(PullCursor(epoch: cursors.epoch, scope: followed.scope, position: position)),
                     hasMore: hasMore || notices.hasMore,
                     reset: start.isReset,
@@ -281,7 +278,7 @@ public final class SQLiteSyncStore: SyncStore {
                     noticeCursor: NoticeCursor.text(notices.position, epoch: cursors.epoch)
                 ))
             }
-            return PullResponse(lastAppliedMutationID: lastApplied, pages: pages)
+            return EncodedPullResponse(lastAppliedMutationID: lastApplied, pages: pages)
         }
     }
 

@@ -1,0 +1,227 @@
+import FerryProtocol
+import Foundation
+
+/// A pull answer as the stores read it: each row's values kept as the JSON
+/// bytes a page sends, cut straight out of the stored `cells` column, so a
+/// page is read and written out without decoding and re-encoding every
+/// cell. ``json()`` is the body `POST /v1/pull` sends; ``decoded()`` is the
+/// same answer as values, for in-process callers and tests.
+///
+/// ```swift
+/// let answer = try await store.pullEncoded(request, userID: "alice", limit: 500)
+/// let body = answer.json()          // {"lastAppliedMutationID":3,"pages":[…]}
+/// let response = try answer.decoded()
+/// ```
+public struct EncodedPullResponse: Sendable {
+    public var lastAppliedMutationID: Int64
+    public var pages: [EncodedPullPage]
+
+    public init(lastAppliedMutationID: Int64, pages: [EncodedPullPage]) {
+        self.lastAppliedMutationID = lastAppliedMutationID
+        self.pages = pages
+    }
+
+    /// The rows in all pages.
+    public var rowCount: Int { pages.reduce(0) { $0 + $1.rows.count } }
+
+    /// The answer's JSON, as `JSONDecoder` reads a ``PullResponse``.
+    public func json() throws -> String {
+        var out = "{\"lastAppliedMutationID\":\(lastAppliedMutationID),\"pages\":["
+        out.reserveCapacity(pages.reduce(64) { $0 + $1.rows.reduce(96) { $0 + $1.values.utf8.count + 96 } })
+        for (index, page) in pages.enumerated() {
+            if index > 0 { out += "," }
+            try page.write(to: &out)
+        }
+        out += "]}"
+        return out
+    }
+
+    /// The answer with every row's values decoded.
+    public func decoded() throws -> PullResponse {
+        PullResponse(lastAppliedMutationID: lastAppliedMutationID, pages: try pages.map { try $0.decoded() })
+    }
+}
+
+public struct EncodedPullPage: Sendable {
+    public var scope: String
+    public var rows: [EncodedRow]
+    public var cursor: String
+    public var hasMore: Bool
+    public var reset: Bool
+    public var notices: [ConflictNotice]
+    public var noticeCursor: String?
+
+    public init(
+        scope: String, rows: [EncodedRow], cursor: String, hasMore: Bool, reset: Bool,
+        notices: [ConflictNotice] = [], noticeCursor: String? = nil
+    ) {
+        self.scope = scope
+        self.rows = rows
+        self.cursor = cursor
+        self.hasMore = hasMore
+        self.reset = reset
+        self.notices = notices
+        self.noticeCursor = noticeCursor
+    }
+
+    func write(to out: inout String) throws {
+        out += "{\"changes\":["
+        for (index, row) in rows.enumerated() {
+            if index > 0 { out += "," }
+            row.write(to: &out)
+        }
+        out += "],\"cursor\":"
+        StoreCoding.appendString(cursor, to: &out)
+        out += ",\"hasMore\":\(hasMore)"
+        if let noticeCursor {
+            out += ",\"noticeCursor\":"
+            StoreCoding.appendString(noticeCursor, to: &out)
+        }
+        if !notices.isEmpty {
+            out += ",\"notices\":"
+            out += try StoreCoding.json(notices)
+        }
+        out += ",\"reset\":\(reset),\"scope\":"
+        StoreCoding.appendString(scope, to: &out)
+        out += "}"
+    }
+
+    func decoded() throws -> PullPage {
+        PullPage(
+            scope: scope, changes: try rows.map { try $0.decoded() }, cursor: cursor, hasMore: hasMore, reset: reset,
+            notices: notices, noticeCursor: noticeCursor
+        )
+    }
+}
+
+/// One pulled row: its values as a JSON object, and the newest stamp among
+/// its cells.
+public struct EncodedRow: Sendable, Hashable {
+    public var table: String
+    public var rowID: String
+    public var version: Int64
+    public var deleted: Bool
+    /// The values as a JSON object: `{"title":"Milk","count":2}`.
+    public var values: String
+    public var hlc: Int64?
+
+    /// The row from its stored `cells` column.
+    init(table: String, rowID: String, version: Int64, deleted: Bool, cells: String) throws {
+        self.table = table
+        self.rowID = rowID
+        self.version = version
+        self.deleted = deleted
+        if let wire = WireValues(cells: cells) {
+            values = wire.values
+            hlc = wire.hlc
+        } else {
+            // Not in the layout `StoreCoding.cellsJSON` writes: decode and re-encode.
+            let decoded = try StoreCoding.cells(cells)
+            var out = "{"
+            for (index, column) in decoded.keys.sorted().enumerated() {
+                if index > 0 { out += "," }
+                StoreCoding.appendString(column, to: &out)
+                out += ":"
+                StoreCoding.appendValue(decoded[column]!.value, to: &out)
+            }
+            values = out + "}"
+            hlc = decoded.values.map(\.hlc.rawValue).max()
+        }
+    }
+
+    func write(to out: inout String) {
+        out += "{\"deleted\":\(deleted)"
+        if let hlc { out += ",\"hlc\":\(hlc)" }
+        out += ",\"rowID\":"
+        StoreCoding.appendString(rowID, to: &out)
+        out += ",\"table\":"
+        StoreCoding.appendString(table, to: &out)
+        out += ",\"values\":"
+        out += values
+        out += ",\"version\":\(version)}"
+    }
+
+    func decoded() throws -> RowChange {
+        RowChange(
+            table: table, rowID: rowID, version: version, deleted: deleted,
+            values: try StoreCoding.decode([String: ColumnValue].self, from: values),
+            hlc: hlc.map(HLCTimestamp.init(rawValue:))
+        )
+    }
+}
+
+/// The values JSON cut out of a `cells` column written by
+/// ``StoreCoding/cellsJSON(_:)``, without decoding it: each cell is
+/// `"<column>":{"clientID":"…","hlc":N,"value":V,"version":N}`, and `V` ends
+/// where `,"version":` begins (those unescaped quotes cannot occur inside a
+/// JSON string, and the tagged objects hold only a string). `nil` for any
+/// other layout.
+struct WireValues: Equatable {
+    var values: String
+    var hlc: Int64?
+
+    init?(cells: String) {
+        let bytes = Array(cells.utf8)
+        guard bytes.first == UInt8(ascii: "{"), bytes.last == UInt8(ascii: "}") else { return nil }
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        out.reserveCapacity(bytes.count)
+        var index = 1
+        var newest: Int64?
+        let clientKey = Array(":{\"clientID\":".utf8)
+        let hlcKey = Array(",\"hlc\":".utf8)
+        let valueKey = Array(",\"value\":".utf8)
+        let versionKey = Array(",\"version\":".utf8)
+
+        func matches(_ key: [UInt8], at position: Int) -> Bool {
+            position + key.count <= bytes.count && bytes[position..<position + key.count].elementsEqual(key)
+        }
+        /// The end (exclusive) of the JSON string starting at `position`.
+        func stringEnd(from position: Int) -> Int? {
+            guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else { return nil }
+            var cursor = position + 1
+            while cursor < bytes.count {
+                switch bytes[cursor] {
+                case UInt8(ascii: "\\"): cursor += 2
+                case UInt8(ascii: "\""): return cursor + 1
+                default: cursor += 1
+                }
+            }
+            return nil
+        }
+
+        while index < bytes.count - 1 {
+            if out.count > 1 {
+                guard bytes[index] == UInt8(ascii: ",") else { return nil }
+                out.append(UInt8(ascii: ","))
+                index += 1
+            }
+            guard let nameEnd = stringEnd(from: index), matches(clientKey, at: nameEnd),
+                  let clientEnd = stringEnd(from: nameEnd + clientKey.count), matches(hlcKey, at: clientEnd)
+            else { return nil }
+            out += bytes[index..<nameEnd]
+            out.append(UInt8(ascii: ":"))
+            var cursor = clientEnd + hlcKey.count
+            let stampStart = cursor
+            while cursor < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[cursor]) || bytes[cursor] == UInt8(ascii: "-") {
+                cursor += 1
+            }
+            guard let stamp = Int64(String(decoding: bytes[stampStart..<cursor], as: UTF8.self)), matches(valueKey, at: cursor) else {
+                return nil
+            }
+            newest = max(newest ?? stamp, stamp)
+            let valueStart = cursor + valueKey.count
+            var valueEnd = valueStart
+            while valueEnd < bytes.count, !matches(versionKey, at: valueEnd) { valueEnd += 1 }
+            guard valueEnd > valueStart, valueEnd < bytes.count else { return nil }
+            out += bytes[valueStart..<valueEnd]
+            cursor = valueEnd + versionKey.count
+            while cursor < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[cursor]) { cursor += 1 }
+            guard cursor < bytes.count, bytes[cursor] == UInt8(ascii: "}") else { return nil }
+            index = cursor + 1
+        }
+        guard index == bytes.count - 1 else { return nil }
+        out.append(UInt8(ascii: "}"))
+        values = String(decoding: out, as: UTF8.self)
+        hlc = newest
+    }
+}
