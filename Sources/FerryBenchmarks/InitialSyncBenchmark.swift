@@ -1,7 +1,9 @@
 import Ferry
 import FerryServer
 import Foundation
+import AsyncHTTPClient
 import GRDB
+import NIOCore
 
 /// Initial sync over loopback: a fresh device pulls every row of a scope
 /// from a `ferry-server` process, against a plain GRDB insert of the same
@@ -70,7 +72,21 @@ public struct InitialSyncBenchmark: Sendable {
         let label = rows >= 1_000_000 ? "\(rows / 1_000_000)M" : "\(rows / 1000)k"
         let syncRate = Double(rows) / report.syncSeconds
         let plainRate = Double(rows) / report.plainInsertSeconds
+
+        // The server alone: pages fetched and discarded, against reading the same rows from the store file.
+        let serverRSSBefore = processMemory("VmRSS", of: server.process.processIdentifier)
+        let drained = try await Self.drainPages(url: url, token: token, pageSize: pageSize, expected: rows)
+        let serverPeak = processMemory("VmHWM", of: server.process.processIdentifier)
+        let read = try Self.readStore(data: data)
+        let drainRate = Double(rows) / seconds(drained)
+        let readRate = Double(rows) / seconds(read)
         return [
+            BenchmarkResult(
+                scenario: "initial sync, \(label) rows: the server alone (pages fetched and discarded; server peak RSS)",
+                ferry: String(format: "%.0f rows/s, server %.0f MiB before, %.0f MiB peak", drainRate,
+                              Double(serverRSSBefore) / 1_048_576, Double(serverPeak) / 1_048_576),
+                baseline: String(format: "%.0f rows/s (plain SQLite read of the store file)", readRate),
+                ratio: drainRate / readRate, goal: 0.5, direction: .atLeast),
             BenchmarkResult(
                 scenario: "initial sync, \(label) rows over loopback (rows/s; peak RSS of the syncing process)",
                 ferry: String(format: "%.0f rows/s, %.0f MiB peak (%.1f s waiting for the server, %.1f s in the database)",
@@ -78,6 +94,53 @@ public struct InitialSyncBenchmark: Sendable {
                 baseline: String(format: "%.0f rows/s (plain GRDB insert, rows decoded)", plainRate),
                 ratio: syncRate / plainRate, goal: 0.33, direction: .atLeast)
         ]
+    }
+
+    /// Pulls every page of the bench scope over HTTP and throws the bytes
+    /// away: how fast the server serves an initial sync.
+    static func drainPages(url: URL, token: String, pageSize: Int, expected: Int) async throws -> Duration {
+        let client = HTTPClient.shared
+        var cursor: String?
+        var pages = 0
+        let start = ContinuousClock.now
+        while true {
+            var request = HTTPClientRequest(url: url.appendingPathComponent("v1/pull").absoluteString)
+            request.method = .POST
+            request.headers.add(name: "Authorization", value: "Bearer \(token)")
+            request.headers.add(name: "Content-Type", value: "application/json")
+            let cursorJSON = cursor.map { ",\"cursor\":\"\($0)\"" } ?? ""
+            request.body = .bytes(ByteBuffer(string: #"{"clientID":"drain","limit":\#(pageSize),"scopes":[{"scope":"user:bench"\#(cursorJSON)}]}"#))
+            let response = try await client.execute(request, timeout: .seconds(60))
+            let body = String(buffer: try await response.body.collect(upTo: 256 << 20))
+            guard response.status == .ok else { throw BenchmarkError("pull answered \(response.status): \(body.prefix(200))") }
+            pages += 1
+            guard let range = body.range(of: #""cursor":""#), let end = body[range.upperBound...].firstIndex(of: "\"") else {
+                throw BenchmarkError("a page without a cursor")
+            }
+            cursor = String(body[range.upperBound..<end])
+            if !body.contains(#""hasMore":true"#) { break }
+        }
+        let elapsed = ContinuousClock.now - start
+        guard pages >= expected / pageSize else { throw BenchmarkError("drained \(pages) pages for \(expected) rows") }
+        return elapsed
+    }
+
+    /// Reads every row of the bench scope from the store file, as the pull query does, into memory.
+    static func readStore(data: String) throws -> Duration {
+        let queue = try DatabaseQueue(path: URL(fileURLWithPath: data).appendingPathComponent(SQLiteSyncStore.fileName).path)
+        defer { try? queue.close() }
+        let start = ContinuousClock.now
+        let count = try queue.read { db in
+            var count = 0
+            let rows = try Row.fetchCursor(db, sql: "SELECT tbl, row_id, version, deleted, cells FROM rows WHERE scope = 'user:bench' ORDER BY version")
+            while let row = try rows.next() {
+                let cells: String = row["cells"]
+                count += cells.utf8.count > 0 ? 1 : 0
+            }
+            return count
+        }
+        _ = count
+        return ContinuousClock.now - start
     }
 
     /// Writes `rows` items into a new server store at `data`, with the cells

@@ -1,4 +1,5 @@
 import FerryProtocol
+import Foundation
 
 // What every scenario measures with: order statistics of durations, and how
 // they and row counts print.
@@ -36,4 +37,14 @@ struct StoredCellJSON: Encodable {
     var hlc: HLCTimestamp
     var value: ColumnValue
     var version: Int64
+}
+
+/// A process's memory figure from `/proc/<pid>/status` (`VmRSS`: resident
+/// now; `VmHWM`: peak resident), in bytes; 0 where there is no `/proc`.
+func processMemory(_ field: String, of pid: Int32) -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }),
+          let kilobytes = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap({ Int($0) })
+    else { return 0 }
+    return kilobytes * 1024
 }

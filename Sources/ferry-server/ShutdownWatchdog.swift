@@ -23,7 +23,8 @@ struct ShutdownWatchdog {
             }
             logger.error("shutdown did not finish in time; exiting", metadata: ["waited": "\(after)"])
             FileHandle.standardError.write(Data("ferry-server: shutdown did not finish within \(after); exiting\n".utf8))
-            exit(1)
+            // `_exit`: no exit handlers run while other threads still work.
+            _exit(1)
         }
     }
 }

@@ -23,6 +23,34 @@ import Testing
         #expect(deadline.bytesArrived() == .arm(.seconds(10), .readingHead))
     }
 
+    /// A request answered before its body ended (a 401 read from the
+    /// head) leaves the connection idle, under the idle deadline, once the
+    /// body ends: it never escapes every deadline.
+    @Test func aRequestAnsweredBeforeItsBodyEndedLeavesTheConnectionIdle() {
+        var deadline = ConnectionDeadline(limits: ConnectionLimits())
+        _ = deadline.connected()
+        _ = deadline.bytesArrived()
+        #expect(deadline.headReceived() == .arm(.seconds(30), .readingBody))
+        #expect(deadline.responseEnded() == .none)   // the body still has its deadline
+        #expect(deadline.requestEnded() == .arm(.seconds(60), .idle))
+        #expect(deadline.phase == .idle)
+    }
+
+    /// Pipelined requests: the first response ending does not put a
+    /// connection whose second request is being handled under the idle deadline.
+    @Test func pipelinedRequestsKeepTheConnectionBusy() {
+        var deadline = ConnectionDeadline(limits: ConnectionLimits())
+        _ = deadline.connected()
+        _ = deadline.bytesArrived()
+        _ = deadline.headReceived()
+        _ = deadline.requestEnded()
+        _ = deadline.headReceived()
+        #expect(deadline.requestEnded() == .disarm)
+        #expect(deadline.responseEnded() == .none)
+        #expect(deadline.phase == .handling)
+        #expect(deadline.responseEnded() == .arm(.seconds(60), .idle))
+    }
+
     @Test func theConnectionCapFitsTheDescriptorLimit() {
         var limits = ConnectionLimits()
         #expect(limits.effectiveMaxConnections(descriptorLimit: 1_048_576) == 4096)

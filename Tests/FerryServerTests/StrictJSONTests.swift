@@ -82,4 +82,20 @@ import Testing
         #expect(message(#"{"clientID":"c","mutations":[\#(mutation.replacingOccurrences(of: "\"hlc\":1", with: "\"hlc\":9223372036854775808"))]}"#)
             == "`mutations.0.hlc` does not fit in 64 bits")
     }
+    /// Patterns match whole strings (no line break sneaks past `$`), and a
+    /// large blob is checked in one pass, not by a backtracking expression.
+    @Test func patternsMatchWholeStringsAndLargeBlobsPass() throws {
+        let schemas = try RequestSchemas(document: try OpenAPIDocument.bundled())
+        func push(_ columns: String, scope: String = "user:a") -> JSONValue {
+            try! StrictJSON.parse(Array(#"{"clientID":"c","mutations":[{"mutationID":1,"table":"note","rowID":"r","scope":"\#(scope)","operation":"upsert","columns":\#(columns),"hlc":1}]}"#.utf8))
+        }
+        let blob = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0) }).base64EncodedString()
+        #expect(schemas.matches(push(#"{"b":{"blob":"\#(blob)"}}"#), "PushRequest"))
+        #expect(!schemas.matches(push(#"{"b":{"blob":"AAA"}}"#), "PushRequest"))
+        #expect(!schemas.matches(push(#"{"b":{"blob":"A=AA"}}"#), "PushRequest"))
+        #expect(schemas.matches(push(#"{"b":{"blob":"AA=="}}"#), "PushRequest"))
+        #expect(!schemas.matches(push(#"{"r":{"real":"1.5\n"}}"#), "PushRequest"))
+        #expect(!schemas.matches(push("{}", scope: "user:a\\n"), "PushRequest"))
+        #expect(RequestSchemas.isPaddedBase64("") && RequestSchemas.isPaddedBase64("aGVsbG8=") && !RequestSchemas.isPaddedBase64("aGVsbG8"))
+    }
 }

@@ -33,6 +33,8 @@ struct ConnectionDeadline: Sendable {
 
     let limits: ConnectionLimits
     private(set) var phase = Phase.idle
+    /// Requests whose head arrived and whose response has not ended.
+    private(set) var unanswered = 0
 
     init(limits: ConnectionLimits) {
         self.limits = limits
@@ -51,17 +53,29 @@ struct ConnectionDeadline: Sendable {
     }
 
     mutating func headReceived() -> Action {
+        unanswered += 1
         phase = .readingBody
         return .arm(limits.bodyReadTimeout, .readingBody)
     }
 
+    /// The request's body ended. If it was answered already (a 401 before
+    /// the body was read), the connection is idle now; otherwise the
+    /// handler runs with no deadline.
     mutating func requestEnded() -> Action {
+        guard unanswered > 0 else {
+            phase = .idle
+            return .arm(limits.idleTimeout, .idle)
+        }
         phase = .handling
         return .disarm
     }
 
+    /// A response ended. The connection is idle once every request is both
+    /// read and answered; a body still arriving keeps its deadline, and a
+    /// pipelined request still being handled keeps none.
     mutating func responseEnded() -> Action {
-        guard phase == .handling else { return .none }
+        unanswered = max(0, unanswered - 1)
+        guard phase == .handling, unanswered == 0 else { return .none }
         phase = .idle
         return .arm(limits.idleTimeout, .idle)
     }

@@ -34,7 +34,10 @@ struct FerryHTTPChannel: ServerChildChannel {
         let admitted = open.open()
         let open = self.open
         let metrics = self.metrics
-        channel.closeFuture.whenComplete { _ in open.close() }
+        channel.closeFuture.whenComplete { _ in
+            open.close()
+            metrics.recordOpenConnections(open.current)
+        }
         metrics.recordOpenConnections(open.current)
         guard admitted else {
             metrics.recordRefusedConnection()

@@ -37,14 +37,24 @@ final class LiveStreamQuota: Sendable {
     final class Ticket: Sendable {
         private let quota: LiveStreamQuota
         private let userID: String
+        private let held = NIOLockedValueBox(true)
 
         fileprivate init(quota: LiveStreamQuota, userID: String) {
             self.quota = quota
             self.userID = userID
         }
 
+        /// Gives the place back; later calls (and the deinit) do nothing.
+        func release() {
+            let wasHeld = held.withLockedValue { held in
+                defer { held = false }
+                return held
+            }
+            if wasHeld { quota.release(userID) }
+        }
+
         deinit {
-            quota.release(userID)
+            release()
         }
     }
 }

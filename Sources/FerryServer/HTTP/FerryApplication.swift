@@ -53,7 +53,10 @@ public enum FerryApplication {
                 address: .hostname(configuration.host, port: configuration.port),
                 serverName: "ferry",
                 // A backstop under the 503s: stop accepting before the process runs out of descriptors.
-                availableConnectionsDelegate: MaximumAvailableConnections(max(connections.maxConnections + 16, descriptors - 16), logger: logger)
+                // Halfway into the descriptors kept for the store, so a flood of refusals never takes them all.
+                availableConnectionsDelegate: MaximumAvailableConnections(
+                    connections.maxConnections + max(1, (descriptors - connections.maxConnections) / 2), logger: logger
+                )
             ),
             services: [
                 StoreService(store: store),

@@ -2,6 +2,7 @@ import FerryProtocol
 import Foundation
 import Hummingbird
 import NIOCore
+import NIOHTTP1
 
 /// Reading and writing JSON bodies with the server's limits.
 enum JSONResponse {
@@ -45,6 +46,10 @@ extension Request {
             throw FerryServerError(.payloadTooLarge, "the body is larger than the limit of \(limits.maxBodyBytes) bytes")
         } catch is CancellationError {
             throw CancellationError()
+        } catch let error as HTTPParserError where error != .invalidEOFState {
+            // Still connected, just malformed (a bad chunk size): the client's fault, said as such.
+            // (`invalidEOFState` is the connection ending mid-body: a hang-up.)
+            throw FerryServerError.badRequest("the request body is not valid HTTP: \(error)")
         } catch {
             throw ClientDisconnected()
         }

@@ -35,7 +35,7 @@ extension SyncAPI {
             headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
             body: ResponseBody { writer in
                 defer {
-                    withExtendedLifetime(ticket) {}
+                    ticket.release()
                     metrics.recordLiveSubscribers(feed.subscriberCount)
                 }
                 let (events, continuation) = AsyncStream.makeStream(of: Event.self)

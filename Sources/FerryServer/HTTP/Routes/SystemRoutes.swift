@@ -8,7 +8,9 @@ extension SyncAPI {
     }
 
     func metricsText(_ request: Request, context: FerryRequestContext) async throws -> Response {
-        Response(
+        // Read at scrape time, so no stream ending in a race leaves it stale.
+        metrics.recordLiveSubscribers(store.changeFeed.subscriberCount)
+        return Response(
             status: .ok,
             headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
             body: ResponseBody(byteBuffer: ByteBuffer(string: metrics.render()))

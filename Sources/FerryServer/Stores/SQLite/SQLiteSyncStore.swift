@@ -87,7 +87,7 @@ public final class SQLiteSyncStore: SyncStore {
     private static func write(_ plan: PushPlan, _ db: Database, userID: String, clientID: String, now: Int64) throws {
         func json(_ value: some Encodable) throws -> String { try StoreCoding.json(value) }
         for (key, row) in plan.rows {
-            try db.execute(
+            try Self.execute(db, 
                 sql: """
                     INSERT INTO rows (scope, tbl, row_id, version, deleted, client_id, changed_at, cells)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -103,7 +103,7 @@ public final class SQLiteSyncStore: SyncStore {
         }
         for (key, values) in plan.overwritten {
             for old in values {
-                try db.execute(
+                try Self.execute(db, 
                     sql: "INSERT OR REPLACE INTO history (scope, tbl, row_id, col, version, value) VALUES (?, ?, ?, ?, ?, ?)",
                     arguments: [
                         key.scope, key.table, key.rowID, old.column, old.version,
@@ -113,7 +113,7 @@ public final class SQLiteSyncStore: SyncStore {
             }
         }
         for recorded in plan.conflicts {
-            try db.execute(
+            try Self.execute(db, 
                 sql: """
                     INSERT INTO conflicts (user_id, client_id, mutation_id, scope, tbl, row_id, version, conflict, created_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -125,7 +125,7 @@ public final class SQLiteSyncStore: SyncStore {
             )
         }
         for notice in plan.notices {
-            try db.execute(
+            try Self.execute(db, 
                 sql: """
                     INSERT INTO notices (user_id, scope, by_user, by_client, version, notice, created_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -138,7 +138,7 @@ public final class SQLiteSyncStore: SyncStore {
         }
         for rejection in plan.rejections {
             let mutation = rejection.mutation
-            try db.execute(
+            try Self.execute(db, 
                 sql: """
                     INSERT INTO rejections (user_id, client_id, mutation_id, scope, tbl, row_id, reason, mutation, created_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -150,7 +150,7 @@ public final class SQLiteSyncStore: SyncStore {
             )
         }
         for result in plan.results {
-            try db.execute(
+            try Self.execute(db, 
                 sql: "INSERT INTO results (user_id, client_id, mutation_id, version, result) VALUES (?, ?, ?, ?, ?)",
                 arguments: [
                     userID, clientID, result.mutationID, plan.version,
@@ -159,7 +159,7 @@ public final class SQLiteSyncStore: SyncStore {
             )
         }
         if !plan.results.isEmpty {
-            try db.execute(
+            try Self.execute(db, 
                 sql: """
                     INSERT INTO clients (user_id, client_id, last_mutation_id) VALUES (?, ?, ?)
                     ON CONFLICT (user_id, client_id) DO UPDATE SET last_mutation_id = excluded.last_mutation_id
@@ -167,15 +167,20 @@ public final class SQLiteSyncStore: SyncStore {
                 arguments: [userID, clientID, plan.lastAppliedMutationID]
             )
         }
-        try db.execute(sql: "UPDATE store_meta SET value = ? WHERE key = 'version'", arguments: [plan.version])
+        try Self.execute(db, sql: "UPDATE store_meta SET value = ? WHERE key = 'version'", arguments: [plan.version])
+    }
+
+    /// Runs `sql` through the connection's statement cache: a push writes
+    /// the same few statements once per row, parsed once.
+    static func execute(_ db: Database, sql: String, arguments: StatementArguments) throws {
+        try db.cachedStatement(sql: sql).execute(arguments: arguments)
     }
 
     private static func recordedResults(_ db: Database, userID: String, clientID: String, ids: [Int64]) throws -> [MutationResult] {
         let decoder = JSONDecoder()
         return try ids.map { id in
             let json = try String.fetchOne(
-                db,
-                sql: "SELECT result FROM results WHERE user_id = ? AND client_id = ? AND mutation_id = ?",
+                db.cachedStatement(sql: "SELECT result FROM results WHERE user_id = ? AND client_id = ? AND mutation_id = ?"),
                 arguments: [userID, clientID, id]
             )
             // Results older than the tombstone horizon are collected; the id is still acknowledged.
@@ -188,14 +193,12 @@ public final class SQLiteSyncStore: SyncStore {
 
     static func loadRow(_ db: Database, _ key: RowKey) throws -> StoredRow? {
         guard let row = try Row.fetchOne(
-            db,
-            sql: "SELECT version, deleted, client_id, cells FROM rows WHERE scope = ? AND tbl = ? AND row_id = ?",
+            db.cachedStatement(sql: "SELECT version, deleted, client_id, cells FROM rows WHERE scope = ? AND tbl = ? AND row_id = ?"),
             arguments: [key.scope, key.table, key.rowID]
         ) else { return nil }
         let decoder = JSONDecoder()
         let history = try Row.fetchAll(
-            db,
-            sql: "SELECT col, version, value FROM history WHERE scope = ? AND tbl = ? AND row_id = ? ORDER BY version",
+            db.cachedStatement(sql: "SELECT col, version, value FROM history WHERE scope = ? AND tbl = ? AND row_id = ? ORDER BY version"),
             arguments: [key.scope, key.table, key.rowID]
         ).map { entry in
             HistoricValue(
