@@ -111,14 +111,17 @@ public struct InitialSyncBenchmark: Sendable {
             let cursorJSON = cursor.map { ",\"cursor\":\"\($0)\"" } ?? ""
             request.body = .bytes(ByteBuffer(string: #"{"clientID":"drain","limit":\#(pageSize),"scopes":[{"scope":"user:bench"\#(cursorJSON)}]}"#))
             let response = try await client.execute(request, timeout: .seconds(60))
-            let body = String(buffer: try await response.body.collect(upTo: 256 << 20))
-            guard response.status == .ok else { throw BenchmarkError("pull answered \(response.status): \(body.prefix(200))") }
+            var buffer = try await response.body.collect(upTo: 256 << 20)
+            guard response.status == .ok else { throw BenchmarkError("pull answered \(response.status): \(String(buffer: buffer).prefix(200))") }
             pages += 1
-            guard let range = body.range(of: #""cursor":""#), let end = body[range.upperBound...].firstIndex(of: "\"") else {
+            // The cursor and hasMore follow the rows: look only at the page's end, not through its rows.
+            buffer.moveReaderIndex(forwardBy: max(0, buffer.readableBytes - 1024))
+            let tail = String(buffer: buffer)
+            guard let range = tail.range(of: #""cursor":""#), let end = tail[range.upperBound...].firstIndex(of: "\"") else {
                 throw BenchmarkError("a page without a cursor")
             }
-            cursor = String(body[range.upperBound..<end])
-            if !body.contains(#""hasMore":true"#) { break }
+            cursor = String(tail[range.upperBound..<end])
+            if !tail.contains(#""hasMore":true"#) { break }
         }
         let elapsed = ContinuousClock.now - start
         guard pages >= expected / pageSize else { throw BenchmarkError("drained \(pages) pages for \(expected) rows") }

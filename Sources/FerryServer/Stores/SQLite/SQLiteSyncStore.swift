@@ -247,21 +247,24 @@ public final class SQLiteSyncStore: SyncStore {
                         horizon: ChangePosition(major: horizon), end: ChangePosition(major: version)
                     )
                 }
-                let rows = try Row.fetchAll(
-                    db,
-                    sql: """
+                // Read by column index from a cached statement: no name lookup or row copy per row.
+                let cursor = try Row.fetchCursor(
+                    db.cachedStatement(sql: """
                         SELECT tbl, row_id, version, deleted, cells FROM rows
                         WHERE scope = ? AND version > ? AND (deleted = 0 OR ?)
                         ORDER BY version LIMIT ?
-                        """,
+                        """),
                     arguments: [followed.scope, start.position.major, !start.isFromScratch, limit + 1]
                 )
-                let kept = StoreCoding.pageLength(
-                    sizes: rows.lazy.map { ($0["cells"] as String).utf8.count }, limit: limit, maxBytes: maxPageBytes
-                )
+                var rows: [(table: String, rowID: String, version: Int64, deleted: Bool, cells: String)] = []
+                rows.reserveCapacity(limit + 1)
+                while let row = try cursor.next() {
+                    rows.append((row[0], row[1], row[2], row[3], row[4]))
+                }
+                let kept = StoreCoding.pageLength(sizes: rows.lazy.map(\.cells.utf8.count), limit: limit, maxBytes: maxPageBytes)
                 let hasMore = rows.count > kept
                 let changes = try rows.prefix(kept).map { row in
-                    try EncodedRow(table: row["tbl"], rowID: row["row_id"], version: row["version"], deleted: row["deleted"], cells: row["cells"])
+                    try EncodedRow(table: row.table, rowID: row.rowID, version: row.version, deleted: row.deleted, cells: row.cells)
                 }
                 // A finished scope moves to the store's version, so a quiet
                 // scope's cursor never falls behind the tombstone horizon.
