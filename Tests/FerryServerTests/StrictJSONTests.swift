@@ -1,4 +1,5 @@
 @testable import FerryServer
+import FerryProtocol
 import Foundation
 import Testing
 
@@ -97,5 +98,51 @@ import Testing
         #expect(!schemas.matches(push(#"{"r":{"real":"1.5\n"}}"#), "PushRequest"))
         #expect(!schemas.matches(push("{}", scope: "user:a\\n"), "PushRequest"))
         #expect(RequestSchemas.isPaddedBase64("") && RequestSchemas.isPaddedBase64("aGVsbG8=") && !RequestSchemas.isPaddedBase64("aGVsbG8"))
+    }
+    /// The one-pass matcher says what the regular expression says, for
+    /// every pattern of the document it takes.
+    @Test func simplePatternsAgreeWithRegularExpressions() throws {
+        let patterns = [
+            "^[A-Za-z0-9_-]{1,128}$", "^[A-Za-z_][A-Za-z0-9_]{0,63}$", "^[!-~]{1,128}$", "^[A-Za-z0-9_.:@+-]{1,200}$",
+            "^[A-Za-z0-9_.:+-]{1,199}@[A-Za-z0-9_.@+-]{1,128}$", "^[A-Za-z0-9_.@+-]{1,128}$",
+        ]
+        let samples = ["", "a", "A_b-9", "9abc", "_x", "has space", "tab\t", "a@b", "@b", "a@", "a@b@c", "user:alice", "é", "a\n",
+                       "x/y", "~!", String(repeating: "a", count: 64), String(repeating: "a", count: 65), String(repeating: "b", count: 129),
+                       "label.x@owner.y", "team:x@al+ice", ":@:"]
+        for pattern in patterns {
+            let simple = try #require(SimplePattern(pattern), "\(pattern) is not taken")
+            let expression = try NSRegularExpression(pattern: pattern)
+            for sample in samples {
+                let whole = NSRange(sample.startIndex..., in: sample)
+                let expected = expression.firstMatch(in: sample, range: whole)?.range == whole
+                #expect(simple.matches(sample) == expected, "\(pattern) on \(String(reflecting: sample))")
+            }
+        }
+        #expect(SimplePattern("^-?(inf|[0-9]+)$") == nil)
+        #expect(SimplePattern("^[a-z]{0,5}[a-c]$") == nil, "a greedy pass could be wrong here")
+    }
+
+    @Test func aPushAnswerIsWrittenAsJSONEncoderWritesIt() throws {
+        let response = PushResponse(lastAppliedMutationID: 9, results: [
+            MutationResult(mutationID: 8, status: .applied, version: 3),
+            MutationResult(mutationID: 9, status: .rejected, reason: "no"),
+        ])
+        let read = try JSONDecoder().decode(PushResponse.self, from: Data(try StoreCoding.pushResponseJSON(response).utf8))
+        #expect(read == response)
+    }
+    /// A push read from the checked value equals the push `JSONDecoder` reads.
+    @Test func aPushIsReadFromTheCheckedValueAsJSONDecoderReadsIt() throws {
+        let push = PushRequest(clientID: "c-1", mutations: [
+            Mutation(mutationID: 1, table: "note", rowID: "r\"1", scope: "user:alice", operation: .upsert,
+                     columns: ["n": .null, "i": .integer(.min), "t": .text("é\n\u{1}"), "r": .real(-0.0), "inf": .real(.infinity),
+                               "b": .blob(Data([0, 255, 7])), "e": .blob(Data())],
+                     baseVersion: 7, hlc: HLCTimestamp(rawValue: 123)),
+            Mutation(mutationID: 2, table: "note", rowID: "r2", scope: "team:x", operation: .delete, columns: [:], baseVersion: nil,
+                     hlc: HLCTimestamp(rawValue: 0)),
+        ])
+        let bytes = try JSONEncoder().encode(push)
+        let read = try PushRequest(strict: try StrictJSON.parse(Array(bytes)))
+        #expect(read == (try JSONDecoder().decode(PushRequest.self, from: bytes)))
+        #expect(read == push)
     }
 }

@@ -61,6 +61,9 @@ extension Request {
             throw FerryServerError(.badRequest, "the body is not valid JSON: \(error)")
         }
         try schemas.validate(value, as: schema)
+        if let strict = T.self as? any StrictlyDecodable.Type {
+            return try strict.init(strict: value) as! T
+        }
         do {
             return try JSONDecoder().decode(T.self, from: Data(bytes))
         } catch let error as DecodingError {

@@ -37,6 +37,18 @@ enum StoreCoding {
         return "{\"conflicts\":[],\"mutationID\":\(result.mutationID),\"replayed\":\(result.replayed),\"status\":\"\(result.status.rawValue)\"\(version)}"
     }
 
+    /// A push answer as JSON, each result written as ``resultJSON(_:)`` writes it.
+    static func pushResponseJSON(_ response: PushResponse) throws -> String {
+        var out = "{\"lastAppliedMutationID\":\(response.lastAppliedMutationID),\"results\":["
+        out.reserveCapacity(response.results.count * 96 + 48)
+        for (index, result) in response.results.enumerated() {
+            if index > 0 { out += "," }
+            out += try resultJSON(result)
+        }
+        out += "]}"
+        return out
+    }
+
     static func appendValue(_ value: ColumnValue, to out: inout String) {
         switch value {
         case .null: out += "null"

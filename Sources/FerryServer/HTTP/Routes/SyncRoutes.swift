@@ -17,7 +17,7 @@ extension SyncAPI {
         let rules = PushRules(tables: configuration.tables, maxClockDrift: configuration.maxClockDrift, now: configuration.now())
         let receipt = try await store.push(push, userID: userID, rules: rules)
         metrics.recordPush(receipt.response)
-        return JSONResponse.make(receipt.response)
+        return JSONResponse.make(json: try StoreCoding.pushResponseJSON(receipt.response))
     }
 
     func pull(_ request: Request, context: FerryRequestContext) async throws -> Response {

@@ -1,0 +1,100 @@
+import FerryProtocol
+import Foundation
+
+/// A request body built straight from the value ``StrictJSON`` read and
+/// ``RequestSchemas`` checked, instead of parsing the bytes a second time
+/// with `JSONDecoder`: the push path's largest bodies.
+protocol StrictlyDecodable {
+    /// - Precondition: `value` matched the type's schema.
+    init(strict value: JSONValue) throws(FerryServerError)
+}
+
+extension PushRequest: StrictlyDecodable {
+    init(strict value: JSONValue) throws(FerryServerError) {
+        let object = try StrictField.object(value, "the body")
+        var mutations: [Mutation] = []
+        let items = try StrictField.array(object["mutations"], "mutations")
+        mutations.reserveCapacity(items.count)
+        for (index, item) in items.enumerated() {
+            mutations.append(try Mutation(strict: item, at: "mutations.\(index)"))
+        }
+        self.init(clientID: try StrictField.string(object["clientID"], "clientID"), mutations: mutations)
+    }
+}
+
+extension Mutation {
+    init(strict value: JSONValue, at path: String) throws(FerryServerError) {
+        let object = try StrictField.object(value, path)
+        guard let operation = Operation(rawValue: try StrictField.string(object["operation"], "\(path).operation")) else {
+            throw FerryServerError.badRequest("`\(path).operation` is not an operation")
+        }
+        var columns: [String: ColumnValue] = [:]
+        for (name, cell) in try StrictField.object(object["columns"] ?? .object([:]), "\(path).columns") {
+            columns[name] = try ColumnValue(strict: cell, at: "\(path).columns.\(name)")
+        }
+        let base: Int64? = switch object["baseVersion"] {
+        case nil, .null?: nil
+        case let number?: try StrictField.integer(number, "\(path).baseVersion")
+        }
+        self.init(
+            mutationID: try StrictField.integer(object["mutationID"], "\(path).mutationID"),
+            table: try StrictField.string(object["table"], "\(path).table"),
+            rowID: try StrictField.string(object["rowID"], "\(path).rowID"),
+            scope: try StrictField.string(object["scope"], "\(path).scope"),
+            operation: operation, columns: columns, baseVersion: base,
+            hlc: HLCTimestamp(rawValue: try StrictField.integer(object["hlc"], "\(path).hlc"))
+        )
+    }
+}
+
+extension ColumnValue {
+    init(strict value: JSONValue, at path: String) throws(FerryServerError) {
+        switch value {
+        case .null:
+            self = .null
+        case .string(let text):
+            self = .text(text)
+        case .number:
+            self = .integer(try StrictField.integer(value, path))
+        case .object(let tagged) where tagged.count == 1:
+            if case .string(let text)? = tagged["real"] {
+                guard let real = Double(text), !real.isNaN else {
+                    throw FerryServerError.badRequest("`\(path).real`: \(String(reflecting: text)) is not a real number")
+                }
+                self = .real(real)
+            } else if case .string(let base64)? = tagged["blob"], let data = Data(base64Encoded: base64) {
+                self = .blob(data)
+            } else {
+                throw FerryServerError.badRequest("`\(path)`: blob is not valid base64")
+            }
+        default:
+            throw FerryServerError.badRequest("`\(path)` is not a column value")
+        }
+    }
+}
+
+/// Reading one field of a checked value; a mismatch (which the schema
+/// should have caught) is a 400, never a crash.
+enum StrictField {
+    static func object(_ value: JSONValue?, _ path: String) throws(FerryServerError) -> [String: JSONValue] {
+        guard case .object(let members)? = value else { throw .badRequest("`\(path)` should be an object") }
+        return members
+    }
+
+    static func array(_ value: JSONValue?, _ path: String) throws(FerryServerError) -> [JSONValue] {
+        guard case .array(let elements)? = value else { throw .badRequest("`\(path)` should be an array") }
+        return elements
+    }
+
+    static func string(_ value: JSONValue?, _ path: String) throws(FerryServerError) -> String {
+        guard case .string(let text)? = value else { throw .badRequest("`\(path)` should be a string") }
+        return text
+    }
+
+    static func integer(_ value: JSONValue?, _ path: String) throws(FerryServerError) -> Int64 {
+        guard case .number(let text)? = value, StrictJSON.isIntegerLiteral(text), let integer = Int64(text) else {
+            throw .badRequest("`\(path)` should be a 64-bit integer")
+        }
+        return integer
+    }
+}
