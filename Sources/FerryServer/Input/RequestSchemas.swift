@@ -25,8 +25,7 @@ struct RequestSchemas: Sendable {
         "description", "examples", "contentEncoding", "title",
     ]
 
-    private let schemas: [String: JSONValue]
-    private let patterns: Patterns
+    private let nodes: [String: SchemaNode]
 
     init(document: OpenAPIDocument) throws {
         guard case .object(let root) = try StrictJSON.parse(Array(document.data)),
@@ -35,28 +34,16 @@ struct RequestSchemas: Sendable {
         else {
             throw FerryServerError(.internalError, "openapi.json has no components.schemas")
         }
-        self.schemas = schemas
-        var found: [String: NSRegularExpression] = [:]
-        func collect(_ value: JSONValue) throws {
-            switch value {
-            case .object(let members):
-                if case .string(let pattern)? = members["pattern"], found[pattern] == nil {
-                    found[pattern] = try NSRegularExpression(pattern: pattern)
-                }
-                for member in members.values { try collect(member) }
-            case .array(let elements):
-                for element in elements { try collect(element) }
-            default:
-                break
-            }
-        }
-        try collect(.object(schemas))
-        patterns = Patterns(compiled: found)
+        var compiler = SchemaCompiler(schemas: schemas)
+        nodes = try schemas.keys.reduce(into: [:]) { $0[$1] = try compiler.component($1) }
     }
 
     /// Checks `value` against the component schema `name`.
     func validate(_ value: JSONValue, as name: String) throws(FerryServerError) {
-        try check(value, against: .object(["$ref": .string("#/components/schemas/\(name)")]), at: [])
+        guard let node = nodes[name] else { throw FerryServerError(.internalError, "openapi.json has no schema \(name)") }
+        var path: [String] = []
+        path.reserveCapacity(8)
+        try check(value, against: node, at: &path)
     }
 
     /// Whether `value` matches the component schema `name`.
@@ -66,124 +53,119 @@ struct RequestSchemas: Sendable {
 
     // MARK: - Checking
 
-    private func check(_ value: JSONValue, against schema: JSONValue, at path: [String]) throws(FerryServerError) {
-        guard case .object(let rules) = schema else { return }
-        func fail(_ message: String) -> FerryServerError {
-            FerryServerError(.badRequest, "\(Self.describe(path)) \(message)")
-        }
-        if case .string(let reference)? = rules["$ref"] {
-            let name = String(reference.split(separator: "/").last ?? "")
-            guard let target = schemas[name] else { throw FerryServerError(.internalError, "openapi.json has no schema \(name)") }
-            try check(value, against: target, at: path)
-        }
-        if let allowed = rules["type"] {
-            let names: [String] = switch allowed {
-            case .string(let name): [name]
-            case .array(let list): list.compactMap { if case .string(let name) = $0 { name } else { nil } }
-            default: []
-            }
-            let actual = value.typeName
-            guard names.contains(actual) || (actual == "integer" && names.contains("number")) else {
-                throw fail("should be \(names.map(Self.article).joined(separator: " or ")), not \(Self.article(actual))")
+    private func check(_ value: JSONValue, against node: SchemaNode, at path: inout [String]) throws(FerryServerError) {
+        if let types = node.types {
+            let actual = SchemaNode.TypeSet(value)
+            guard types.contains(actual) || (actual == .integer && types.contains(.number)) else {
+                throw Self.fail(path, "should be \(types.names.map(Self.article).joined(separator: " or ")), not \(Self.article(value.typeName))")
             }
         }
-        if case .array(let options)? = rules["enum"], !options.contains(value) {
-            throw fail("should be one of \(options.map(Self.literal).joined(separator: ", "))")
+        if let options = node.enumValues, !options.contains(value) {
+            throw Self.fail(path, "should be one of \(options.map(Self.literal).joined(separator: ", "))")
         }
-        if case .array(let options)? = rules["oneOf"] {
-            let matching = options.filter { option in (try? check(value, against: option, at: path)) != nil }
-            guard matching.count == 1 else {
-                let what = if case .string(let text)? = rules["description"] { text } else { "one of its documented forms" }
-                throw fail("is not valid here: \(what)")
+        if let options = node.oneOf {
+            var matching = 0
+            let depth = path.count
+            for option in options {
+                if (try? check(value, against: option, at: &path)) != nil { matching += 1 }
+                path.removeLast(path.count - depth)   // a failed option leaves its place behind
+            }
+            guard matching == 1 else {
+                throw Self.fail(path, "is not valid here: \(node.description ?? "one of its documented forms")")
             }
         }
         switch value {
         case .object(let members):
-            try checkObject(members, rules, at: path, fail: fail)
+            try checkObject(members, node, at: &path)
         case .array(let elements):
-            if case .number(let text)? = rules["minItems"], let least = Int(text), elements.count < least {
-                throw fail("needs at least \(least) item\(least == 1 ? "" : "s")")
+            if let least = node.minItems, elements.count < least {
+                throw Self.fail(path, "needs at least \(least) item\(least == 1 ? "" : "s")")
             }
-            if case .number(let text)? = rules["maxItems"], let most = Int(text), elements.count > most {
-                throw fail("has \(elements.count) items; at most \(most) are allowed")
+            if let most = node.maxItems, elements.count > most {
+                throw Self.fail(path, "has \(elements.count) items; at most \(most) are allowed")
             }
-            if let items = rules["items"] {
-                for (index, element) in elements.enumerated() { try check(element, against: items, at: path + [String(index)]) }
+            if let items = node.items {
+                for (index, element) in elements.enumerated() {
+                    path.append(String(index))
+                    try check(element, against: items, at: &path)
+                    path.removeLast()
+                }
             }
         case .string(let text):
-            let length = text.unicodeScalars.count
-            if case .number(let limit)? = rules["minLength"], let least = Int(limit), length < least {
-                throw fail("needs at least \(least) character\(least == 1 ? "" : "s")")
+            if node.minLength != nil || node.maxLength != nil {
+                let length = text.unicodeScalars.count
+                if let least = node.minLength, length < least {
+                    throw Self.fail(path, "needs at least \(least) character\(least == 1 ? "" : "s")")
+                }
+                if let most = node.maxLength, length > most {
+                    throw Self.fail(path, "is longer than \(most) characters")
+                }
             }
-            if case .number(let limit)? = rules["maxLength"], let most = Int(limit), length > most {
-                throw fail("is longer than \(most) characters")
-            }
-            if case .string("base64")? = rules["contentEncoding"] {
+            if node.base64 {
                 // Checked in one pass: a regular expression backtracks once per group of four and overflows on large blobs.
                 guard Self.isPaddedBase64(text) else {
-                    let rule = if case .string(let words)? = rules["description"] { words } else { "it must be padded base64" }
-                    throw fail("is not allowed here: \(rule)")
+                    throw Self.fail(path, "is not allowed here: \(node.description ?? "it must be padded base64")")
                 }
-            } else if case .string(let pattern)? = rules["pattern"], !patterns.matches(text, pattern) {
-                let rule = if case .string(let words)? = rules["description"] { words } else { "it must match \(pattern)" }
-                throw fail("\(Self.quoted(text)) is not allowed here: \(rule)")
+            } else if let pattern = node.pattern, !pattern.matches(text) {
+                throw Self.fail(path, "\(Self.quoted(text)) is not allowed here: \(node.description ?? "it must match \(pattern.source)")")
             }
         case .number(let text):
-            try checkNumber(text, rules, fail: fail)
+            try checkNumber(text, node, at: path)
         case .null, .bool:
             break
         }
     }
 
-    private func checkObject(
-        _ members: [String: JSONValue], _ rules: [String: JSONValue], at path: [String],
-        fail: (String) -> FerryServerError
-    ) throws(FerryServerError) {
-        var properties: [String: JSONValue] = [:]
-        if case .object(let declared)? = rules["properties"] { properties = declared }
-        if case .array(let required)? = rules["required"] {
-            for case .string(let name) in required where members[name] == nil {
-                throw fail("is missing `\(name)`")
-            }
+    private func checkObject(_ members: [String: JSONValue], _ node: SchemaNode, at path: inout [String]) throws(FerryServerError) {
+        for name in node.required where members[name] == nil {
+            throw Self.fail(path, "is missing `\(name)`")
         }
-        if case .number(let text)? = rules["maxProperties"], let most = Int(text), members.count > most {
-            throw fail("has \(members.count) properties; at most \(most) are allowed")
+        if let most = node.maxProperties, members.count > most {
+            throw Self.fail(path, "has \(members.count) properties; at most \(most) are allowed")
         }
-        for (name, member) in members.sorted(by: { $0.key < $1.key }) {
-            if let propertyNames = rules["propertyNames"] {
+        for (name, member) in members {
+            if let propertyNames = node.propertyNames {
+                var here = path
                 do {
-                    try check(.string(name), against: propertyNames, at: path)
+                    try check(.string(name), against: propertyNames, at: &here)
                 } catch {
-                    throw fail("has a property name \(Self.quoted(name)) that is not allowed: \(error.message)")
+                    throw Self.fail(path, "has a property name \(Self.quoted(name)) that is not allowed: \(error.message)")
                 }
             }
-            if let property = properties[name] {
-                try check(member, against: property, at: path + [name])
-                continue
+            let schema: SchemaNode
+            if let property = node.properties[name] {
+                schema = property
+            } else {
+                switch node.additional {
+                case .forbidden: throw Self.fail(path, "has no property `\(name)`")
+                case .allowed: continue
+                case .schema(let extra): schema = extra
+                }
             }
-            switch rules["additionalProperties"] {
-            case .bool(false)?:
-                throw fail("has no property `\(name)`")
-            case let extra? where extra != .bool(true):
-                try check(member, against: extra, at: path + [name])
-            default:
-                break
-            }
+            path.append(name)
+            try check(member, against: schema, at: &path)
+            path.removeLast()
         }
     }
 
-    private func checkNumber(_ text: String, _ rules: [String: JSONValue], fail: (String) -> FerryServerError) throws(FerryServerError) {
-        let integer = StrictJSON.isIntegerLiteral(text) ? Int64(text) : nil
-        if case .string("int64")? = rules["format"], StrictJSON.isIntegerLiteral(text), integer == nil {
-            throw fail("does not fit in 64 bits")
+    private func checkNumber(_ text: String, _ node: SchemaNode, at path: [String]) throws(FerryServerError) {
+        let isInteger = StrictJSON.isIntegerLiteral(text)
+        let integer = isInteger ? Int64(text) : nil
+        if node.int64, isInteger, integer == nil {
+            throw Self.fail(path, "does not fit in 64 bits")
         }
+        guard node.minimum != nil || node.maximum != nil else { return }
         let value = integer.map(Double.init) ?? Double(text) ?? .nan
-        if case .number(let limit)? = rules["minimum"], let least = Double(limit), value < least || value.isNaN {
-            throw fail("must be at least \(limit)")
+        if let least = node.minimum, value < least.value || value.isNaN {
+            throw Self.fail(path, "must be at least \(least.text)")
         }
-        if case .number(let limit)? = rules["maximum"], let most = Double(limit), value > most || value.isNaN {
-            throw fail("must be at most \(limit)")
+        if let most = node.maximum, value > most.value || value.isNaN {
+            throw Self.fail(path, "must be at most \(most.text)")
         }
+    }
+
+    private static func fail(_ path: [String], _ message: String) -> FerryServerError {
+        FerryServerError(.badRequest, "\(describe(path)) \(message)")
     }
 
     /// Standard base64 with padding: groups of four from the alphabet,
@@ -235,23 +217,164 @@ struct RequestSchemas: Sendable {
     }
 }
 
-/// Compiled patterns; `NSRegularExpression` matches from any thread.
-private final class Patterns: @unchecked Sendable {
-    private let compiled: [String: NSRegularExpression]
-    private let simple: [String: SimplePattern]
+/// One schema of the document, compiled: its rules as fields, its `$ref`s
+/// resolved, its pattern ready to match, so checking a body does no
+/// dictionary lookup of rule names.
+final class SchemaNode: @unchecked Sendable {
+    // @unchecked: every field is set once, while compiling, before the node is shared.
+    struct TypeSet: OptionSet, Sendable {
+        let rawValue: UInt8
+        static let null = TypeSet(rawValue: 1), boolean = TypeSet(rawValue: 2), integer = TypeSet(rawValue: 4)
+        static let number = TypeSet(rawValue: 8), string = TypeSet(rawValue: 16), array = TypeSet(rawValue: 32)
+        static let object = TypeSet(rawValue: 64)
+        static let named: [(String, TypeSet)] = [
+            ("null", .null), ("boolean", .boolean), ("integer", .integer), ("number", .number),
+            ("string", .string), ("array", .array), ("object", .object),
+        ]
 
-    init(compiled: [String: NSRegularExpression]) {
-        self.compiled = compiled
-        self.simple = compiled.keys.reduce(into: [:]) { $0[$1] = SimplePattern($1) }
+        init(rawValue: UInt8) { self.rawValue = rawValue }
+
+        init(_ value: JSONValue) {
+            self = Self.named.first { $0.0 == value.typeName }!.1
+        }
+
+        var names: [String] { Self.named.filter { contains($0.1) }.map(\.0) }
+    }
+
+    enum Additional {
+        case allowed
+        case forbidden
+        case schema(SchemaNode)
+    }
+
+    struct Bound {
+        var value: Double
+        var text: String
+    }
+
+    var types: TypeSet?
+    var enumValues: [JSONValue]?
+    var oneOf: [SchemaNode]?
+    var properties: [String: SchemaNode] = [:]
+    var required: [String] = []
+    var additional = Additional.allowed
+    var propertyNames: SchemaNode?
+    var maxProperties: Int?
+    var items: SchemaNode?
+    var minItems: Int?
+    var maxItems: Int?
+    var minLength: Int?
+    var maxLength: Int?
+    var pattern: CompiledPattern?
+    var base64 = false
+    var minimum: Bound?
+    var maximum: Bound?
+    var int64 = false
+    var description: String?
+}
+
+/// A pattern matched in one pass when it is simple, else by `NSRegularExpression`
+/// (which matches from any thread).
+struct CompiledPattern: @unchecked Sendable {
+    let source: String
+    private let simple: SimplePattern?
+    private let expression: NSRegularExpression
+
+    init(_ source: String) throws {
+        self.source = source
+        simple = SimplePattern(source)
+        expression = try NSRegularExpression(pattern: source)
     }
 
     /// Whether the pattern matches the whole text (ICU's `$` would also
     /// match before a final line break; the document's patterns do not).
-    func matches(_ text: String, _ pattern: String) -> Bool {
-        if let simple = simple[pattern] { return simple.matches(text) }
-        guard let expression = compiled[pattern] else { return false }
+    func matches(_ text: String) -> Bool {
+        if let simple { return simple.matches(text) }
         let whole = NSRange(text.startIndex..., in: text)
         return expression.firstMatch(in: text, range: whole)?.range == whole
+    }
+}
+
+/// Turns the document's schemas into ``SchemaNode``s, each component once.
+struct SchemaCompiler {
+    let schemas: [String: JSONValue]
+    private var compiled: [String: SchemaNode] = [:]
+
+    init(schemas: [String: JSONValue]) {
+        self.schemas = schemas
+    }
+
+    mutating func component(_ name: String) throws -> SchemaNode {
+        if let node = compiled[name] { return node }
+        guard let schema = schemas[name] else { throw FerryServerError(.internalError, "openapi.json has no schema \(name)") }
+        let node = SchemaNode()
+        compiled[name] = node   // before its parts, so a schema that refers to itself ends
+        try fill(node, from: schema)
+        return node
+    }
+
+    mutating func node(_ schema: JSONValue) throws -> SchemaNode {
+        if case .object(let rules) = schema, rules.count == 1, case .string(let reference)? = rules["$ref"] {
+            return try component(String(reference.split(separator: "/").last ?? ""))
+        }
+        let node = SchemaNode()
+        try fill(node, from: schema)
+        return node
+    }
+
+    private mutating func fill(_ node: SchemaNode, from schema: JSONValue) throws {
+        guard case .object(let rules) = schema else { return }
+        if case .string(let reference)? = rules["$ref"] {
+            // A reference beside other rules: the referenced rules first, then these.
+            let target = try component(String(reference.split(separator: "/").last ?? ""))
+            guard case .object(var merged)? = schemas[String(reference.split(separator: "/").last ?? "")] else { return }
+            for (key, value) in rules where key != "$ref" { merged[key] = value }
+            _ = target
+            try fill(node, from: .object(merged))
+            return
+        }
+        func int(_ key: String) -> Int? {
+            if case .number(let text)? = rules[key] { Int(text) } else { nil }
+        }
+        func bound(_ key: String) -> SchemaNode.Bound? {
+            if case .number(let text)? = rules[key], let value = Double(text) { SchemaNode.Bound(value: value, text: text) } else { nil }
+        }
+        switch rules["type"] {
+        case .string(let name)?:
+            node.types = SchemaNode.TypeSet.named.first { $0.0 == name }?.1
+        case .array(let names)?:
+            node.types = names.reduce(into: SchemaNode.TypeSet()) { set, name in
+                if case .string(let name) = name, let type = SchemaNode.TypeSet.named.first(where: { $0.0 == name })?.1 { set.insert(type) }
+            }
+        default:
+            break
+        }
+        if case .array(let values)? = rules["enum"] { node.enumValues = values }
+        if case .array(let options)? = rules["oneOf"] { node.oneOf = try options.map { try self.node($0) } }
+        if case .object(let properties)? = rules["properties"] {
+            for (name, property) in properties { node.properties[name] = try self.node(property) }
+        }
+        if case .array(let required)? = rules["required"] {
+            node.required = required.compactMap { if case .string(let name) = $0 { name } else { nil } }
+        }
+        switch rules["additionalProperties"] {
+        case .bool(false)?: node.additional = .forbidden
+        case .bool(true)?, nil: node.additional = .allowed
+        case let extra?: node.additional = .schema(try self.node(extra))
+        }
+        if let names = rules["propertyNames"] { node.propertyNames = try self.node(names) }
+        if let items = rules["items"] { node.items = try self.node(items) }
+        node.maxProperties = int("maxProperties")
+        node.minItems = int("minItems")
+        node.maxItems = int("maxItems")
+        node.minLength = int("minLength")
+        node.maxLength = int("maxLength")
+        if case .string(let pattern)? = rules["pattern"] { node.pattern = try CompiledPattern(pattern) }
+        node.base64 = rules["contentEncoding"] == .string("base64")
+        node.minimum = bound("minimum")
+        node.maximum = bound("maximum")
+        node.int64 = rules["format"] == .string("int64")
+        if case .string(let text)? = rules["description"] { node.description = text }
     }
 }
 
