@@ -53,41 +53,41 @@ struct RequestSchemas: Sendable {
 
     // MARK: - Checking
 
-    private func check(_ value: JSONValue, against node: SchemaNode, at path: inout [String]) throws(FerryServerError) {
+    private func check(_ value: JSONValue, against node: SchemaNode, at path: inout [String], quiet: Bool = false) throws(FerryServerError) {
         if let types = node.types {
             let actual = SchemaNode.TypeSet(value)
             guard types.contains(actual) || (actual == .integer && types.contains(.number)) else {
-                throw Self.fail(path, "should be \(types.names.map(Self.article).joined(separator: " or ")), not \(Self.article(value.typeName))")
+                throw Self.fail(quiet, path, "should be \(types.names.map(Self.article).joined(separator: " or ")), not \(Self.article(value.typeName))")
             }
         }
         if let options = node.enumValues, !options.contains(value) {
-            throw Self.fail(path, "should be one of \(options.map(Self.literal).joined(separator: ", "))")
+            throw Self.fail(quiet, path, "should be one of \(options.map(Self.literal).joined(separator: ", "))")
         }
         if let options = node.oneOf {
             var matching = 0
             let depth = path.count
             for option in options {
-                if (try? check(value, against: option, at: &path)) != nil { matching += 1 }
+                if (try? check(value, against: option, at: &path, quiet: true)) != nil { matching += 1 }
                 path.removeLast(path.count - depth)   // a failed option leaves its place behind
             }
             guard matching == 1 else {
-                throw Self.fail(path, "is not valid here: \(node.description ?? "one of its documented forms")")
+                throw Self.fail(quiet, path, "is not valid here: \(node.description ?? "one of its documented forms")")
             }
         }
         switch value {
         case .object(let members):
-            try checkObject(members, node, at: &path)
+            try checkObject(members, node, at: &path, quiet: quiet)
         case .array(let elements):
             if let least = node.minItems, elements.count < least {
-                throw Self.fail(path, "needs at least \(least) item\(least == 1 ? "" : "s")")
+                throw Self.fail(quiet, path, "needs at least \(least) item\(least == 1 ? "" : "s")")
             }
             if let most = node.maxItems, elements.count > most {
-                throw Self.fail(path, "has \(elements.count) items; at most \(most) are allowed")
+                throw Self.fail(quiet, path, "has \(elements.count) items; at most \(most) are allowed")
             }
             if let items = node.items {
                 for (index, element) in elements.enumerated() {
                     path.append(String(index))
-                    try check(element, against: items, at: &path)
+                    try check(element, against: items, at: &path, quiet: quiet)
                     path.removeLast()
                 }
             }
@@ -95,41 +95,41 @@ struct RequestSchemas: Sendable {
             if node.minLength != nil || node.maxLength != nil {
                 let length = text.unicodeScalars.count
                 if let least = node.minLength, length < least {
-                    throw Self.fail(path, "needs at least \(least) character\(least == 1 ? "" : "s")")
+                    throw Self.fail(quiet, path, "needs at least \(least) character\(least == 1 ? "" : "s")")
                 }
                 if let most = node.maxLength, length > most {
-                    throw Self.fail(path, "is longer than \(most) characters")
+                    throw Self.fail(quiet, path, "is longer than \(most) characters")
                 }
             }
             if node.base64 {
                 // Checked in one pass: a regular expression backtracks once per group of four and overflows on large blobs.
                 guard Self.isPaddedBase64(text) else {
-                    throw Self.fail(path, "is not allowed here: \(node.description ?? "it must be padded base64")")
+                    throw Self.fail(quiet, path, "is not allowed here: \(node.description ?? "it must be padded base64")")
                 }
             } else if let pattern = node.pattern, !pattern.matches(text) {
-                throw Self.fail(path, "\(Self.quoted(text)) is not allowed here: \(node.description ?? "it must match \(pattern.source)")")
+                throw Self.fail(quiet, path, "\(Self.quoted(text)) is not allowed here: \(node.description ?? "it must match \(pattern.source)")")
             }
         case .number(let text):
-            try checkNumber(text, node, at: path)
+            try checkNumber(text, node, at: path, quiet: quiet)
         case .null, .bool:
             break
         }
     }
 
-    private func checkObject(_ members: [String: JSONValue], _ node: SchemaNode, at path: inout [String]) throws(FerryServerError) {
+    private func checkObject(_ members: [String: JSONValue], _ node: SchemaNode, at path: inout [String], quiet: Bool) throws(FerryServerError) {
         for name in node.required where members[name] == nil {
-            throw Self.fail(path, "is missing `\(name)`")
+            throw Self.fail(quiet, path, "is missing `\(name)`")
         }
         if let most = node.maxProperties, members.count > most {
-            throw Self.fail(path, "has \(members.count) properties; at most \(most) are allowed")
+            throw Self.fail(quiet, path, "has \(members.count) properties; at most \(most) are allowed")
         }
         for (name, member) in members {
             if let propertyNames = node.propertyNames {
                 var here = path
                 do {
-                    try check(.string(name), against: propertyNames, at: &here)
+                    try check(.string(name), against: propertyNames, at: &here, quiet: quiet)
                 } catch {
-                    throw Self.fail(path, "has a property name \(Self.quoted(name)) that is not allowed: \(error.message)")
+                    throw Self.fail(quiet, path, "has a property name \(Self.quoted(name)) that is not allowed: \(error.message)")
                 }
             }
             let schema: SchemaNode
@@ -137,36 +137,40 @@ struct RequestSchemas: Sendable {
                 schema = property
             } else {
                 switch node.additional {
-                case .forbidden: throw Self.fail(path, "has no property `\(name)`")
+                case .forbidden: throw Self.fail(quiet, path, "has no property `\(name)`")
                 case .allowed: continue
                 case .schema(let extra): schema = extra
                 }
             }
             path.append(name)
-            try check(member, against: schema, at: &path)
+            try check(member, against: schema, at: &path, quiet: quiet)
             path.removeLast()
         }
     }
 
-    private func checkNumber(_ text: String, _ node: SchemaNode, at path: [String]) throws(FerryServerError) {
+    private func checkNumber(_ text: String, _ node: SchemaNode, at path: [String], quiet: Bool) throws(FerryServerError) {
         let isInteger = StrictJSON.isIntegerLiteral(text)
         let integer = isInteger ? Int64(text) : nil
         if node.int64, isInteger, integer == nil {
-            throw Self.fail(path, "does not fit in 64 bits")
+            throw Self.fail(quiet, path, "does not fit in 64 bits")
         }
         guard node.minimum != nil || node.maximum != nil else { return }
         let value = integer.map(Double.init) ?? Double(text) ?? .nan
         if let least = node.minimum, value < least.value || value.isNaN {
-            throw Self.fail(path, "must be at least \(least.text)")
+            throw Self.fail(quiet, path, "must be at least \(least.text)")
         }
         if let most = node.maximum, value > most.value || value.isNaN {
-            throw Self.fail(path, "must be at most \(most.text)")
+            throw Self.fail(quiet, path, "must be at most \(most.text)")
         }
     }
 
-    private static func fail(_ path: [String], _ message: String) -> FerryServerError {
-        FerryServerError(.badRequest, "\(describe(path)) \(message)")
+    /// The error for a mismatch; while a `oneOf` tries its options
+    /// (`quiet`), one without words, as nobody reads it.
+    private static func fail(_ quiet: Bool, _ path: [String], _ message: @autoclosure () -> String) -> FerryServerError {
+        quiet ? quietMismatch : FerryServerError(.badRequest, "\(describe(path)) \(message())")
     }
+
+    private static let quietMismatch = FerryServerError(.badRequest, "no match")
 
     /// Standard base64 with padding: groups of four from the alphabet,
     /// `=` only to pad the last group.
@@ -235,7 +239,14 @@ final class SchemaNode: @unchecked Sendable {
         init(rawValue: UInt8) { self.rawValue = rawValue }
 
         init(_ value: JSONValue) {
-            self = Self.named.first { $0.0 == value.typeName }!.1
+            switch value {
+            case .null: self = .null
+            case .bool: self = .boolean
+            case .number(let text): self = StrictJSON.isIntegerLiteral(text) ? .integer : .number
+            case .string: self = .string
+            case .array: self = .array
+            case .object: self = .object
+            }
         }
 
         var names: [String] { Self.named.filter { contains($0.1) }.map(\.0) }
