@@ -337,10 +337,9 @@ struct SchemaCompiler {
         guard case .object(let rules) = schema else { return }
         if case .string(let reference)? = rules["$ref"] {
             // A reference beside other rules: the referenced rules first, then these.
-            let target = try component(String(reference.split(separator: "/").last ?? ""))
-            guard case .object(var merged)? = schemas[String(reference.split(separator: "/").last ?? "")] else { return }
+            let name = String(reference.split(separator: "/").last ?? "")
+            guard case .object(var merged)? = schemas[name] else { throw FerryServerError(.internalError, "openapi.json has no schema \(name)") }
             for (key, value) in rules where key != "$ref" { merged[key] = value }
-            _ = target
             try fill(node, from: .object(merged))
             return
         }

@@ -105,6 +105,21 @@ public struct EncodedRow: Sendable, Hashable {
     public var values: String
     public var hlc: Int64?
 
+    /// The first rows of a page query's answer that fit `limit` rows and
+    /// `maxBytes` of cells (at least one), encoded, and whether more follow:
+    /// what every store does with its page query's rows.
+    static func page<Stored>(
+        _ stored: [Stored], limit: Int, maxBytes: Int,
+        _ columns: (Stored) -> (table: String, rowID: String, version: Int64, deleted: Bool, cells: String)
+    ) throws -> (rows: [EncodedRow], hasMore: Bool) {
+        let kept = StoreCoding.pageLength(sizes: stored.map { columns($0).cells.utf8.count }, limit: limit, maxBytes: maxBytes)
+        let rows = try stored.prefix(kept).map { row in
+            let row = columns(row)
+            return try EncodedRow(table: row.table, rowID: row.rowID, version: row.version, deleted: row.deleted, cells: row.cells)
+        }
+        return (rows, stored.count > kept)
+    }
+
     /// The row from its stored `cells` column.
     init(table: String, rowID: String, version: Int64, deleted: Bool, cells: String) throws {
         self.table = table

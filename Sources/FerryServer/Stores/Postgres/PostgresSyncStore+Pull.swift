@@ -36,12 +36,10 @@ extension PostgresSyncStore {
                     connection, scope: followed.scope, after: start.position, below: readable,
                     withTombstones: !start.isFromScratch, limit: limit + 1, logger: logger
                 )
-                let kept = StoreCoding.pageLength(sizes: rows.lazy.map(\.cells.utf8.count), limit: limit, maxBytes: maxPageBytes)
-                let hasMore = rows.count > kept
-                let changes = try rows.prefix(kept).map { row in
-                    try EncodedRow(table: row.table, rowID: row.rowID, version: row.version, deleted: row.deleted, cells: row.cells)
+                let (changes, hasMore) = try EncodedRow.page(rows, limit: limit, maxBytes: maxPageBytes) {
+                    ($0.table, $0.rowID, $0.version, $0.deleted, $0.cells)
                 }
-                let position = hasMore ? rows[kept - 1].position : end
+                let position = hasMore ? rows[changes.count - 1].position : end
                 let notices = try await Self.notices(
                     connection, userID: userID, clientID: request.clientID, scope: followed.scope,
                     after: try NoticeCursor.position(from: followed.notices, epoch: cursors.epoch), below: readable, limit: limit,

@@ -261,11 +261,7 @@ public final class SQLiteSyncStore: SyncStore {
                 while let row = try cursor.next() {
                     rows.append((row[0], row[1], row[2], row[3], row[4]))
                 }
-                let kept = StoreCoding.pageLength(sizes: rows.lazy.map(\.cells.utf8.count), limit: limit, maxBytes: maxPageBytes)
-                let hasMore = rows.count > kept
-                let changes = try rows.prefix(kept).map { row in
-                    try EncodedRow(table: row.table, rowID: row.rowID, version: row.version, deleted: row.deleted, cells: row.cells)
-                }
+                let (changes, hasMore) = try EncodedRow.page(rows, limit: limit, maxBytes: maxPageBytes) { $0 }
                 // A finished scope moves to the store's version, so a quiet
                 // scope's cursor never falls behind the tombstone horizon.
                 let position = hasMore ? changes.last!.version : version
