@@ -10,8 +10,14 @@ struct StoreOptions: ParsableArguments {
     @Option(help: "The most PostgreSQL connections this instance opens.")
     var poolSize: Int = 20
 
+    @Option(help: "Seconds one PostgreSQL statement may run, or wait for a lock, before its request answers 503.")
+    var statementTimeout: Double = 30
+
     func validate() throws {
         guard (1...1000).contains(poolSize) else { throw ValidationError("--pool-size must be 1–1000") }
+        guard statementTimeout.isFinite, (0.001...86_400).contains(statementTimeout) else {
+            throw ValidationError("--statement-timeout must be 0.001–86400 seconds")
+        }
         _ = try postgresConfiguration()
     }
 
@@ -21,6 +27,8 @@ struct StoreOptions: ParsableArguments {
         do {
             var configuration = try PostgresStoreConfiguration(url: url)
             configuration.poolSize = poolSize
+            configuration.statementTimeout = .milliseconds(Int64(statementTimeout * 1000))
+            configuration.lockTimeout = min(configuration.lockTimeout, configuration.statementTimeout)
             return configuration
         } catch let error as FerryServerError {
             throw ValidationError("--postgres: \(error.message)")

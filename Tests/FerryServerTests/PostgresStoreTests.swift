@@ -201,6 +201,53 @@ struct PostgresStoreTests {
         try await database.drop()
     }
 
+    /// A request stuck behind a lock someone holds answers 503 within the
+    /// lock timeout instead of hanging, and the store works once it is free.
+    @Test func aStuckRequestAnswersUnavailableInsteadOfHanging() async throws {
+        let database = try await PostgresTestDatabase.create()
+        var configuration = try PostgresStoreConfiguration(url: database.url)
+        configuration.lockTimeout = .milliseconds(300)
+        let store = PostgresSyncStore(configuration: configuration, logger: Self.quietLogger)
+        let running = Task { try await store.run() }
+        do {
+            try await store.waitUntilReady()
+            let push = PushRequest(clientID: "c1", mutations: [Mutations.upsert(1, ["t": "a"])])
+            try await database.withConnection { holder in
+                try await holder.query("BEGIN", logger: PostgresTestDatabase.logger)
+                try await holder.query("LOCK TABLE ferry_clients IN ACCESS EXCLUSIVE MODE", logger: PostgresTestDatabase.logger)
+                let started = ContinuousClock.now
+                let error = await #expect(throws: FerryServerError.self) {
+                    try await store.push(push, userID: "alice", rules: Self.rules)
+                }
+                #expect(error?.code == .unavailable)
+                #expect(ContinuousClock.now - started < .seconds(5))
+                try await holder.query("ROLLBACK", logger: PostgresTestDatabase.logger)
+            }
+            #expect(try await store.push(push, userID: "alice", rules: Self.rules).response.lastAppliedMutationID == 1)
+            // The statement limit is the connection's, set when it opened.
+            let limits = try await store.client.withConnection { connection in
+                var shown: [String] = []
+                for name in ["statement_timeout", "lock_timeout"] {
+                    for try await value in try await connection.query(PostgresQuery(unsafeSQL: "SHOW \(name)"), logger: PostgresTestDatabase.logger)
+                        .decode(String.self)
+                    {
+                        shown.append(value)
+                    }
+                }
+                return shown
+            }
+            #expect(limits == ["30s", "300ms"])
+        } catch {
+            try? await store.close()
+            _ = try? await running.value
+            try? await database.drop()
+            throw error
+        }
+        try await store.close()
+        try await running.value
+        try await database.drop()
+    }
+
     static var quietLogger: Logger {
         var logger = Logger(label: "postgres-store-tests")
         logger.logLevel = .critical

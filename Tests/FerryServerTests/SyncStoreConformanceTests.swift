@@ -303,6 +303,62 @@ import FerryTestSupport
         }
     }
 
+    /// `GarbageRules`, one scenario, the same outcome on both stores.
+    @Test(arguments: StoreKind.available) func garbageCollectionFollowsTheSameRulesOnEveryStore(_ kind: StoreKind) async throws {
+        try await StoreUnderTest.with(kind) { server in
+            let store = server.store
+            let early = HLCTimestamp(wallMilliseconds: 1_000, counter: 0)
+            let first = PushRequest(clientID: "c1", mutations: [
+                Mutations.upsert(1, ["t": "a"], hlc: early),
+                Mutations.upsert(2, ["t": "b"], base: 1, hlc: early),
+                Mutations.upsert(3, ["t": "c"], base: 2, hlc: early),
+            ])
+            _ = try await store.push(first, userID: "alice", rules: Self.rules)
+            // c2 saw version 1 only: its later stamp wins the column, with a conflict recorded and c1 told.
+            let racing = PushRequest(clientID: "c2", mutations: [Mutations.upsert(1, ["t": "z"], base: 1)])
+            let raced = try await store.push(racing, userID: "alice", rules: Self.rules)
+            #expect(raced.response.results.map(\.status) == [.conflict])
+            _ = try await store.push(PushRequest(clientID: "c1", mutations: [
+                Mutations.upsert(4, row: "r2", ["t": "x"]),
+                Mutations.delete(5, row: "r2", base: 5),
+            ]), userID: "alice", rules: Self.rules)
+            _ = try await store.push(PushRequest(clientID: "c1", mutations: [Mutations.upsert(6, row: "r3", ["t": "later"])]), userID: "alice", rules: Self.rules)
+            #expect(try await server.collectedState() == [
+                "history r1.t v1", "history r1.t v2", "history r1.t v3", "history r2.t v5",
+                "horizon 0", "notices 1",
+                "result c1#1", "result c1#2", "result c1#3", "result c1#4", "result c1#5", "result c1#6", "result c2#1",
+                "row r1", "row r2 deleted", "row r3",
+            ])
+
+            let report = try await store.collectGarbage(before: Date().addingTimeInterval(1))
+            #expect(report.tombstonesRemoved == 1)
+            #expect(report.horizon == 6)
+            #expect(try await server.collectedState() == [
+                // r1.t's newest value at or below the horizon stays; older ones and r2's go with its tombstone.
+                "history r1.t v3",
+                "horizon 6", "notices 0",
+                // Results older than the horizon go, but each client's newest.
+                "result c1#4", "result c1#5", "result c1#6", "result c2#1",
+                "row r1", "row r3",
+            ])
+
+            // A replay whose results were collected is acknowledged as plainly applied…
+            let replayedFirst = try await store.push(first, userID: "alice", rules: Self.rules)
+            #expect(replayedFirst.response.results == (1...3).map { MutationResult(mutationID: $0, status: .applied, replayed: true) })
+            // …and a client's newest result is answered in full.
+            let replayedRace = try await store.push(racing, userID: "alice", rules: Self.rules)
+            var expected = raced.response.results
+            expected[0].replayed = true
+            #expect(replayedRace.response.results == expected)
+            #expect(replayedRace.response.lastAppliedMutationID == 1)
+
+            // An overwrite adds a value below the unchanged horizon: the next collection prunes the older one.
+            _ = try await store.push(PushRequest(clientID: "c1", mutations: [Mutations.upsert(7, ["t": "y"], base: 4)]), userID: "alice", rules: Self.rules)
+            #expect(try await store.collectGarbage(before: Date().addingTimeInterval(1)).tombstonesRemoved == 0)
+            #expect(try await server.collectedState().filter { $0.hasPrefix("history") } == ["history r1.t v4"])
+        }
+    }
+
     @Test(arguments: StoreKind.available) func pagesAreCutBySizeAndStillAdvance(_ kind: StoreKind) async throws {
         try await StoreUnderTest.with(kind, maxPageBytes: 10_000) { server in
             let store = server.store

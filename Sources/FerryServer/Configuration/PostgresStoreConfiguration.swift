@@ -31,6 +31,12 @@ public struct PostgresStoreConfiguration: Sendable, Hashable {
     public var connectionTimeout: Duration = .seconds(5)
     /// The most row bytes one pull returns per scope; a bigger page is cut and `hasMore` set.
     public var maxPageBytes = 8 << 20
+    /// The longest one SQL statement may run (PostgreSQL's `statement_timeout`):
+    /// a stuck request answers 503 instead of holding its connection.
+    public var statementTimeout: Duration = .seconds(30)
+    /// The longest a statement waits for a lock (PostgreSQL's `lock_timeout`),
+    /// so a request behind a lock someone forgot answers 503 instead of hanging.
+    public var lockTimeout: Duration = .seconds(10)
 
     public init(host: String, port: Int = 5432, username: String, password: String? = nil, database: String, tls: TLSMode = .prefer) {
         self.host = host

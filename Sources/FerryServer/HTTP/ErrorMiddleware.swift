@@ -1,6 +1,5 @@
 import FerryProtocol
 import Foundation
-import GRDB
 import Hummingbird
 import NIOCore
 
@@ -54,8 +53,6 @@ struct ErrorMiddleware: RouterMiddleware {
             return FerryServerError(code(for: error.status), error.body ?? error.status.reasonPhrase)
         case let error as any HTTPResponseError:
             return FerryServerError(code(for: error.status), error.status.reasonPhrase)
-        case let error as DatabaseError where error.resultCode == .SQLITE_BUSY:
-            return FerryServerError(.unavailable, "the store is busy; retry shortly")
         default:
             return FerryServerError(.internalError, "the server failed to handle the request; its log has the details")
         }

@@ -106,16 +106,11 @@ public struct EncodedRow: Sendable, Hashable {
     public var hlc: Int64?
 
     /// The first rows of a page query's answer that fit `limit` rows and
-    /// `maxBytes` of cells (at least one), encoded, and whether more follow:
-    /// what every store does with its page query's rows.
-    static func page<Stored>(
-        _ stored: [Stored], limit: Int, maxBytes: Int,
-        _ columns: (Stored) -> (table: String, rowID: String, version: Int64, deleted: Bool, cells: String)
-    ) throws -> (rows: [EncodedRow], hasMore: Bool) {
-        let kept = StoreCoding.pageLength(sizes: stored.map { columns($0).cells.utf8.count }, limit: limit, maxBytes: maxBytes)
+    /// `maxBytes` of cells (at least one), encoded, and whether more follow.
+    static func page(_ stored: [PageQueryRow], limit: Int, maxBytes: Int) throws -> (rows: [EncodedRow], hasMore: Bool) {
+        let kept = StoreCoding.pageLength(sizes: stored.lazy.map(\.cells.utf8.count), limit: limit, maxBytes: maxBytes)
         let rows = try stored.prefix(kept).map { row in
-            let row = columns(row)
-            return try EncodedRow(table: row.table, rowID: row.rowID, version: row.version, deleted: row.deleted, cells: row.cells)
+            try EncodedRow(table: row.table, rowID: row.rowID, version: row.version, deleted: row.deleted, cells: row.cells)
         }
         return (rows, stored.count > kept)
     }

@@ -107,6 +107,33 @@ struct StoreUnderTest: Sendable {
         }
     }
 
+    /// What garbage collection leaves, in the same words for both stores:
+    /// the rows, each history entry, each recorded result, the notices and
+    /// the horizon version.
+    func collectedState() async throws -> [String] {
+        if let sqlite {
+            return try await sqlite.pool.read { db in
+                try String.fetchAll(db, sql: """
+                    SELECT 'row ' || row_id || (CASE WHEN deleted THEN ' deleted' ELSE '' END) FROM rows
+                    UNION ALL SELECT 'history ' || row_id || '.' || col || ' v' || version FROM history
+                    UNION ALL SELECT 'result ' || client_id || '#' || mutation_id FROM results
+                    UNION ALL SELECT 'notices ' || count(*) FROM notices
+                    UNION ALL SELECT 'horizon ' || value FROM store_meta WHERE key = 'horizon'
+                    ORDER BY 1
+                    """)
+            }
+        }
+        return try await database!.rows("""
+            SELECT line FROM (
+                SELECT 'row ' || row_id || (CASE WHEN deleted THEN ' deleted' ELSE '' END) AS line FROM ferry_rows
+                UNION ALL SELECT 'history ' || row_id || '.' || col || ' v' || version FROM ferry_history
+                UNION ALL SELECT 'result ' || client_id || '#' || mutation_id FROM ferry_results
+                UNION ALL SELECT 'notices ' || count(*) FROM ferry_notices
+                UNION ALL SELECT 'horizon ' || horizon_version FROM ferry_meta) lines
+            ORDER BY line COLLATE "C"
+            """)
+    }
+
     /// The recorded conflict of a client's mutation, as stored JSON.
     func recordedConflict(client: String, mutation: Int64) async throws -> String? {
         try await value(

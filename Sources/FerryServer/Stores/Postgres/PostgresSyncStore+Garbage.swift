@@ -2,18 +2,16 @@ import Foundation
 import PostgresNIO
 
 extension PostgresSyncStore {
-    /// Removes tombstones last changed before `cutoff` (DESIGN.md server
-    /// semantic 6). The horizon moves past every tombstone removed, both as
-    /// a version (a stale edit of a removed row conflicts) and as a change
-    /// position (a cursor behind it gets a reset). History no longer needed
-    /// to tell a base value, and replay results older than the horizon, go
-    /// too; each client's newest result stays.
+    /// Collects garbage by ``GarbageRules``. Only tombstones of transactions
+    /// below the snapshot's `xmin` go: collecting one a pull cannot read yet
+    /// would put the horizon ahead of every cursor. The horizon moves as a
+    /// version (a stale edit of a removed row conflicts) and as a change
+    /// position (a cursor behind it gets a reset).
     public func collectGarbage(before cutoff: Date) async throws -> GarbageReport {
-        let cutoffMilliseconds = Int64((cutoff.timeIntervalSince1970 * 1000).rounded(.down))
+        let cutoff = GarbageRules.milliseconds(cutoff)
         let logger = self.logger
         return try await transaction(.serializable) { connection, _ in
-            // Notices expire with the tombstone retention.
-            try await connection.query("DELETE FROM ferry_notices WHERE created_at < \(cutoffMilliseconds)", logger: logger)
+            try await connection.query("DELETE FROM ferry_notices WHERE created_at < \(cutoff)", logger: logger)
             var horizon: Int64 = 0
             var position = ChangePosition.start
             for try await (version, xid, seq) in try await connection.query(
@@ -22,29 +20,29 @@ extension PostgresSyncStore {
                 horizon = version
                 position = ChangePosition(major: xid, minor: seq)
             }
-            // Only tombstones every pull can already see: collecting one a pull
-            // cannot read yet would put the horizon ahead of every cursor.
-            let readable = "xid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
-            let doomed = PostgresQuery(unsafeSQL: """
-                SELECT version, xid FROM ferry_rows WHERE deleted AND changed_at < \(cutoffMilliseconds) AND \(readable)
-                """)
             var removed = 0
-            for try await (version, xid) in try await connection.query(doomed, logger: logger).decode((Int64, Int64).self) {
+            let doomed: PostgresQuery = """
+                DELETE FROM ferry_rows
+                WHERE deleted AND changed_at < \(cutoff) AND xid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+                RETURNING scope, tbl, row_id, version, xid
+                """
+            var scopes: [String] = [], tables: [String] = [], rowIDs: [String] = []
+            for try await (scope, table, rowID, version, xid) in try await connection.query(doomed, logger: logger)
+                .decode((String, String, String, Int64, Int64).self)
+            {
                 removed += 1
+                scopes.append(scope)
+                tables.append(table)
+                rowIDs.append(rowID)
                 horizon = max(horizon, version)
                 position = max(position, ChangePosition(major: xid, minor: version))
             }
-            guard removed > 0 else { return GarbageReport(horizon: horizon, tombstonesRemoved: 0) }
-            try await connection.query("""
-                DELETE FROM ferry_history h USING ferry_rows r
-                WHERE r.scope = h.scope AND r.tbl = h.tbl AND r.row_id = h.row_id
-                    AND r.deleted AND r.changed_at < \(cutoffMilliseconds) AND r.\(unescaped: readable)
-                """, logger: logger)
-            try await connection.query(
-                "DELETE FROM ferry_rows WHERE deleted AND changed_at < \(cutoffMilliseconds) AND \(unescaped: readable)", logger: logger
-            )
-            // Keep, per column, the newest value at or below the horizon: it is
-            // the value at any base a client can still hold.
+            if removed > 0 {
+                try await connection.query("""
+                    DELETE FROM ferry_history h USING unnest(\(scopes)::text[], \(tables)::text[], \(rowIDs)::text[]) AS k(scope, tbl, row_id)
+                    WHERE h.scope = k.scope AND h.tbl = k.tbl AND h.row_id = k.row_id
+                    """, logger: logger)
+            }
             try await connection.query("""
                 DELETE FROM ferry_history h WHERE h.version < \(horizon) AND EXISTS (
                     SELECT 1 FROM ferry_history newer

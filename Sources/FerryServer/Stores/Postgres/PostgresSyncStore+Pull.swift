@@ -23,66 +23,46 @@ extension PostgresSyncStore {
             let lastApplied = try await Self.lastMutationID(
                 connection, userID: userID, clientID: request.clientID, readableBelow: readable, logger: logger
             )
-            // A finished scope's cursor moves to the horizon itself, so a
-            // quiet scope never falls behind the tombstone horizon.
-            let end = ChangePosition(major: readable)
+            // Every transaction below `readable` has ended: pages reach that far.
+            let assembler = PullAssembler(
+                clientID: request.clientID, userID: userID, limit: limit, maxPageBytes: maxPageBytes, cursors: cursors,
+                horizon: horizon, end: ChangePosition(major: readable)
+            )
             var pages: [EncodedPullPage] = []
             for followed in request.scopes {
-                var start = PullStart.fromScratch(reset: false)
-                if let text = followed.cursor {
-                    start = try PullStart(cursor: text, scope: followed.scope, codec: cursors, horizon: horizon, end: end)
-                }
+                let start = try assembler.start(of: followed)
                 let rows = try await Self.page(
-                    connection, scope: followed.scope, after: start.position, below: readable,
-                    withTombstones: !start.isFromScratch, limit: limit + 1, logger: logger
+                    connection, scope: followed.scope, after: start.rows.position, below: readable,
+                    withTombstones: !start.rows.isFromScratch, limit: assembler.queryLimit, logger: logger
                 )
-                let (changes, hasMore) = try EncodedRow.page(rows, limit: limit, maxBytes: maxPageBytes) {
-                    ($0.table, $0.rowID, $0.version, $0.deleted, $0.cells)
-                }
-                let position = hasMore ? rows[changes.count - 1].position : end
                 let notices = try await Self.notices(
-                    connection, userID: userID, clientID: request.clientID, scope: followed.scope,
-                    after: try NoticeCursor.position(from: followed.notices, epoch: cursors.epoch), below: readable, limit: limit,
-                    maxBytes: maxPageBytes, epoch: cursors.epoch, logger: logger
+                    connection, userID: userID, scope: followed.scope, after: start.notices, below: readable,
+                    limit: assembler.queryLimit, logger: logger
                 )
-                pages.append(EncodedPullPage(
-                    scope: followed.scope,
-                    rows: changes,
-                    cursor: cursors.encode(PullCursor(epoch: cursors.epoch, scope: followed.scope, position: position.major, subposition: position.minor)),
-                    hasMore: hasMore || notices.hasMore,
-                    reset: start.isReset,
-                    notices: notices.delivered,
-                    noticeCursor: NoticeCursor.text(notices.position, epoch: cursors.epoch)
-                ))
+                pages.append(try assembler.page(followed.scope, start: start, rows: rows, notices: notices))
             }
             return EncodedPullResponse(lastAppliedMutationID: lastApplied, pages: pages)
         }
     }
 
-    /// The user's notices in `scope` after `start` and below the readable
-    /// horizon, but those of the asking client's own overriding pushes.
+    /// The notice query: the user's notices in `scope` after `start` and
+    /// below the readable horizon.
     private static func notices(
-        _ connection: PostgresConnection, userID: String, clientID: String, scope: String, after start: ChangePosition,
-        below readable: Int64, limit: Int, maxBytes: Int, epoch: String, logger: Logger
-    ) async throws -> (delivered: [ConflictNotice], position: ChangePosition, hasMore: Bool) {
+        _ connection: PostgresConnection, userID: String, scope: String, after start: ChangePosition,
+        below readable: Int64, limit: Int, logger: Logger
+    ) async throws -> [NoticeQueryRow] {
         let query: PostgresQuery = """
             SELECT id, xid, by_user, by_client, notice FROM ferry_notices
             WHERE user_id = \(userID) AND scope = \(scope) AND (xid, id) > (\(start.major), \(start.minor)) AND xid < \(readable)
-            ORDER BY xid, id LIMIT \(limit + 1)
+            ORDER BY xid, id LIMIT \(limit)
             """
-        var rows: [(id: Int64, xid: Int64, byUser: String, byClient: String, json: String)] = []
-        for try await row in try await connection.query(query, logger: logger).decode((Int64, Int64, String, String, String).self) {
-            rows.append(row)
+        var rows: [NoticeQueryRow] = []
+        for try await (id, xid, byUser, byClient, json) in try await connection.query(query, logger: logger)
+            .decode((Int64, Int64, String, String, String).self)
+        {
+            rows.append(NoticeQueryRow(id: id, position: ChangePosition(major: xid, minor: id), byUser: byUser, byClient: byClient, json: json))
         }
-        let kept = StoreCoding.pageLength(sizes: rows.lazy.map(\.json.utf8.count), limit: limit, maxBytes: maxBytes)
-        var position = start
-        var delivered: [ConflictNotice] = []
-        for row in rows.prefix(kept) {
-            position = ChangePosition(major: row.xid, minor: row.id)
-            if row.byUser == userID, row.byClient == clientID { continue }
-            delivered.append(try StoredNotice.decode(row.json).notice(id: row.id, epoch: epoch))
-        }
-        return (delivered, position, rows.count > kept)
+        return rows
     }
 
     public func row(scope: String, table: String, rowID: String) async throws -> ServerRow? {
@@ -100,15 +80,6 @@ extension PostgresSyncStore {
         }
     }
 
-    struct PageRow: Sendable {
-        var table: String
-        var rowID: String
-        var version: Int64
-        var deleted: Bool
-        var cells: String
-        var position: ChangePosition
-    }
-
     /// The pull query: one index range of `(scope, xid, version)`.
     static func pageQuery(scope: String, after position: ChangePosition, below readable: Int64, withTombstones: Bool, limit: Int) -> PostgresQuery {
         """
@@ -122,13 +93,13 @@ extension PostgresSyncStore {
     private static func page(
         _ connection: PostgresConnection, scope: String, after position: ChangePosition, below readable: Int64,
         withTombstones: Bool, limit: Int, logger: Logger
-    ) async throws -> [PageRow] {
+    ) async throws -> [PageQueryRow] {
         let query = pageQuery(scope: scope, after: position, below: readable, withTombstones: withTombstones, limit: limit)
-        var rows: [PageRow] = []
+        var rows: [PageQueryRow] = []
         for try await (table, rowID, version, deleted, cells, xid) in try await connection.query(query, logger: logger)
             .decode((String, String, Int64, Bool, String, Int64).self)
         {
-            rows.append(PageRow(
+            rows.append(PageQueryRow(
                 table: table, rowID: rowID, version: version, deleted: deleted, cells: cells,
                 position: ChangePosition(major: xid, minor: version)
             ))

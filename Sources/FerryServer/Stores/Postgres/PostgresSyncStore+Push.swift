@@ -28,10 +28,8 @@ extension PostgresSyncStore {
             if !plan.results.isEmpty {
                 try await Self.write(plan, existing: Set(rows.keys), connection, userID: userID, clientID: request.clientID, now: now, logger: logger)
             }
-            let replayed = try await Self.recordedResults(connection, userID: userID, clientID: request.clientID, ids: plan.replayedIDs, logger: logger)
-            return PushReceipt(
-                response: PushResponse(lastAppliedMutationID: plan.lastAppliedMutationID, results: replayed + plan.results),
-                changedScopes: plan.changedScopes
+            return try plan.receipt(
+                recorded: await Self.recordedResults(connection, userID: userID, clientID: request.clientID, ids: plan.replayedIDs, logger: logger)
             )
         }
         // Live subscribers, here and on every other instance, hear of it
@@ -126,23 +124,20 @@ extension PostgresSyncStore {
         }
     }
 
-    private static func recordedResults(_ connection: PostgresConnection, userID: String, clientID: String, ids: [Int64], logger: Logger) async throws -> [MutationResult] {
-        guard !ids.isEmpty else { return [] }
-        var stored: [Int64: String] = [:]
+    /// The stored results of `ids`, by id; an id whose result was collected is absent.
+    private static func recordedResults(
+        _ connection: PostgresConnection, userID: String, clientID: String, ids: [Int64], logger: Logger
+    ) async throws -> [Int64: String] {
+        guard !ids.isEmpty else { return [:] }
+        var recorded: [Int64: String] = [:]
         let query: PostgresQuery = """
             SELECT mutation_id, result FROM ferry_results
             WHERE user_id = \(userID) AND client_id = \(clientID) AND mutation_id = ANY(\(ids)::int8[])
             """
         for try await (id, json) in try await connection.query(query, logger: logger).decode((Int64, String).self) {
-            stored[id] = json
+            recorded[id] = json
         }
-        return try ids.map { id in
-            // Results older than the tombstone horizon are collected; the id is still acknowledged.
-            var result = try stored[id].map { try StoreCoding.decode(MutationResult.self, from: $0) }
-                ?? MutationResult(mutationID: id, status: .applied)
-            result.replayed = true
-            return result
-        }
+        return recorded
     }
 
     /// The current state of `keys`, with their history, in two queries.

@@ -11,10 +11,16 @@ extension PostgresSyncStore {
     func migrate() async throws -> PullCursorCodec {
         let logger = self.logger
         return try await client.withConnection { connection in
+            // A migration of a big table, or the wait for another instance's,
+            // may take longer than a request may; the limits come back after.
+            try await connection.query("SET statement_timeout = 0", logger: logger)
+            try await connection.query("SET lock_timeout = 0", logger: logger)
             try await connection.query("SELECT pg_advisory_lock(\(PostgresSchema.migrationLock))", logger: logger)
             do {
                 let codec = try await Self.migrate(connection, logger: logger)
                 try await connection.query("SELECT pg_advisory_unlock(\(PostgresSchema.migrationLock))", logger: logger)
+                try await connection.query("RESET statement_timeout", logger: logger)
+                try await connection.query("RESET lock_timeout", logger: logger)
                 return codec
             } catch {
                 // A session lock dies with its connection.

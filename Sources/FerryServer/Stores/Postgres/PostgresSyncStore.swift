@@ -70,6 +70,10 @@ public final class PostgresSyncStore: SyncStore {
         client.options.maximumConnections = configuration.poolSize
         client.options.connectTimeout = configuration.connectionTimeout
         client.options.keepAliveBehavior = .init(frequency: .seconds(15))
+        client.options.additionalStartupParameters = [
+            ("statement_timeout", "\(max(1, configuration.statementTimeout.wholeMilliseconds))"),
+            ("lock_timeout", "\(max(1, configuration.lockTimeout.wholeMilliseconds))"),
+        ]
         return client
     }
 
@@ -208,6 +212,9 @@ public final class PostgresSyncStore: SyncStore {
                 try await Task.sleep(for: .milliseconds(Int.random(in: 1...ceiling)))
             } catch let error as FerryServerError {
                 throw error
+            } catch let error where Self.isTimeout(error) {
+                logger.warning("PostgreSQL statement timed out", metadata: ["error": "\(Self.describe(error))"])
+                throw FerryServerError(.unavailable, "the database did not finish this request in time; retry shortly")
             } catch let error where Self.isOutage(error) {
                 logger.warning("PostgreSQL unavailable", metadata: ["error": "\(Self.describe(error))"])
                 throw FerryServerError(.unavailable, "the database is unavailable; retry shortly")
@@ -255,6 +262,11 @@ public final class PostgresSyncStore: SyncStore {
     /// after this one's snapshot, which the next attempt will see.
     static func isRetryable(_ error: any Error) -> Bool {
         ["40001", "40P01", "23505"].contains(sqlState(error) ?? "")
+    }
+
+    /// A statement ran past `statement_timeout`, or waited past `lock_timeout`.
+    static func isTimeout(_ error: any Error) -> Bool {
+        ["57014", "55P03"].contains(sqlState(error) ?? "")
     }
 
     /// The database is down, restarting, or unreachable.

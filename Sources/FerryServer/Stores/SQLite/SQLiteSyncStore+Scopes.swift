@@ -3,7 +3,7 @@ import GRDB
 
 extension SQLiteSyncStore {
     public func membership(of userID: String, in scope: String) async throws -> ScopeMembership? {
-        try await pool.read { db in
+        try await read { db in
             guard let owner = try Row.fetchOne(db, sql: "SELECT owner FROM scopes WHERE scope = ?", arguments: [scope])
             else { return nil }
             if (owner["owner"] as String?) == userID {
@@ -19,7 +19,7 @@ extension SQLiteSyncStore {
     }
 
     public func memberships(of userID: String) async throws -> [ScopeMembership] {
-        try await pool.read { db in
+        try await read { db in
             try Row.fetchAll(
                 db,
                 sql: """
@@ -37,7 +37,7 @@ extension SQLiteSyncStore {
     }
 
     public func createScope(_ scope: String, owner: String?) async throws {
-        try await pool.write { db in
+        try await write { db in
             do {
                 try db.execute(sql: "INSERT INTO scopes (scope, owner) VALUES (?, ?)", arguments: [scope, owner])
             } catch DatabaseError.SQLITE_CONSTRAINT {
@@ -47,7 +47,7 @@ extension SQLiteSyncStore {
     }
 
     public func setMember(_ userID: String, role: ScopeRole, in scope: String) async throws {
-        try await pool.write { db in
+        try await write { db in
             guard try Bool.fetchOne(db, sql: "SELECT 1 FROM scopes WHERE scope = ?", arguments: [scope]) == true else {
                 throw FerryServerError(.notFound, "scope `\(scope)` does not exist")
             }

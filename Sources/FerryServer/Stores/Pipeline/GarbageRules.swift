@@ -1,0 +1,27 @@
+import Foundation
+
+/// What garbage collection removes, the same in every store (DESIGN.md
+/// server semantic 6); each store writes these rules in its own SQL, and
+/// the conformance suite checks both against the same scenarios.
+///
+/// 1. Conflict notices created before the cutoff.
+/// 2. Tombstones last changed before the cutoff (on PostgreSQL, only those
+///    every pull can already read), with their history. The horizon moves
+///    to the newest one removed: a cursor behind it gets a reset, and an
+///    edit whose base is behind it is treated as an edit of a removed row.
+/// 3. History no base can need: per row and column, every value older than
+///    the newest one at or below the horizon. Run on every collection, since
+///    an overwrite can add an old value below an unchanged horizon.
+/// 4. Recorded push results older than the horizon, but each client's
+///    newest: a replay of the client's last push still gets its full answer,
+///    and an older replay is answered as plainly applied.
+///
+/// ```swift
+/// let cutoff = GarbageRules.milliseconds(Date().addingTimeInterval(-30 * 86_400))
+/// ```
+enum GarbageRules {
+    /// A cutoff as the stores compare it with `changed_at` and `created_at`.
+    static func milliseconds(_ cutoff: Date) -> Int64 {
+        Int64((cutoff.timeIntervalSince1970 * 1000).rounded(.down))
+    }
+}

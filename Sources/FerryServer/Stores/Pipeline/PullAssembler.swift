@@ -1,0 +1,105 @@
+import FerryProtocol
+
+/// One row a store's page query read: what the page sends, and its place in
+/// the store's change order.
+struct PageQueryRow: Sendable {
+    var table: String
+    var rowID: String
+    var version: Int64
+    var deleted: Bool
+    /// The stored `cells` column.
+    var cells: String
+    var position: ChangePosition
+}
+
+/// One conflict notice a store's notice query read.
+struct NoticeQueryRow: Sendable {
+    var id: Int64
+    var position: ChangePosition
+    var byUser: String
+    var byClient: String
+    /// The stored ``StoredNotice`` JSON.
+    var json: String
+}
+
+/// Everything a pull does but read: where each scope starts, how a page's
+/// rows and notices are cut to the limits, where its cursors point. Every
+/// store reads its rows and notices in its own SQL and hands them here, so
+/// pages are assembled by one rule (DESIGN.md server semantics 5 and 6).
+///
+/// ```swift
+/// let assembler = PullAssembler(request: request, userID: "alice", limit: 500, maxPageBytes: 8 << 20,
+///                               cursors: codec, horizon: horizon, end: end)
+/// for followed in request.scopes {
+///     let start = try assembler.start(of: followed)
+///     let rows = …      // the page query: limit + 1 rows after start.rows
+///     let notices = …   // the notice query: limit + 1 notices after start.notices
+///     pages.append(try assembler.page(followed.scope, start: start, rows: rows, notices: notices))
+/// }
+/// ```
+struct PullAssembler: Sendable {
+    /// Where a scope's page starts: its rows, and its notices.
+    struct Start: Sendable {
+        var rows: PullStart
+        var notices: ChangePosition
+    }
+
+    var clientID: String
+    var userID: String
+    var limit: Int
+    var maxPageBytes: Int
+    var cursors: PullCursorCodec
+    /// The newest position of a collected tombstone: a cursor behind it gets a reset.
+    var horizon: ChangePosition
+    /// The furthest position a page can reach now: a finished scope's
+    /// cursor moves here, so a quiet scope never falls behind the horizon.
+    var end: ChangePosition
+
+    /// How many rows and notices a store's queries read: one more than a
+    /// page holds, to tell whether more follow.
+    var queryLimit: Int { limit + 1 }
+
+    /// Where the scope's rows and notices start, from its cursors.
+    ///
+    /// - Throws: ``FerryServerError`` `badRequest` for a garbled or forged cursor.
+    func start(of followed: PullRequest.ScopeCursor) throws(FerryServerError) -> Start {
+        var rows = PullStart.fromScratch(reset: false)
+        if let text = followed.cursor {
+            rows = try PullStart(cursor: text, scope: followed.scope, codec: cursors, horizon: horizon, end: end)
+        }
+        return Start(rows: rows, notices: try NoticeCursor.position(from: followed.notices, epoch: cursors.epoch))
+    }
+
+    /// The page of `scope` from what the store's queries read after `start`.
+    func page(_ scope: String, start: Start, rows: [PageQueryRow], notices: [NoticeQueryRow]) throws -> EncodedPullPage {
+        let (changes, hasMore) = try EncodedRow.page(rows, limit: limit, maxBytes: maxPageBytes)
+        let position = hasMore ? rows[changes.count - 1].position : end
+        let delivered = try self.notices(notices, after: start.notices)
+        return EncodedPullPage(
+            scope: scope,
+            rows: changes,
+            cursor: cursors.encode(PullCursor(epoch: cursors.epoch, scope: scope, position: position.major, subposition: position.minor)),
+            hasMore: hasMore || delivered.hasMore,
+            reset: start.rows.isReset,
+            notices: delivered.notices,
+            noticeCursor: NoticeCursor.text(delivered.position, epoch: cursors.epoch)
+        )
+    }
+
+    /// The notices that fit the page, but those of the asking client's own
+    /// overriding pushes (its reply told it already), which the cursor
+    /// still passes.
+    private func notices(
+        _ rows: [NoticeQueryRow], after start: ChangePosition
+    ) throws -> (notices: [ConflictNotice], position: ChangePosition, hasMore: Bool) {
+        let kept = StoreCoding.pageLength(sizes: rows.lazy.map(\.json.utf8.count), limit: limit, maxBytes: maxPageBytes)
+        var position = start
+        var delivered: [ConflictNotice] = []
+        for row in rows.prefix(kept) {
+            position = row.position
+            if row.byUser == userID, row.byClient == clientID { continue }
+            delivered.append(try StoredNotice.decode(row.json).notice(id: row.id, epoch: cursors.epoch))
+        }
+        return (delivered, position, rows.count > kept)
+    }
+}

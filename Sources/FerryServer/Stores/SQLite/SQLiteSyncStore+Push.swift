@@ -1,0 +1,148 @@
+import FerryProtocol
+import Foundation
+import GRDB
+
+extension SQLiteSyncStore {
+    public func push(_ request: PushRequest, userID: String, rules: PushRules) async throws -> PushReceipt {
+        let now = rules.nowMilliseconds
+        let receipt = try await write { db -> PushReceipt in
+            let lastApplied = try Self.lastMutationID(db, userID: userID, clientID: request.clientID)
+            var rows: [RowKey: StoredRow] = [:]
+            for mutation in request.mutations where mutation.mutationID > lastApplied {
+                let key = RowKey(scope: mutation.scope, table: mutation.table, rowID: mutation.rowID)
+                if rows[key] == nil, let row = try Self.loadRow(db, key) {
+                    rows[key] = row
+                }
+            }
+            let plan = try rules.plan(
+                request, userID: userID, lastApplied: lastApplied, rows: rows,
+                version: try Self.meta(db, "version"), horizon: try Self.meta(db, "horizon")
+            )
+            try Self.writePlan(plan, db, userID: userID, clientID: request.clientID, now: now)
+            return try plan.receipt(recorded: Self.recordedResults(db, userID: userID, clientID: request.clientID, ids: plan.replayedIDs))
+        }
+        changeFeed.publish(receipt.changedScopes)
+        return receipt
+    }
+
+    private static func writePlan(_ plan: PushPlan, _ db: Database, userID: String, clientID: String, now: Int64) throws {
+        func json(_ value: some Encodable) throws -> String { try StoreCoding.json(value) }
+        for (key, row) in plan.rows {
+            try Self.execute(db, 
+                sql: """
+                    INSERT INTO rows (scope, tbl, row_id, version, deleted, client_id, changed_at, cells)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (scope, tbl, row_id) DO UPDATE SET
+                        version = excluded.version, deleted = excluded.deleted, client_id = excluded.client_id,
+                        changed_at = excluded.changed_at, cells = excluded.cells
+                    """,
+                arguments: [
+                    key.scope, key.table, key.rowID, row.version, row.deleted, row.clientID, now,
+                    StoreCoding.cellsJSON(row.cells),
+                ]
+            )
+        }
+        for (key, values) in plan.overwritten {
+            for old in values {
+                try Self.execute(db, 
+                    sql: "INSERT OR REPLACE INTO history (scope, tbl, row_id, col, version, value) VALUES (?, ?, ?, ?, ?, ?)",
+                    arguments: [
+                        key.scope, key.table, key.rowID, old.column, old.version,
+                        try json(old.value),
+                    ]
+                )
+            }
+        }
+        for recorded in plan.conflicts {
+            try Self.execute(db, 
+                sql: """
+                    INSERT INTO conflicts (user_id, client_id, mutation_id, scope, tbl, row_id, version, conflict, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    userID, clientID, recorded.mutationID, recorded.key.scope, recorded.key.table, recorded.key.rowID,
+                    recorded.version, try json(recorded.conflict), now,
+                ]
+            )
+        }
+        for notice in plan.notices {
+            try Self.execute(db, 
+                sql: """
+                    INSERT INTO notices (user_id, scope, by_user, by_client, version, notice, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    notice.userID, notice.key.scope, notice.byUserID, notice.byClientID, notice.version,
+                    try json(StoredNotice(notice)), now,
+                ]
+            )
+        }
+        for rejection in plan.rejections {
+            let mutation = rejection.mutation
+            try Self.execute(db, 
+                sql: """
+                    INSERT INTO rejections (user_id, client_id, mutation_id, scope, tbl, row_id, reason, mutation, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    userID, clientID, mutation.mutationID, mutation.scope, mutation.table, mutation.rowID,
+                    rejection.reason, try json(mutation), now,
+                ]
+            )
+        }
+        for result in plan.results {
+            try Self.execute(db, 
+                sql: "INSERT INTO results (user_id, client_id, mutation_id, version, result) VALUES (?, ?, ?, ?, ?)",
+                arguments: [
+                    userID, clientID, result.mutationID, plan.version,
+                    try StoreCoding.resultJSON(result),
+                ]
+            )
+        }
+        if !plan.results.isEmpty {
+            try Self.execute(db, 
+                sql: """
+                    INSERT INTO clients (user_id, client_id, last_mutation_id) VALUES (?, ?, ?)
+                    ON CONFLICT (user_id, client_id) DO UPDATE SET last_mutation_id = excluded.last_mutation_id
+                    """,
+                arguments: [userID, clientID, plan.lastAppliedMutationID]
+            )
+        }
+        try Self.execute(db, sql: "UPDATE store_meta SET value = ? WHERE key = 'version'", arguments: [plan.version])
+    }
+
+    /// The stored results of `ids`, by id; an id whose result was collected is absent.
+    private static func recordedResults(_ db: Database, userID: String, clientID: String, ids: [Int64]) throws -> [Int64: String] {
+        var recorded: [Int64: String] = [:]
+        let statement = try db.cachedStatement(sql: "SELECT result FROM results WHERE user_id = ? AND client_id = ? AND mutation_id = ?")
+        for id in ids {
+            recorded[id] = try String.fetchOne(statement, arguments: [userID, clientID, id])
+        }
+        return recorded
+    }
+
+    static func loadRow(_ db: Database, _ key: RowKey) throws -> StoredRow? {
+        guard let row = try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT version, deleted, client_id, cells FROM rows WHERE scope = ? AND tbl = ? AND row_id = ?"),
+            arguments: [key.scope, key.table, key.rowID]
+        ) else { return nil }
+        let decoder = JSONDecoder()
+        let history = try Row.fetchAll(
+            db.cachedStatement(sql: "SELECT col, version, value FROM history WHERE scope = ? AND tbl = ? AND row_id = ? ORDER BY version"),
+            arguments: [key.scope, key.table, key.rowID]
+        ).map { entry in
+            HistoricValue(
+                column: entry["col"],
+                version: entry["version"],
+                value: try decoder.decode(ColumnValue.self, from: Data((entry["value"] as String).utf8))
+            )
+        }
+        return StoredRow(
+            version: row["version"],
+            deleted: row["deleted"],
+            cells: try StoreCoding.cells(row["cells"]),
+            clientID: row["client_id"],
+            history: history
+        )
+    }
+}

@@ -1,0 +1,31 @@
+@testable import FerryServer
+import FerryProtocol
+import Foundation
+import GRDB
+import Testing
+import FerryTestSupport
+
+/// What only the SQLite store has: a file another process can hold.
+/// (The rules every store keeps are in ``SyncStoreConformanceTests``.)
+@Suite struct SQLiteStoreTests {
+    /// Another process holding the write lock past the busy timeout: the
+    /// store answers `unavailable` (503) itself, so the HTTP layer needs no
+    /// SQLite, and works again once the lock is gone.
+    @Test func aFileHeldByAnotherWriterAnswersUnavailable() async throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.url.appending(path: SQLiteSyncStore.fileName).path
+        let store = try SQLiteSyncStore(path: path, busyTimeout: .milliseconds(200))
+        let holder = try DatabaseQueue(path: path)
+        let push = PushRequest(clientID: "c1", mutations: [Mutations.upsert(1, ["t": "a"])])
+        try await holder.writeWithoutTransaction { db in try db.execute(sql: "BEGIN IMMEDIATE") }
+        let error = await #expect(throws: FerryServerError.self) {
+            try await store.push(push, userID: "alice", rules: PushRules())
+        }
+        #expect(error?.code == .unavailable)
+        #expect(error?.status == 503)
+        try await holder.writeWithoutTransaction { db in try db.execute(sql: "ROLLBACK") }
+        #expect(try await store.push(push, userID: "alice", rules: PushRules()).response.lastAppliedMutationID == 1)
+        try holder.close()
+        try await store.close()
+    }
+}
