@@ -17,13 +17,26 @@ import FerryTestSupport
         let store = try SQLiteSyncStore(path: path, busyTimeout: .milliseconds(200))
         let holder = try DatabaseQueue(path: path)
         let push = PushRequest(clientID: "c1", mutations: [Mutations.upsert(1, ["t": "a"])])
-        try await holder.writeWithoutTransaction { db in try db.execute(sql: "BEGIN IMMEDIATE") }
+        // Another writer takes the lock on a thread of its own and keeps it until released.
+        let (held, heldSignal) = AsyncStream.makeStream(of: Void.self)
+        let release = DispatchSemaphore(value: 0)
+        let finished = DispatchSemaphore(value: 0)
+        Thread {
+            try? holder.write { db in
+                try db.execute(sql: "UPDATE store_meta SET value = value WHERE key = 'version'")
+                heldSignal.yield()
+                release.wait()
+            }
+            finished.signal()
+        }.start()
+        for await _ in held { break }
         let error = await #expect(throws: FerryServerError.self) {
             try await store.push(push, userID: "alice", rules: PushRules())
         }
         #expect(error?.code == .unavailable)
         #expect(error?.status == 503)
-        try await holder.writeWithoutTransaction { db in try db.execute(sql: "ROLLBACK") }
+        release.signal()
+        finished.wait()
         #expect(try await store.push(push, userID: "alice", rules: PushRules()).response.lastAppliedMutationID == 1)
         try holder.close()
         try await store.close()
