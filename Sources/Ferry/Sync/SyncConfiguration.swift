@@ -27,6 +27,11 @@ public struct SyncConfiguration: Sendable, Hashable {
     public var live: Bool
     /// Backoff for transient failures.
     public var retry: RetryPolicy
+    /// How many times one mutation, pushed alone, may meet a server error
+    /// (5xx other than 502–504) before it is set aside like a rejection,
+    /// with the last error, so it cannot hold the queue forever. Resend or
+    /// discard it from ``Outbox/rejectedMutations()``.
+    public var poisonAttempts = 5
 
     public init(userID: String, sharedScopes: [String] = [], pushBatchSize: Int = 500, pullPageSize: Int = 1000,
                 debounce: Duration = .milliseconds(200), periodicInterval: Duration? = .seconds(300),
@@ -63,6 +68,9 @@ public struct SyncConfiguration: Sendable, Hashable {
         }
         guard debounce >= .zero, (periodicInterval ?? .seconds(1)) > .zero else {
             throw FerryError(.invalidConfiguration, "debounce must be ≥ 0 and periodicInterval > 0")
+        }
+        guard poisonAttempts >= 1 else {
+            throw FerryError(.invalidConfiguration, "poisonAttempts must be at least 1; got \(poisonAttempts)")
         }
         try retry.validate()
     }

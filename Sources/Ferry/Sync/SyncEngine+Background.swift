@@ -25,6 +25,7 @@ extension SyncEngine {
         let (triggers, trigger) = AsyncStream.makeStream(of: Trigger.self, bufferingPolicy: .bufferingNewest(1))
         let configuration = self.configuration
         let database = self.database
+        let clock = self.clock
         background = Task {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
@@ -44,7 +45,7 @@ extension SyncEngine {
                 if let interval = configuration.periodicInterval {
                     group.addTask {
                         while !Task.isCancelled {
-                            try? await Task.sleep(for: interval)
+                            try? await clock.sleep(for: interval)
                             trigger.yield(.now)
                         }
                     }
@@ -55,10 +56,18 @@ extension SyncEngine {
                 group.addTask {
                     for await reason in triggers {
                         if reason == .localChange, configuration.debounce > .zero {
-                            try? await Task.sleep(for: configuration.debounce)
+                            try? await clock.sleep(for: configuration.debounce)
                         }
                         if Task.isCancelled { break }
-                        _ = try? await self.runExclusive(attempts: nil)
+                        do {
+                            _ = try await self.runExclusive(attempts: nil)
+                        } catch is CancellationError {
+                            break
+                        } catch {
+                            // Not a transport failure (those are retried): the app hears of it.
+                            self.logger.error("background sync failed", metadata: ["error": "\(error)"])
+                            self.broadcaster.update { $0.phase = $0.phase == .unauthorized ? .unauthorized : .idle; $0.lastError = "\(error)" }
+                        }
                     }
                 }
                 await group.next()
@@ -102,9 +111,9 @@ extension SyncEngine {
             }
             broadcaster.update { $0.liveConnected = false }
             if Task.isCancelled { break }
-            let delay = configuration.retry.delay(attempt: failures, unit: Double.random(in: 0..<1))
+            let delay = configuration.retry.delay(attempt: failures, unit: random())
             failures += 1
-            try? await Task.sleep(for: delay)
+            try? await clock.sleep(for: delay)
         }
     }
 }

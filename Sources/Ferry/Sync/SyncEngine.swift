@@ -47,6 +47,10 @@ public actor SyncEngine {
     let logger: Logger
     private var running: Task<SyncSummary, any Error>?
     private var identityChecked = false
+    /// Waits out backoffs, debounces and periods (a test clock in tests).
+    let clock: any Clock<Duration>
+    /// The jitter of backoffs, in `0 ..< 1`.
+    let random: @Sendable () -> Double
     var background: Task<Void, Never>?
     var stopTrigger: AsyncStream<Trigger>.Continuation?
 
@@ -58,7 +62,17 @@ public actor SyncEngine {
     public init(database: FerryDatabase, transport: any SyncTransport, configuration: SyncConfiguration,
                 token: String? = nil, tokenRefresher: (@Sendable () async throws -> String)? = nil,
                 logger: Logger = Logger(label: "ferry.sync")) throws {
+        try self.init(database: database, transport: transport, configuration: configuration, token: token,
+                      tokenRefresher: tokenRefresher, logger: logger, clock: ContinuousClock(), random: { Double.random(in: 0..<1) })
+    }
+
+    /// The engine with its clock and its random source given (tests).
+    init(database: FerryDatabase, transport: any SyncTransport, configuration: SyncConfiguration,
+         token: String?, tokenRefresher: (@Sendable () async throws -> String)?, logger: Logger,
+         clock: any Clock<Duration>, random: @escaping @Sendable () -> Double) throws {
         try configuration.validate()
+        self.clock = clock
+        self.random = random
         self.database = database
         self.transport = transport
         self.configuration = configuration
@@ -111,84 +125,205 @@ public actor SyncEngine {
 
     // MARK: - One sync
 
+    /// Runs one sync by performing the actions ``SyncStateMachine`` decides.
     private func cycleWithRetries(attempts: Int?) async throws -> SyncSummary {
         var summary = SyncSummary()
-        var failures = 0
-        var refreshed = false
         broadcaster.update { $0.pushed = 0; $0.pulled = 0 }
+        var machine = SyncStateMachine(
+            settings: .init(scopes: configuration.scopes, pushBatchSize: configuration.pushBatchSize, retry: configuration.retry,
+                            attempts: attempts, poisonAttempts: configuration.poisonAttempts),
+            identityChecked: identityChecked, random: random
+        )
+        let recorder = PushRecorder(database: database, userScope: configuration.userScope)
+        let applier = PageApplier(database: database, userScope: configuration.userScope)
+        var cursors = ScopeCursors()
+        /// The last batch pushed: a mutation set aside is its only one.
+        var batch: [PendingMutation] = []
+        /// The failure the machine is told of last, for the error a stop throws.
+        var lastError: (any Error)?
+        var action = machine.start()
+
+        /// The event for a failed step, remembering the error.
+        func failure(_ error: any Error) -> SyncFailure {
+            lastError = error
+            return SyncFailure(error)
+        }
+
         while true {
             try Task.checkCancellation()
-            do {
-                try await cycle(&summary)
-                let now = Date()
-                try await database.write { db in
-                    try FerryMeta.setValue(Int64(now.timeIntervalSince1970 * 1000), for: .lastSyncAt, in: db)
+            switch action {
+            case .checkIdentity:
+                do {
+                    let renewed = try await checkIdentity()
+                    identityChecked = true
+                    if renewed { summary.identityRenewed = true }
+                    action = machine.handle(.identityChecked(renewed: renewed))
+                } catch {
+                    action = machine.handle(.failed(failure(error)))
                 }
+            case .refetchGrownTables:
+                let layouts = database.layouts
+                try await database.write { db in try SchemaWatch.refetchIfGrown(layouts, in: db) }
+                // Read after the refetch, which drops the grown tables' cursors.
+                cursors = try await ScopeCursors.load(database)
+                action = machine.handle(.tablesRefetched)
+            case .push(let limit):
+                broadcaster.update { $0.phase = .pushing }
+                let batchStart = ContinuousClock.now
+                batch = try database.outbox.nextBatch(limit: limit)
+                summary.inDatabase += ContinuousClock.now - batchStart
+                guard !batch.isEmpty else {
+                    action = machine.handle(.nothingToPush)
+                    continue
+                }
+                let request = PushRequest(clientID: try await clientID(), mutations: batch.map(wire))
+                let reply: PushResponse
+                do {
+                    reply = try await timed(&summary.waitingForServer) {
+                        try await transport.push(request, token: credentials.token)
+                    }
+                } catch {
+                    action = machine.handle(.pushFailed(size: batch.count, failure(error)))
+                    continue
+                }
+                let recordStart = ContinuousClock.now
+                let report = try recorder.record(reply, for: batch)
+                summary.inDatabase += ContinuousClock.now - recordStart
+                if report.restoredFromBackup {
+                    _ = try await renewIfRestored(serverLastApplied: reply.lastAppliedMutationID)
+                    summary.identityRenewed = true
+                    action = machine.handle(.pushed(size: batch.count, renewed: true))
+                    continue
+                }
+                summary.pushed += report.acknowledged
+                summary.conflicts += report.conflicts
+                summary.rejected += report.rejected
+                let pushed = summary.pushed
+                let pending = try await database.read(Self.pendingRows)
+                broadcaster.update { $0.pushed = pushed; $0.pendingCount = pending }
+                action = machine.handle(.pushed(size: batch.count, renewed: false))
+            case .renumber(let lastApplied):
+                try await database.write { db in try Outbox.renumber(after: lastApplied, in: db) }
+                action = machine.handle(.renumbered)
+            case .setAside(let reason):
+                let last = lastError.map { "\($0)" } ?? reason
+                try recorder.refuse(batch[0], reason: last == reason ? reason : "\(last) (\(reason))")
+                summary.rejected += 1
+                logger.warning("a mutation was set aside", metadata: ["mutation": "\(batch[0].mutationID ?? 0)", "reason": "\(reason)"])
+                action = machine.handle(.setAside)
+            case .probe:
+                do {
+                    _ = try await transport.push(PushRequest(clientID: try await clientID(), mutations: []), token: credentials.token)
+                    action = machine.handle(.probed(nil))
+                } catch {
+                    let probeFailure = SyncFailure(error)
+                    action = machine.handle(.probed(probeFailure))
+                }
+            case .readBackRows:
+                do {
+                    try await fetchRows()
+                    action = machine.handle(.rowsReadBack)
+                } catch {
+                    action = machine.handle(.failed(failure(error)))
+                }
+            case .pull(let asked):
+                broadcaster.update { $0.phase = .pulling }
+                let request = PullRequest(
+                    clientID: try await clientID(),
+                    scopes: asked.map { cursors.request(for: $0) },
+                    limit: configuration.pullPageSize)
+                let reply: PullResponse
+                do {
+                    reply = try await timed(&summary.waitingForServer) {
+                        try await transport.pull(request, token: credentials.token)
+                    }
+                } catch {
+                    let scope = asked[0]
+                    let failed = failure(error)
+                    let hasCursor = cursors.rows[scope] != nil, hasNoticeCursor = cursors.notices[scope] != nil
+                    if case .refused(let status, let message) = failed, asked.count == 1, !(status == 400 && (hasCursor || hasNoticeCursor)) {
+                        logger.warning("the server refuses to pull a scope; skipping it", metadata: ["scope": "\(scope)", "error": "\(message)"])
+                        broadcaster.update { $0.lastError = "pulling \(scope): HTTP \(status): \(message)" }
+                    }
+                    action = machine.handle(.pullFailed(asked: asked, failed, hasCursor: hasCursor, hasNoticeCursor: hasNoticeCursor))
+                    continue
+                }
+                let renewed = try await renewIfRestored(serverLastApplied: reply.lastAppliedMutationID)
+                if renewed { summary.identityRenewed = true }
+                var more: [String] = []
+                for page in reply.pages {
+                    try Task.checkCancellation()
+                    let applyStart = ContinuousClock.now
+                    let report = try applier.apply(page)
+                    summary.inDatabase += ContinuousClock.now - applyStart
+                    if page.reset { summary.resets += 1 }
+                    summary.pulled += page.changes.count
+                    summary.setAside += report.setAside
+                    summary.swept += report.swept
+                    summary.conflicts += report.notices
+                    cursors.advance(page)
+                    if page.hasMore { more.append(page.scope) }
+                    if !report.setAside.isEmpty {
+                        logger.warning("pulled rows set aside", metadata: ["rows": "\(report.setAside)"])
+                    }
+                    let pulled = summary.pulled
+                    broadcaster.update { $0.pulled = pulled }
+                }
+                action = machine.handle(.pulled(asked: asked, more: more, renewed: renewed))
+            case .resetCursor(let scope):
+                try await cursors.resetRows(of: scope, in: database)
+                summary.resets += 1
+                action = machine.handle(.cursorReset)
+            case .resetNoticeCursor(let scope):
+                try await cursors.resetNotices(of: scope, in: database)
+                action = machine.handle(.cursorReset)
+            case .refreshToken:
+                action = machine.handle(.tokenRefreshed(await credentials.refresh()))
+            case .wait(let delay):
+                summary.retries += 1
+                let error = lastError.map { "\($0)" }
+                logger.info("sync failed, retrying", metadata: ["error": "\(error ?? "")", "delay": "\(delay)"])
+                broadcaster.update { $0.phase = .backingOff; $0.lastError = error }
+                try await clock.sleep(for: delay)
+                action = machine.handle(.waited)
+            case .finish(let refused):
+                summary.refusedScopes = refused
+                let now = database.wallClock.nowMilliseconds()
+                try await database.write { db in try FerryMeta.setValue(now, for: .lastSyncAt, in: db) }
                 try await refreshCounts()
-                let refused = summary.refusedScopes
                 broadcaster.update {
                     $0.phase = .idle
                     $0.lastError = refused.isEmpty ? nil : "the server refused to pull \(refused.joined(separator: ", "))"
-                    $0.lastSuccessfulSync = now
+                    $0.lastSuccessfulSync = Date(timeIntervalSince1970: Double(now) / 1000)
                 }
                 return summary
-            } catch {
-                let failure = SyncFailure(error)
-                switch failure {
-                case .transient(let retryAfter):
-                    failures += 1
-                    summary.retries += 1
-                    if let attempts, failures >= attempts {
-                        broadcaster.update { $0.phase = .idle; $0.lastError = "\(error)" }
-                        throw FerryError(.serverUnavailable, "sync gave up after \(failures) attempts; last failure: \(error)")
-                    }
-                    let delay = configuration.retry.delay(attempt: failures - 1, retryAfter: retryAfter,
-                                                          unit: Double.random(in: 0..<1))
-                    logger.info("sync failed, retrying", metadata: ["error": "\(error)", "delay": "\(delay)"])
-                    broadcaster.update { $0.phase = .backingOff; $0.lastError = "\(error)" }
-                    try await Task.sleep(for: delay)
+            case .fail(let stop):
+                let error = lastError ?? FerryError(.serverRefused, "the sync stopped")
+                broadcaster.update { $0.phase = stop == .unauthorized ? .unauthorized : .idle; $0.lastError = "\(error)" }
+                switch stop {
+                case .gaveUp(let attempts):
+                    throw FerryError(.serverUnavailable, "sync gave up after \(attempts) attempts; last failure: \(error)")
                 case .unauthorized:
-                    if !refreshed, await credentials.refresh() {
-                        refreshed = true
-                        continue
-                    }
-                    broadcaster.update { $0.phase = .unauthorized; $0.lastError = "\(error)" }
                     throw FerryError(.unauthorized, "the server refused the token and no new one was available: \(error)")
-                case .gap, .refused(_, _):
-                    broadcaster.update { $0.phase = .idle; $0.lastError = "\(error)" }
+                case .refused:
                     throw FerryError(.serverRefused, "the server refused a request: \(error)")
                 case .fatal:
-                    broadcaster.update { $0.phase = .idle; $0.lastError = "\(error)" }
                     throw error
                 }
             }
         }
     }
 
-    private func cycle(_ summary: inout SyncSummary) async throws {
-        try await checkIdentity(&summary)
-        let layouts = database.layouts
-        try await database.write { db in try SchemaWatch.refetchIfGrown(layouts, in: db) }
-        try await pushAll(&summary)
-        try await fetchRows()
-        try await pullAll(&summary)
-        if summary.identityRenewed {
-            // A pull revealed a restored copy: its edits go out under the new identity now.
-            try await pushAll(&summary)
-        }
+    private func clientID() async throws -> String {
+        try await database.read { db in try FerryDatabase.clientID(db) }
     }
 
-    /// Once per engine: asks the server how far it got with this client id
-    /// (an empty push) before numbering new mutations, so a database file
-    /// restored from an older copy takes a new identity before it sends.
-    private func checkIdentity(_ summary: inout SyncSummary) async throws {
-        guard !identityChecked else { return }
-        let clientID = try await database.read { db in try FerryDatabase.clientID(db) }
-        let reply = try await transport.push(PushRequest(clientID: clientID, mutations: []), token: credentials.token)
-        if try await renewIfRestored(serverLastApplied: reply.lastAppliedMutationID) {
-            summary.identityRenewed = true
-        }
-        identityChecked = true
+    /// Asks the server how far it got with this client id (an empty push)
+    /// before numbering new mutations, so a database file restored from an
+    /// older copy takes a new identity before it sends.
+    private func checkIdentity() async throws -> Bool {
+        let reply = try await transport.push(PushRequest(clientID: try await clientID(), mutations: []), token: credentials.token)
+        return try await renewIfRestored(serverLastApplied: reply.lastAppliedMutationID)
     }
 
     private func renewIfRestored(serverLastApplied: Int64) async throws -> Bool {
@@ -203,68 +338,6 @@ public actor SyncEngine {
         return renewed != nil
     }
 
-    // MARK: - Push
-
-    private func pushAll(_ summary: inout SyncSummary) async throws {
-        broadcaster.update { $0.phase = .pushing }
-        let recorder = PushRecorder(database: database, userScope: configuration.userScope)
-        var limit = configuration.pushBatchSize
-        var gaps = 0
-        while true {
-            try Task.checkCancellation()
-            let batchStart = ContinuousClock.now
-            let batch = try database.outbox.nextBatch(limit: limit)
-            summary.inDatabase += ContinuousClock.now - batchStart
-            if batch.isEmpty { return }
-            let clientID = try await database.read { db in try FerryDatabase.clientID(db) }
-            let request = PushRequest(clientID: clientID, mutations: batch.map(wire))
-            let reply: PushResponse
-            do {
-                reply = try await timed(&summary.waitingForServer) {
-                    try await transport.push(request, token: credentials.token)
-                }
-            } catch {
-                switch SyncFailure(error) {
-                case .gap(let lastApplied):
-                    // The server has applied nothing past `lastApplied`: number the rest after it.
-                    gaps += 1
-                    guard gaps <= 3 else { throw error }
-                    try await database.write { db in try Outbox.renumber(after: lastApplied, in: db) }
-                    continue
-                case .refused(let status, let message) where [400, 403, 413].contains(status):
-                    // A malformed mutation (400), a scope the user may not
-                    // write (403) or one too large (413) fails the whole push:
-                    // narrow down to it and set it aside.
-                    if batch.count > 1 {
-                        limit = max(1, batch.count / 2)
-                        continue
-                    }
-                    try recorder.refuse(batch[0], reason: "HTTP \(status): \(message)")
-                    summary.rejected += 1
-                    continue
-                default:
-                    throw error
-                }
-            }
-            let recordStart = ContinuousClock.now
-            let report = try recorder.record(reply, for: batch)
-            summary.inDatabase += ContinuousClock.now - recordStart
-            if report.restoredFromBackup {
-                _ = try await renewIfRestored(serverLastApplied: reply.lastAppliedMutationID)
-                summary.identityRenewed = true
-                continue
-            }
-            gaps = 0
-            limit = min(configuration.pushBatchSize, limit * 2)
-            summary.pushed += report.acknowledged
-            summary.conflicts += report.conflicts
-            summary.rejected += report.rejected
-            let pushed = summary.pushed
-            let pending = try await database.read(Self.pendingRows)
-            broadcaster.update { $0.pushed = pushed; $0.pendingCount = pending }
-        }
-    }
-
     private func wire(_ mutation: PendingMutation) -> Mutation {
         let key = database.layouts[mutation.table]?.primaryKey
         return Mutation(
@@ -277,97 +350,6 @@ public actor SyncEngine {
                 ? [:] : mutation.values.filter { $0.key != key }.mapValues(ColumnValue.init),
             baseVersion: mutation.baseVersion,
             hlc: mutation.hlc)
-    }
-
-    // MARK: - Pull
-
-    private func pullAll(_ summary: inout SyncSummary) async throws {
-        broadcaster.update { $0.phase = .pulling }
-        let applier = PageApplier(database: database, userScope: configuration.userScope)
-        var (cursors, noticeCursors) = try await database.read { db in
-            let rows = try Row.fetchAll(db, sql: "SELECT scope, cursor, notice_cursor FROM ferry_cursors")
-            var cursors: [String: String] = [:]
-            var notices: [String: String] = [:]
-            for row in rows {
-                cursors[row["scope"]] = row["cursor"]
-                notices[row["scope"]] = row["notice_cursor"]
-            }
-            return (cursors, notices)
-        }
-        var active = configuration.scopes
-        // A scope the server refuses fails the whole pull: then scopes are
-        // pulled one at a time, and a refused one is skipped and reported.
-        var oneAtATime = false
-        while !active.isEmpty {
-            try Task.checkCancellation()
-            let clientID = try await database.read { db in try FerryDatabase.clientID(db) }
-            let asked = oneAtATime ? [active[0]] : active
-            let request = PullRequest(
-                clientID: clientID,
-                scopes: asked.map { PullRequest.ScopeCursor(scope: $0, cursor: cursors[$0], notices: noticeCursors[$0]) },
-                limit: configuration.pullPageSize)
-            let reply: PullResponse
-            do {
-                reply = try await timed(&summary.waitingForServer) {
-                    try await transport.pull(request, token: credentials.token)
-                }
-            } catch {
-                guard case .refused(let status, let message) = SyncFailure(error) else { throw error }
-                if asked.count > 1 {
-                    oneAtATime = true
-                    continue
-                }
-                let scope = asked[0]
-                if status == 400, cursors[scope] != nil {
-                    // A cursor the server no longer accepts: start the scope over, as after a reset.
-                    // The notice cursor stays, so no notice is delivered twice.
-                    try await database.write { db in
-                        try db.execute(sql: "UPDATE ferry_cursors SET cursor = NULL, refetching = 1 WHERE scope = ?", arguments: [scope])
-                        try db.execute(sql: "DELETE FROM ferry_refetch_seen WHERE scope = ?", arguments: [scope])
-                    }
-                    cursors[scope] = nil
-                    summary.resets += 1
-                    continue
-                }
-                if status == 400, noticeCursors[scope] != nil {
-                    // Only the notice cursor is refused: notices start over (stored ones are not stored twice).
-                    try await database.write { db in
-                        try db.execute(sql: "UPDATE ferry_cursors SET notice_cursor = NULL WHERE scope = ?", arguments: [scope])
-                    }
-                    noticeCursors[scope] = nil
-                    continue
-                }
-                logger.warning("the server refuses to pull a scope; skipping it", metadata: ["scope": "\(scope)", "error": "\(message)"])
-                summary.refusedScopes.append(scope)
-                broadcaster.update { $0.lastError = "pulling \(scope): HTTP \(status): \(message)" }
-                active.removeFirst()
-                continue
-            }
-            if try await renewIfRestored(serverLastApplied: reply.lastAppliedMutationID) {
-                summary.identityRenewed = true
-            }
-            var next: [String] = []
-            for page in reply.pages {
-                try Task.checkCancellation()
-                let applyStart = ContinuousClock.now
-                let report = try applier.apply(page)
-                summary.inDatabase += ContinuousClock.now - applyStart
-                if page.reset { summary.resets += 1 }
-                summary.pulled += page.changes.count
-                summary.setAside += report.setAside
-                summary.swept += report.swept
-                summary.conflicts += report.notices
-                cursors[page.scope] = page.cursor
-                if let noticeCursor = page.noticeCursor { noticeCursors[page.scope] = noticeCursor }
-                if page.hasMore { next.append(page.scope) }
-                if !report.setAside.isEmpty {
-                    logger.warning("pulled rows set aside", metadata: ["rows": "\(report.setAside)"])
-                }
-                let pulled = summary.pulled
-                broadcaster.update { $0.pulled = pulled }
-            }
-            active = next + active.filter { !asked.contains($0) }
-        }
     }
 
     // MARK: - Rows read back

@@ -5,6 +5,10 @@ import FerryProtocol
 enum SyncFailure: Equatable, Sendable {
     /// The network or the server is struggling: wait and retry, queue untouched.
     case transient(retryAfter: Duration?)
+    /// The server failed on the request (a 5xx other than 502–504): retried
+    /// like a transient failure, but a mutation it keeps failing on alone is
+    /// set aside (see ``SyncStateMachine``).
+    case serverError(status: Int, message: String)
     /// The token is missing, invalid or expired: refresh it.
     case unauthorized
     /// A push skipped ahead of the server: renumber after `lastApplied`.
@@ -28,8 +32,10 @@ enum SyncFailure: Equatable, Sendable {
                 self = .unauthorized
             case 409 where body?.code == .mutationGap:
                 self = .gap(lastApplied: body?.lastAppliedMutationID ?? 0)
-            case 408, 429, 500...599:
+            case 408, 429, 502, 503, 504:
                 self = .transient(retryAfter: retryAfter)
+            case 500...599:
+                self = .serverError(status: status, message: body?.message ?? "HTTP \(status)")
             default:
                 self = .refused(status: status, message: body?.message ?? "HTTP \(status)")
             }
