@@ -113,4 +113,34 @@ import FerryTestSupport
         await device.engine.stop()
         #expect(device.engine.status.phase == .idle)
     }
+
+    /// A failure the engine cannot retry (here, a transport that throws
+    /// something that is not a transport error) reaches `statusUpdates()`
+    /// from the background loop instead of being dropped.
+    @Test(.timeLimit(.minutes(1))) func aBackgroundFailureReachesTheStatus() async throws {
+        struct Broken: Error, CustomStringConvertible {
+            var description: String { "the transport is broken" }
+        }
+        struct BrokenTransport: SyncTransport {
+            func push(_ request: PushRequest, token: String?) async throws -> PushResponse { throw Broken() }
+            func pull(_ request: PullRequest, token: String?) async throws -> PullResponse { throw Broken() }
+            func row(scope: String, table: String, rowID: String, token: String?) async throws -> ServerRow? { throw Broken() }
+            func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error> {
+                AsyncThrowingStream { $0.finish(throwing: Broken()) }
+            }
+        }
+        let database = try FerryDatabase(path: directory.path("broken.sqlite"), schema: SyncSchema.schema())
+        var configuration = SyncConfiguration(userID: "alice", live: false)
+        configuration.periodicInterval = nil
+        let engine = try SyncEngine(database: database, transport: BrokenTransport(), configuration: configuration)
+        var updates = engine.statusUpdates().makeAsyncIterator()
+        await engine.start()
+        defer { Task { await engine.stop() } }
+        var seen: String?
+        while seen == nil, let status = await updates.next() {
+            seen = status.lastError
+        }
+        #expect(seen == "the transport is broken")
+        #expect(engine.status.phase == .idle)
+    }
 }

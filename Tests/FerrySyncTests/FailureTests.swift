@@ -273,4 +273,63 @@ import FerryTestSupport
         #expect(device.engine.status.lastError != nil)
         #expect(try device.database.outbox.pendingCount() == 1)
     }
+
+    /// A mutation the server fails on (500) every time it sees it, behind a
+    /// real server that takes every other one: it is set aside after its
+    /// attempts, with the last error, and the edits after it are pushed.
+    @Test func aPoisonMutationIsSetAsideWhileTheOnesAfterItArePushed() async throws {
+        let server = try await SyncServer.start()
+        defer { Task { await server.stop() } }
+        let device = try await Device.make("a", user: "alice", server: server, directory: directory,
+                                           configure: { $0.pushBatchSize = 4; $0.poisonAttempts = 3 },
+                                           transport: { PoisonRowTransport(inner: $0, poisonRowID: "n3") })
+        for index in 0..<8 {
+            try device.execute("INSERT INTO note(id, title) VALUES (?, ?)", ["n\(index)", "t\(index)"])
+        }
+        let summary = try await device.engine.sync()
+        #expect(summary.pushed == 7)
+        #expect(summary.rejected == 1)
+        let rejected = try device.database.outbox.rejectedMutations()
+        #expect(rejected.map(\.rowID) == ["n3"])
+        #expect(rejected.first?.reason.contains("HTTP 500") == true)
+        #expect(rejected.first?.reason.contains("3 times") == true)
+        #expect(try device.database.outbox.pendingCount() == 0)
+
+        // Every other row reached the server.
+        let reader = try await Device.make("b", user: "alice", server: server, directory: directory)
+        try await reader.engine.sync()
+        #expect(try reader.notes().keys.sorted() == ["n0", "n1", "n2", "n4", "n5", "n6", "n7"])
+        // Resent once the server is fixed (the poison transport refuses it still: it is set aside again).
+        try device.database.outbox.resend(try #require(rejected.first))
+        let again = try await device.engine.sync()
+        #expect(again.rejected == 1)
+    }
+}
+
+/// Answers every push holding `poisonRowID` with a 500, as a server with a
+/// bug in one row's handling would; everything else goes to the real server.
+private struct PoisonRowTransport: SyncTransport {
+    let inner: any SyncTransport
+    let poisonRowID: String
+
+    func push(_ request: PushRequest, token: String?) async throws -> PushResponse {
+        if request.mutations.contains(where: { $0.rowID == poisonRowID }) {
+            throw SyncTransportError.http(
+                status: 500, error: ErrorResponse(code: .internalError, message: "the server failed to handle the request"), retryAfter: nil
+            )
+        }
+        return try await inner.push(request, token: token)
+    }
+
+    func pull(_ request: PullRequest, token: String?) async throws -> PullResponse {
+        try await inner.pull(request, token: token)
+    }
+
+    func row(scope: String, table: String, rowID: String, token: String?) async throws -> ServerRow? {
+        try await inner.row(scope: scope, table: table, rowID: rowID, token: token)
+    }
+
+    func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error> {
+        inner.live(scopes: scopes, token: token)
+    }
 }

@@ -206,8 +206,7 @@ public actor SyncEngine {
                 try await database.write { db in try Outbox.renumber(after: lastApplied, in: db) }
                 action = machine.handle(.renumbered)
             case .setAside(let reason):
-                let last = lastError.map { "\($0)" } ?? reason
-                try recorder.refuse(batch[0], reason: last == reason ? reason : "\(last) (\(reason))")
+                try recorder.refuse(batch[0], reason: reason)
                 summary.rejected += 1
                 logger.warning("a mutation was set aside", metadata: ["mutation": "\(batch[0].mutationID ?? 0)", "reason": "\(reason)"])
                 action = machine.handle(.setAside)

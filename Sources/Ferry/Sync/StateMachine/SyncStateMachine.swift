@@ -116,6 +116,8 @@ struct SyncStateMachine {
     private var limit: Int
     /// Server errors the mutation at the head of the queue met pushed alone.
     private(set) var headFailures = 0
+    /// The last of them, as the reason it is set aside.
+    private var lastServerError = ""
     /// Where to go on after a wait: the push, narrowed, or the whole cycle again.
     private var resumePush = false
     private var renewed = false
@@ -167,7 +169,7 @@ struct SyncStateMachine {
             if event.isSetAside { headFailures = 0 }
             return phase == .pulling ? nextPull() : .push(limit: limit)
         case .probed(nil):
-            return .setAside(reason: "the server failed on this mutation \(headFailures) times while answering others")
+            return .setAside(reason: "\(lastServerError) (failed \(headFailures) times alone while the server answered others)")
         case .probed(let failure?):
             return failed(failure, resumingPush: true)
         case .rowsReadBack:
@@ -210,9 +212,10 @@ struct SyncStateMachine {
             guard size > 1 else { return .setAside(reason: "HTTP \(status): \(message)") }
             limit = max(1, size / 2)
             return .push(limit: limit)
-        case .serverError:
+        case .serverError(let status, let message):
             guard size > 1 else {
                 headFailures += 1
+                lastServerError = "HTTP \(status): \(message)"
                 if headFailures >= settings.poisonAttempts { return .probe }
                 resumePush = true
                 return .wait(settings.retry.delay(attempt: headFailures - 1, unit: random()))
