@@ -122,6 +122,35 @@ import FerryTestSupport
         #expect(try database.outbox.pendingCount() == 1)
     }
 
+    /// "Pending" is rows with changes not yet acknowledged, in the outbox
+    /// and in the engine's status alike: a row edited many times, or with a
+    /// mutation handed out and an edit after it, counts once; a row
+    /// inserted and deleted before any push counts not at all.
+    @Test func pendingCountsRowsOnce() throws {
+        let database = try NotesAndTasks.inMemory()
+        try database.write { db in
+            try db.execute(sql: "INSERT INTO note(id, title) VALUES ('a', 'x')")
+            try db.execute(sql: "UPDATE note SET title = 'y' WHERE id = 'a'")
+            try db.execute(sql: "INSERT INTO note(id, title) VALUES ('b', 'x')")
+        }
+        #expect(try database.outbox.pendingCount() == 2)
+        _ = try database.outbox.nextBatch(limit: 10)
+        try database.write { db in try db.execute(sql: "UPDATE note SET title = 'z' WHERE id = 'a'") }
+        #expect(try database.outbox.pendingMutations().count == 3, "a handed-out mutation is never merged with later edits")
+        #expect(try database.outbox.pendingCount() == 2)
+        // Handed out, then deleted: the delete must still be pushed.
+        try database.write { db in try db.execute(sql: "DELETE FROM note WHERE id = 'b'") }
+        #expect(try database.outbox.pendingCount() == 2)
+        // Never pushed, then deleted: nothing to send; re-created: something again.
+        try database.write { db in
+            try db.execute(sql: "INSERT INTO note(id, title) VALUES ('c', 'x')")
+            try db.execute(sql: "DELETE FROM note WHERE id = 'c'")
+        }
+        #expect(try database.outbox.pendingCount() == 2)
+        try database.write { db in try db.execute(sql: "INSERT INTO note(id, title) VALUES ('c', 'again')") }
+        #expect(try database.outbox.pendingCount() == 3)
+    }
+
     @Test func thePendingCountIsObservable() async throws {
         let database = try NotesAndTasks.inMemory()
         var counts: [Int] = []

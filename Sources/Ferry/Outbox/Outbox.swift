@@ -94,7 +94,9 @@ public struct Outbox: Sendable {
         }
     }
 
-    /// How many mutations a push would send now.
+    /// Rows with local changes the server has not acknowledged yet: what
+    /// a "not synced" badge shows. A row edited many times counts once. It
+    /// is the same count as ``SyncStatus/pendingCount``.
     public func pendingCount() throws -> Int {
         try database.read(Self.pendingCount)
     }
@@ -310,9 +312,22 @@ public struct Outbox: Sendable {
         return entries
     }
 
+    /// The one definition of "pending" (see ``pendingCount()``), cheap
+    /// enough to run after every write: rows with pending entries, but a row
+    /// inserted and deleted before it was ever pushed, which
+    /// ``OutboxCoalescer`` cancels out (nothing handed out, its first open
+    /// entry an insert on no server version, its last a delete).
     static func pendingCount(_ db: Database) throws -> Int {
-        // Coalescing decides what counts; the values are not needed for that.
-        OutboxCoalescer.coalesce(try pendingEntries(db, limit: nil)).mutations.count
+        try Int.fetchOne(db.cachedStatement(sql: """
+            SELECT count(*) FROM (
+                SELECT tbl, row_id, max(mutation_id IS NOT NULL) AS frozen,
+                       min(CASE WHEN mutation_id IS NULL THEN seq END) AS first_open,
+                       max(CASE WHEN mutation_id IS NULL THEN seq END) AS last_open
+                FROM ferry_outbox WHERE state = 'pending' GROUP BY tbl, row_id) g
+            LEFT JOIN ferry_outbox first ON first.seq = g.first_open
+            LEFT JOIN ferry_outbox last ON last.seq = g.last_open
+            WHERE g.frozen OR NOT (first.op = 'insert' AND first.base_version IS NULL AND last.op = 'delete')
+            """)) ?? 0
     }
 
     static func entry(_ row: Row) throws -> OutboxEntry {

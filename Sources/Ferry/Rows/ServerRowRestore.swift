@@ -41,8 +41,8 @@ enum ServerRowRestore {
     }
 
     static func restore(_ row: ServerRow?, table: String, rowID: String, layout: TableLayout, _ db: Database) throws {
-        let key = PageApplier.RowKey(table: table, rowID: rowID)
-        let pending = try PageApplier.pendingEdits(db, of: key)[key] ?? .none
+        let key = RowKey(table: table, rowID: rowID)
+        let pending = try Outbox.pendingEdits(db, of: key)[key] ?? .none
         let known = try Int64.fetchOne(db, sql: "SELECT version FROM ferry_rows WHERE tbl = ? AND row_id = ?", arguments: [table, rowID])
         let change = RowChange(
             table: table, rowID: rowID, version: row?.version ?? known ?? 0, deleted: row?.deleted ?? true, values: row?.values ?? [:]

@@ -60,7 +60,7 @@ struct PageApplier {
             }
             let refetching = try Bool.fetchOne(db, sql: "SELECT refetching FROM ferry_cursors WHERE scope = ?",
                                                arguments: [page.scope]) ?? false
-            let pending = try Self.pendingEdits(db)
+            let pending = try Outbox.pendingEdits(db)
             let context = PageContext(setAsideRows: try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM ferry_set_aside)") ?? true)
             var start = 0
             while start < page.changes.count {
@@ -277,30 +277,6 @@ struct PageApplier {
                            arguments: [layout.table.name])
         }
         return removed
-    }
-
-    // MARK: - Pending edits
-
-    struct RowKey: Hashable {
-        var table: String
-        var rowID: String
-    }
-
-    /// Every row with pending local edits (or only `row`'s), and what they cover.
-    static func pendingEdits(_ db: Database, of row: RowKey? = nil) throws -> [RowKey: RowRebase.Pending] {
-        var entries: [RowKey: [(operation: OutboxEntry.Operation, columns: Set<String>?)]] = [:]
-        let rows = try Row.fetchCursor(db, sql: """
-            SELECT tbl, row_id, op, columns FROM ferry_outbox
-            WHERE state = 'pending' AND (? IS NULL OR (tbl = ? AND row_id = ?)) ORDER BY seq
-            """, arguments: [row?.table, row?.table, row?.rowID])
-        while let row = try rows.next() {
-            let columns: Set<String>? = try (row["columns"] as String?).map {
-                Set(try JSONDecoder().decode([String].self, from: Data($0.utf8)))
-            }
-            let operation = OutboxEntry.Operation(rawValue: row["op"]) ?? .update
-            entries[RowKey(table: row["tbl"], rowID: row["row_id"]), default: []].append((operation, columns))
-        }
-        return entries.mapValues(RowRebase.pending)
     }
 }
 

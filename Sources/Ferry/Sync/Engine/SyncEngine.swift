@@ -199,7 +199,7 @@ public actor SyncEngine {
                 summary.conflicts += report.conflicts
                 summary.rejected += report.rejected
                 let pushed = summary.pushed
-                let pending = try await database.read(Self.pendingRows)
+                let pending = try await database.read(Outbox.pendingCount)
                 broadcaster.update { $0.pushed = pushed; $0.pendingCount = pending }
                 action = machine.handle(.pushed(size: batch.count, renewed: false))
             case .renumber(let lastApplied):
@@ -397,7 +397,7 @@ public actor SyncEngine {
 
     func refreshCounts() async throws {
         let (pending, conflicts, rejected) = try await database.read { db in
-            (try Self.pendingRows(db), try Conflicts.count(db),
+            (try Outbox.pendingCount(db), try Conflicts.count(db),
              try Int.fetchOne(db, sql: "SELECT count(DISTINCT coalesce(mutation_id, -seq)) FROM ferry_outbox WHERE state = 'rejected'") ?? 0)
         }
         broadcaster.update {
@@ -405,10 +405,5 @@ public actor SyncEngine {
             $0.conflictCount = conflicts
             $0.rejectedCount = rejected
         }
-    }
-
-    /// Rows with changes waiting to be pushed (cheap enough to run after every write).
-    static func pendingRows(_ db: Database) throws -> Int {
-        try Int.fetchOne(db, sql: "SELECT count(*) FROM (SELECT 1 FROM ferry_outbox WHERE state = 'pending' GROUP BY tbl, row_id)") ?? 0
     }
 }

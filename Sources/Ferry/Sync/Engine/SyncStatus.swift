@@ -23,7 +23,8 @@ public struct SyncStatus: Sendable, Hashable {
     }
 
     public var phase: Phase = .idle
-    /// Local changes waiting to be pushed.
+    /// Rows with local changes not yet acknowledged by the server: the
+    /// same count as ``Outbox/pendingCount()``.
     public var pendingCount = 0
     /// Mutations acknowledged by the server in the current (or last) sync.
     public var pushed = 0

@@ -139,8 +139,8 @@ struct PushRecorder {
     private func adoptServerValues(_ conflicts: [Conflict], of mutation: PendingMutation, layout: TableLayout, _ db: Database) throws {
         let kept = conflicts.filter { $0.kind == .column && $0.resolution != .keptLocal }
         guard !kept.isEmpty else { return }
-        let row = PageApplier.RowKey(table: mutation.table, rowID: mutation.rowID)
-        let pending = try PageApplier.pendingEdits(db, of: row)[row] ?? .none
+        let row = RowKey(table: mutation.table, rowID: mutation.rowID)
+        let pending = try Outbox.pendingEdits(db, of: row)[row] ?? .none
         let table = SQLText.identifier(layout.table.name)
         let key = SQLText.identifier(layout.primaryKey)
         for conflict in kept {

@@ -32,7 +32,7 @@ extension SyncEngine {
                     // Local writes: the count of rows with pending changes goes up.
                     var last = Int.max
                     let counts = ValueObservation.tracking { db in
-                        (try SyncEngine.pendingRows(db), try Conflicts.count(db))
+                        (try Outbox.pendingCount(db), try Conflicts.count(db))
                     }.values(in: database.writer)
                     do {
                         for try await (pending, conflicts) in counts {
