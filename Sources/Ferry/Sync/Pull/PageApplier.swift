@@ -33,13 +33,37 @@ struct PageApplier {
     static let groupSize = 100
 
     /// What one page's rows share: the upsert text per table and column
-    /// set, and whether any row is set aside (else there is none to clear).
+    /// set, whether any row is set aside (else there is none to clear), the
+    /// versions the device knows of the page's rows (read in one query), and
+    /// the versions and refetched rows to record (written in one statement
+    /// each, once the rows are applied).
     private final class PageContext {
-        var upserts: [String: String] = [:]
+        var upserts: [UpsertKey: String] = [:]
+        var lastUpsert: (key: UpsertKey, sql: String)?
         var setAsideRows: Bool
+        var known: [RowKey: Int64] = [:]
+        /// In the order applied; a row twice (a retried set-aside row) keeps its newest through `max`.
+        var versions: [(RowKey, Int64)] = []
+        var seen: [RowKey] = []
 
         init(setAsideRows: Bool) {
             self.setAsideRows = setAsideRows
+        }
+    }
+
+    private struct UpsertKey: Hashable {
+        var table: String
+        var columns: [String]
+    }
+
+    /// What rows applied in a savepoint will record, kept apart until it commits.
+    private struct Applied {
+        var versions: [(RowKey, Int64)] = []
+        var seen: [RowKey] = []
+
+        func commit(to context: PageContext) {
+            context.versions += versions
+            context.seen += seen
         }
     }
 
@@ -62,28 +86,35 @@ struct PageApplier {
                                                arguments: [page.scope]) ?? false
             let pending = try Outbox.pendingEdits(db)
             let context = PageContext(setAsideRows: try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM ferry_set_aside)") ?? true)
+            context.known = try Self.knownVersions(of: page.changes, db)
             var start = 0
             while start < page.changes.count {
                 let group = page.changes[start..<min(start + Self.groupSize, page.changes.count)]
                 start += Self.groupSize
                 var groupReport = Report()
+                var groupApplied = Applied()
                 do {
                     try db.inSavepoint {
                         for change in group {
-                            try applyRow(change, scope: page.scope, refetching: refetching, pending: pending, context: context, into: &groupReport, db)
+                            try applyRow(change, scope: page.scope, refetching: refetching, pending: pending, context: context,
+                                         into: &groupReport, applied: &groupApplied, db)
                         }
                         return .commit
                     }
                     report.add(groupReport)
+                    groupApplied.commit(to: context)
                 } catch {
                     for change in group {
                         var rowReport = Report()
+                        var rowApplied = Applied()
                         do {
                             try db.inSavepoint {
-                                try applyRow(change, scope: page.scope, refetching: refetching, pending: pending, context: context, into: &rowReport, db)
+                                try applyRow(change, scope: page.scope, refetching: refetching, pending: pending, context: context,
+                                             into: &rowReport, applied: &rowApplied, db)
                                 return .commit
                             }
                             report.add(rowReport)
+                            rowApplied.commit(to: context)
                         } catch {
                             let row = SetAsideRow(table: change.table, rowID: change.rowID, scope: page.scope,
                                                   version: change.version, reason: String(describing: error))
@@ -95,8 +126,11 @@ struct PageApplier {
                 }
             }
             if context.setAsideRows {
+                // A retried row the page also brought is known at the page's version now.
+                for (key, version) in context.versions { context.known[key] = max(context.known[key] ?? version, version) }
                 report.recovered = try retrySetAside(scope: page.scope, refetching: refetching, pending: pending, context: context, now: now, db)
             }
+            try Self.record(context, scope: page.scope, db)
             if refetching && !page.hasMore {
                 report.swept = try sweep(scope: page.scope, db)
                 try db.execute(sql: "UPDATE ferry_cursors SET refetching = 0 WHERE scope = ?", arguments: [page.scope])
@@ -149,32 +183,47 @@ struct PageApplier {
     // MARK: - One row
 
     private func applyRow(_ change: RowChange, scope: String, refetching: Bool, pending: [RowKey: RowRebase.Pending],
-                          context: PageContext, into report: inout Report, _ db: Database) throws {
+                          context: PageContext, into report: inout Report, applied: inout Applied, _ db: Database) throws {
         guard let layout = database.layouts[change.table] else {
             report.ignored += 1
             return
         }
-        let known = try Int64.fetchOne(db.cachedStatement(sql: "SELECT version FROM ferry_rows WHERE tbl = ? AND row_id = ?"),
-                                       arguments: [change.table, change.rowID])
-        let plan = RowRebase.plan(change, pending: pending[RowKey(table: change.table, rowID: change.rowID)] ?? .none,
-                                  knownVersion: known, columns: layout.columns, primaryKey: layout.primaryKey)
-        let table = SQLText.identifier(layout.table.name)
-        let key = SQLText.identifier(layout.primaryKey)
+        let rowKey = RowKey(table: change.table, rowID: change.rowID)
+        // An initial sync has nothing pending and knows no row: no lookups then.
+        let plan = RowRebase.plan(change, pending: pending.isEmpty ? .none : pending[rowKey] ?? .none,
+                                  knownVersion: context.known.isEmpty ? nil : context.known[rowKey],
+                                  columns: layout.columns, primaryKey: layout.primaryKey)
         var recordVersion = true
         switch plan {
         case .keep(let record):
             recordVersion = record
             report.kept += 1
         case .delete:
+            let table = SQLText.identifier(layout.table.name), key = SQLText.identifier(layout.primaryKey)
             try db.cachedStatement(sql: "DELETE FROM \(table) WHERE \(key) = ?").execute(arguments: [change.rowID])
             report.deleted += 1
         case .write(let values):
-            let columns = values.keys.sorted()
-            let cacheKey = ([layout.table.name] + columns).joined(separator: "\u{1F}")
+            // The columns in the table's order; the statement cached per table and column set.
+            var columns: [String] = []
+            columns.reserveCapacity(values.count)
+            var arguments: [DatabaseValue] = [change.rowID.databaseValue]
+            arguments.reserveCapacity(values.count + 1)
+            for column in layout.columns {
+                if let value = values[column] {
+                    columns.append(column)
+                    arguments.append(value.databaseValue)
+                }
+            }
+            let cacheKey = UpsertKey(table: layout.table.name, columns: columns)
             let sql: String
-            if let cached = context.upserts[cacheKey] {
+            if let last = context.lastUpsert, last.key == cacheKey {
+                // A page's rows mostly share their columns: no hashing then.
+                sql = last.sql
+            } else if let cached = context.upserts[cacheKey] {
                 sql = cached
+                context.lastUpsert = (cacheKey, cached)
             } else {
+                let table = SQLText.identifier(layout.table.name), key = SQLText.identifier(layout.primaryKey)
                 let names = ([layout.primaryKey] + columns).map(SQLText.identifier).joined(separator: ", ")
                 let marks = Array(repeating: "?", count: columns.count + 1).joined(separator: ", ")
                 let update = columns.isEmpty
@@ -182,26 +231,73 @@ struct PageApplier {
                     : "DO UPDATE SET " + columns.map { "\(SQLText.identifier($0)) = excluded.\(SQLText.identifier($0))" }.joined(separator: ", ")
                 sql = "INSERT INTO \(table) (\(names)) VALUES (\(marks)) ON CONFLICT(\(key)) \(update)"
                 context.upserts[cacheKey] = sql
+                context.lastUpsert = (cacheKey, sql)
             }
-            var arguments: [DatabaseValue] = [change.rowID.databaseValue]
-            arguments += columns.map { values[$0]!.databaseValue }
-            try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(arguments))
+            try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(values: arguments))
             report.written += 1
         }
         if recordVersion {
-            try db.cachedStatement(sql: """
-                INSERT INTO ferry_rows(tbl, row_id, version) VALUES (?, ?, ?)
-                ON CONFLICT(tbl, row_id) DO UPDATE SET version = max(version, excluded.version)
-                """).execute(arguments: [change.table, change.rowID, change.version])
+            applied.versions.append((rowKey, change.version))
         }
         if refetching {
-            try db.cachedStatement(sql: "INSERT OR IGNORE INTO ferry_refetch_seen(scope, tbl, row_id) VALUES (?, ?, ?)")
-                .execute(arguments: [scope, change.table, change.rowID])
+            applied.seen.append(rowKey)
         }
         if context.setAsideRows {
             try db.cachedStatement(sql: "DELETE FROM ferry_set_aside WHERE tbl = ? AND row_id = ? AND version <= ?")
                 .execute(arguments: [change.table, change.rowID, change.version])
         }
+    }
+
+    // MARK: - Versions, in one statement per page
+
+    /// The versions the device knows of the page's rows, read in one
+    /// statement per table and chunk.
+    private static func knownVersions(of changes: [RowChange], _ db: Database) throws -> [RowKey: Int64] {
+        var known: [RowKey: Int64] = [:]
+        for (table, rows) in Dictionary(grouping: changes, by: \.table).mapValues({ $0.map(\.rowID) }) {
+            for chunk in chunks(rows) {
+                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+                let cursor = try Row.fetchCursor(
+                    db.cachedStatement(sql: "SELECT row_id, version FROM ferry_rows WHERE tbl = ? AND row_id IN (\(marks))"),
+                    arguments: StatementArguments(values: [table.databaseValue] + chunk.map { $0.databaseValue })
+                )
+                while let row = try cursor.next() {
+                    known[RowKey(table: table, rowID: row[0])] = row[1]
+                }
+            }
+        }
+        return known
+    }
+
+    /// Writes the versions and refetched rows the page's applied rows record.
+    private static func record(_ context: PageContext, scope: String, _ db: Database) throws {
+        for chunk in chunks(context.versions) {
+            let tuples = Array(repeating: "(?,?,?)", count: chunk.count).joined(separator: ",")
+            var arguments: [DatabaseValue] = []
+            arguments.reserveCapacity(chunk.count * 3)
+            for (key, version) in chunk {
+                arguments += [key.table.databaseValue, key.rowID.databaseValue, version.databaseValue]
+            }
+            try db.cachedStatement(sql: """
+                INSERT INTO ferry_rows(tbl, row_id, version) VALUES \(tuples)
+                ON CONFLICT(tbl, row_id) DO UPDATE SET version = max(version, excluded.version)
+                """).execute(arguments: StatementArguments(values: arguments))
+        }
+        for chunk in chunks(context.seen) {
+            let tuples = Array(repeating: "(?,?,?)", count: chunk.count).joined(separator: ",")
+            var arguments: [DatabaseValue] = []
+            for key in chunk {
+                arguments += [scope.databaseValue, key.table.databaseValue, key.rowID.databaseValue]
+            }
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO ferry_refetch_seen(scope, tbl, row_id) VALUES \(tuples)")
+                .execute(arguments: StatementArguments(values: arguments))
+        }
+    }
+
+    /// Runs of at most 250 elements: 750 bound values per statement, well
+    /// inside SQLite's limit, and a handful of statement shapes to cache.
+    private static func chunks<T>(_ elements: [T]) -> [ArraySlice<T>] {
+        stride(from: 0, to: elements.count, by: 250).map { elements[$0..<min($0 + 250, elements.count)] }
     }
 
     // MARK: - Rows set aside
@@ -233,11 +329,14 @@ struct PageApplier {
             let change = RowChange(table: row["tbl"], rowID: row["row_id"], version: row["version"],
                                    deleted: row["deleted"], values: try ColumnValueJSON.decodeRow(row["row_values"]))
             var ignored = Report()
+            var applied = Applied()
             do {
                 try db.inSavepoint {
-                    try applyRow(change, scope: scope, refetching: refetching, pending: pending, context: context, into: &ignored, db)
+                    try applyRow(change, scope: scope, refetching: refetching, pending: pending, context: context,
+                                 into: &ignored, applied: &applied, db)
                     return .commit
                 }
+                applied.commit(to: context)
                 recovered += 1
             } catch {
                 try db.execute(sql: "UPDATE ferry_set_aside SET reason = ? WHERE tbl = ? AND row_id = ?",

@@ -47,7 +47,12 @@ enum RowRebase {
         case .columns(let columns): protected = columns
         case .none: protected = []
         }
+        if protected.isEmpty, change.values.keys.allSatisfy({ $0 != primaryKey && columns.contains($0) }) {
+            // The common case: every pulled column is a local one, none pending.
+            return .write(change.values)
+        }
         var values: [String: ColumnValue] = [:]
+        values.reserveCapacity(columns.count)
         for column in columns where column != primaryKey && !protected.contains(column) {
             if let value = change.values[column] { values[column] = value }
         }
