@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .library(name: "FerryProtocol", targets: ["FerryProtocol"]),
         .library(name: "Ferry", targets: ["Ferry"]),
+        .library(name: "FerryHTTPClient", targets: ["FerryHTTPClient"]),
         .library(name: "FerryServer", targets: ["FerryServer"]),
         .executable(name: "ferry-server", targets: ["ferry-server"]),
         .executable(name: "ferry-bench", targets: ["ferry-bench"]),
@@ -41,6 +42,15 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The AsyncHTTPClient transport, for Linux and server-side Swift: a
+        // product of its own, so `Ferry` links no SwiftNIO.
+        .target(
+            name: "FerryHTTPClient",
+            dependencies: [
+                "Ferry",
+                "FerryProtocol",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -77,6 +87,7 @@ let package = Package(
             name: "FerryBenchmarks",
             dependencies: [
                 "Ferry",
+                "FerryHTTPClient",
                 "FerryServer",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -138,6 +149,7 @@ let package = Package(
             name: "FerrySyncTests",
             dependencies: [
                 "Ferry",
+                "FerryHTTPClient",
                 "FerryTestSupport",
                 "FerryServer",
                 "ferry-server",

@@ -1,4 +1,5 @@
 import Ferry
+import FerryHTTPClient
 import FerryServer
 import Foundation
 import AsyncHTTPClient

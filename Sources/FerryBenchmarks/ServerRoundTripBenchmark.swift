@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Ferry
+import FerryHTTPClient
 import Foundation
 import GRDB
 import NIOCore

@@ -1,4 +1,5 @@
 import Ferry
+import FerryHTTPClient
 @testable import FerryServer
 import FerryProtocol
 import Foundation

@@ -3,10 +3,10 @@
 ///
 /// Lines end with LF, CR LF or CR; lines starting with `:` are comments (the
 /// server's heartbeats); a blank line dispatches the event gathered so far.
-struct EventStreamParser {
-    struct Event: Hashable, Sendable {
-        var name: String
-        var data: String
+package struct EventStreamParser {
+    package struct Event: Hashable, Sendable {
+        package var name: String
+        package var data: String
     }
 
     private var line: [UInt8] = []
@@ -14,8 +14,10 @@ struct EventStreamParser {
     private var name = ""
     private var data: [String] = []
 
+    package init() {}
+
     /// Feeds bytes and returns the events they complete.
-    mutating func feed(_ bytes: some Sequence<UInt8>) -> [Event] {
+    package mutating func feed(_ bytes: some Sequence<UInt8>) -> [Event] {
         var events: [Event] = []
         for byte in bytes {
             if byte == UInt8(ascii: "\n") && lastWasCR {

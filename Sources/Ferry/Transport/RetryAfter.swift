@@ -8,8 +8,8 @@ import Foundation
 /// RetryAfter.delay("120", now: now)                              // 120 s
 /// RetryAfter.delay("Sun, 06 Nov 1994 08:49:37 GMT", now: now)    // until then, or .zero
 /// ```
-enum RetryAfter {
-    static func delay(_ header: String, now: Date) -> Duration? {
+package enum RetryAfter {
+    package static func delay(_ header: String, now: Date) -> Duration? {
         let text = header.trimmingCharacters(in: .whitespaces)
         if let seconds = Int(text) {
             return seconds >= 0 ? .seconds(seconds) : nil

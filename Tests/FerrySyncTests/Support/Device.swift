@@ -1,4 +1,5 @@
 import Ferry
+import FerryHTTPClient
 import FerryProtocol
 import Foundation
 import GRDB

@@ -1,4 +1,5 @@
 @_spi(Benchmarks) @testable import Ferry
+import FerryHTTPClient
 import FerryProtocol
 import Foundation
 import FerryTestSupport

@@ -1,17 +1,22 @@
 import AsyncHTTPClient
+import Ferry
 import FerryProtocol
 import Foundation
 import NIOCore
 import NIOHTTP1
 
-/// The default transport: the `/v1` HTTP API over AsyncHTTPClient.
+/// The `/v1` HTTP API over AsyncHTTPClient, for Linux and server-side
+/// Swift: the `FerryHTTPClient` product, apart from `Ferry` so an app that
+/// only needs the local database does not link SwiftNIO. (On Apple
+/// platforms ``URLSessionSyncTransport``, in `Ferry` itself, does the same.)
 ///
-/// AsyncHTTPClient runs on SwiftNIO, so the same code works on Linux and on
-/// Apple platforms, and it streams response bodies, which the live endpoint
+/// AsyncHTTPClient streams response bodies, which the live endpoint
 /// (server-sent events) needs. Transports share one client, ``defaultClient``,
 /// unless given another.
 ///
 /// ```swift
+/// import FerryHTTPClient
+///
 /// let transport = HTTPSyncTransport(baseURL: URL(string: "http://127.0.0.1:8080")!)
 /// let engine = SyncEngine(database: database, transport: transport,
 ///                         configuration: SyncConfiguration(userID: "alice"),

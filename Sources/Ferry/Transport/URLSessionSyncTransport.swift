@@ -1,0 +1,179 @@
+import FerryProtocol
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The `/v1` HTTP API over `URLSession`: the transport an iOS or macOS app
+/// uses, shipped in `Ferry` itself so the app links no SwiftNIO.
+///
+/// Push, pull and row reads work wherever Foundation has `URLSession`
+/// (on Linux through FoundationNetworking, which is how its tests run). The
+/// live stream needs `URLSession.bytes(for:)`, which Apple platforms have;
+/// elsewhere ``live(scopes:token:)`` ends at once and the engine relies on
+/// its periodic sync (or use `HTTPSyncTransport` from `FerryHTTPClient`).
+///
+/// ```swift
+/// let transport = URLSessionSyncTransport(baseURL: URL(string: "https://sync.example.com")!)
+/// let engine = try SyncEngine(database: database, transport: transport,
+///                             configuration: SyncConfiguration(userID: "alice"), token: token)
+/// ```
+public struct URLSessionSyncTransport: SyncTransport {
+    /// The server's address, without `/v1`.
+    public let baseURL: URL
+    /// How long a push or pull may take, reply included.
+    public var requestTimeout: Duration
+    /// The largest reply accepted (a pull page is cut at 8 MiB by the server).
+    public var maxResponseBytes: Int
+    private let session: URLSession
+
+    public init(baseURL: URL, requestTimeout: Duration = .seconds(60), maxResponseBytes: Int = 64 << 20,
+                session: URLSession = .shared) {
+        self.baseURL = baseURL
+        self.requestTimeout = requestTimeout
+        self.maxResponseBytes = maxResponseBytes
+        self.session = session
+    }
+
+    public func push(_ request: PushRequest, token: String?) async throws -> PushResponse {
+        try await post("/v1/push", request, token: token)
+    }
+
+    public func pull(_ request: PullRequest, token: String?) async throws -> PullResponse {
+        try await post("/v1/pull", request, token: token)
+    }
+
+    public func row(scope: String, table: String, rowID: String, token: String?) async throws -> ServerRow? {
+        let segments = [scope, table, rowID].map { $0.addingPercentEncoding(withAllowedCharacters: Self.pathSegment) ?? $0 }
+        var base = baseURL.absoluteString
+        while base.hasSuffix("/") { base.removeLast() }
+        guard let url = URL(string: base + "/v1/rows/" + segments.joined(separator: "/")) else {
+            throw SyncTransportError.invalidResponse("cannot form a row URL from \(base)")
+        }
+        var request = self.request(url, token: token)
+        request.httpMethod = "GET"
+        let (body, response) = try await send(request)
+        if response.statusCode == 404 { return nil }
+        guard response.statusCode == 200 else { throw Self.failure(response, body: body) }
+        do {
+            return try JSONDecoder().decode(ServerRow.self, from: body)
+        } catch {
+            throw SyncTransportError.invalidResponse("/v1/rows answered a body that is not a row: \(error)")
+        }
+    }
+
+    public func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error> {
+        #if canImport(FoundationNetworking)
+        AsyncThrowingStream { continuation in
+            continuation.finish(throwing: SyncTransportError.unreachable(
+                "the live stream needs URLSession.bytes(for:), which this platform lacks; use FerryHTTPClient's HTTPSyncTransport"))
+        }
+        #else
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: LiveMessage.self)
+        var components = URLComponents(url: baseURL.appendingPathComponent("v1/live"), resolvingAgainstBaseURL: false)!
+        components.queryItems = scopes.map { URLQueryItem(name: "scope", value: $0) }
+        var request = self.request(components.url!, token: token)
+        request.httpMethod = "GET"
+        request.timeoutInterval = 60  // the server sends a heartbeat every 15 s
+        request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
+        let session = self.session
+        let task = Task {
+            do {
+                let (bytes, response) = try await Self.mapErrors { try await session.bytes(for: request) }
+                guard let http = response as? HTTPURLResponse else {
+                    throw SyncTransportError.invalidResponse("the live stream answered no HTTP response")
+                }
+                guard http.statusCode == 200 else { throw Self.failure(http, body: Data()) }
+                var parser = EventStreamParser()
+                var pending: [UInt8] = []
+                for try await byte in bytes {
+                    pending.append(byte)
+                    // Feed at line ends: the parser takes any split, this keeps the calls few.
+                    guard byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r") else { continue }
+                    for event in parser.feed(pending) {
+                        switch event.name {
+                        case LiveEvent.Name.ready.rawValue:
+                            continuation.yield(.ready)
+                        case LiveEvent.Name.change.rawValue:
+                            let news = try? JSONDecoder().decode(LiveEvent.self, from: Data(event.data.utf8))
+                            continuation.yield(.change(scopes: news?.scopes ?? scopes))
+                        default:
+                            break
+                        }
+                    }
+                    pending.removeAll(keepingCapacity: true)
+                }
+                continuation.finish(throwing: SyncTransportError.unreachable("the live stream ended"))
+            } catch {
+                continuation.finish(throwing: Self.transportError(error))
+            }
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+        #endif
+    }
+
+    // MARK: - Requests
+
+    /// Unreserved characters: everything else in a path segment is percent-encoded.
+    private static let pathSegment = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+    private func request(_ url: URL, token: String?) -> URLRequest {
+        var request = URLRequest(url: url)
+        request.timeoutInterval = Double(requestTimeout.components.seconds) + Double(requestTimeout.components.attoseconds) / 1e18
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        return request
+    }
+
+    private func post<Body: Encodable, Reply: Decodable>(_ path: String, _ body: Body, token: String?) async throws -> Reply {
+        var request = self.request(baseURL.appendingPathComponent(String(path.dropFirst())), token: token)
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = try JSONEncoder().encode(body)
+        let (data, response) = try await send(request)
+        guard response.statusCode == 200 else { throw Self.failure(response, body: data) }
+        do {
+            return try JSONDecoder().decode(Reply.self, from: data)
+        } catch {
+            throw SyncTransportError.invalidResponse("\(path) answered a body that is not a \(Reply.self): \(error)")
+        }
+    }
+
+    private func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        let session = self.session
+        let (data, response) = try await Self.mapErrors { try await session.data(for: request) }
+        guard let http = response as? HTTPURLResponse else {
+            throw SyncTransportError.invalidResponse("\(request.url?.path ?? "the server") answered no HTTP response")
+        }
+        guard data.count <= maxResponseBytes else {
+            throw SyncTransportError.invalidResponse("the reply is larger than \(maxResponseBytes) bytes")
+        }
+        return (data, http)
+    }
+
+    private static func failure(_ response: HTTPURLResponse, body: Data) -> SyncTransportError {
+        let error = try? JSONDecoder().decode(ErrorResponse.self, from: body)
+        let retryAfter = response.value(forHTTPHeaderField: "Retry-After").flatMap { RetryAfter.delay($0, now: Date()) }
+        return .http(status: response.statusCode, error: error, retryAfter: retryAfter)
+    }
+
+    private static func mapErrors<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch {
+            throw transportError(error)
+        }
+    }
+
+    private static func transportError(_ error: any Error) -> any Error {
+        if error is SyncTransportError || error is CancellationError { return error }
+        if let error = error as? URLError {
+            switch error.code {
+            case .timedOut: return SyncTransportError.timedOut
+            case .cancelled: return CancellationError()
+            default: break
+            }
+        }
+        return SyncTransportError.unreachable(String(describing: error))
+    }
+}
