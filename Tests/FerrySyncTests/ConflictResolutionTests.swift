@@ -124,7 +124,7 @@ import FerryTestSupport
             #expect(conflict.kind == .column && conflict.resolution == .unresolved)
             if deletedLocally {
                 // Dropping the local row while the conflict waits: the choice re-creates it.
-                try b.database.writeWithoutCapture { db in try db.execute(sql: "DELETE FROM task") }
+                try await b.database.writeWithoutCapture { db in try db.execute(sql: "DELETE FROM task") }
             }
 
             try b.database.conflicts.resolve(conflict, with: choice)

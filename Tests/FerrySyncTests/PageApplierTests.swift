@@ -114,7 +114,7 @@ import Testing
     /// Set-aside rows are listed, counted and observable, like rejected mutations.
     @Test func setAsideRowsAreListed() async throws {
         let bad = RowChange(table: "reading", rowID: "r1", version: 4, deleted: false, values: ["value": .text("NaN")])
-        _ = try applier().apply(page([bad]))
+        _ = try await applier().apply(page([bad]))
         let rows = try database.setAsideRows.list()
         #expect(rows.map(\.rowID) == ["r1"] && rows.first?.table == "reading" && rows.first?.version == 4)
         #expect(rows.first?.reason.contains("INTEGER") == true)

@@ -267,6 +267,14 @@ extension FerryDatabase {
         try write { db in try capture.withoutCapture { try updates(db) } }
     }
 
+    /// ``writeWithoutCapture(_:)`` without blocking the caller: the sync
+    /// engine applies pages and replies through this, so no cooperative
+    /// thread waits on SQLite.
+    func writeWithoutCapture<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        let capture = self.capture
+        return try await write { db in try capture.withoutCapture { try updates(db) } }
+    }
+
     private func timedWrite<T>(_ db: Database, _ updates: (Database) throws -> T) throws -> T {
         let clock = ContinuousClock()
         let start = clock.now

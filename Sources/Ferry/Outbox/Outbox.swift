@@ -48,50 +48,54 @@ public struct Outbox: Sendable {
         guard limit > 0 else {
             throw FerryError(.invalidConfiguration, "a push batch needs a limit of at least 1, got \(limit)")
         }
-        return try database.write { db in
-            let coalesced = OutboxCoalescer.coalesce(try Self.pendingEntries(db, limit: limit))
-            if !coalesced.discarded.isEmpty {
-                try Self.saveHighestStamp(db)
-                try db.execute(sql: "DELETE FROM ferry_outbox WHERE seq IN (SELECT value FROM json_each(?))",
-                               arguments: [Self.jsonArray(coalesced.discarded)])
-            }
-            var lastID: Int64 = try FerryMeta.value(.lastMutationID, in: db) ?? 0
-            var batch: [PendingMutation] = []
-            for var mutation in coalesced.mutations.prefix(limit) {
-                if let mutationID = mutation.mutationID,
-                   let payload = try String.fetchOne(db.cachedStatement(sql: "SELECT payload FROM ferry_frozen WHERE mutation_id = ?"),
-                                                     arguments: [mutationID]) {
-                    // Resent exactly as first sent: the server may have applied it.
-                    if payload == Self.frozenDelete {
-                        mutation.operation = .delete
-                        mutation.columns = nil
-                        mutation.values = [:]
-                    } else {
-                        mutation.values = try ColumnValueJSON.decodeRow(payload).mapValues(\.databaseValue)
-                    }
-                    batch.append(mutation)
-                    continue
-                }
-                if mutation.mutationID == nil {
-                    lastID += 1
-                    mutation.mutationID = lastID
-                    try db.cachedStatement(sql: """
-                        UPDATE ferry_outbox SET mutation_id = ? WHERE seq IN (SELECT value FROM json_each(?))
-                        """).execute(arguments: [lastID, Self.jsonArray(mutation.entrySeqs)])
-                }
-                mutation = try withValues(mutation, db)
-                let payload = mutation.operation == .delete
-                    ? Self.frozenDelete : try ColumnValueJSON.encodeRow(mutation.values.mapValues(ColumnValue.init))
-                try db.cachedStatement(sql: "INSERT OR REPLACE INTO ferry_frozen(mutation_id, payload) VALUES (?, ?)")
-                    .execute(arguments: [mutation.mutationID, payload])
-                batch.append(mutation)
-            }
-            try FerryMeta.setValue(lastID, for: .lastMutationID, in: db)
-            // Ids must rise through a push. Mutations handed out before come
-            // first, then the new ones, in write order (their ids are higher).
-            batch.sort { ($0.mutationID ?? 0) < ($1.mutationID ?? 0) }
-            return batch
+        return try database.write { db in try takeBatch(limit: limit, db) }
+    }
+
+    /// ``nextBatch(limit:)`` inside a write transaction the caller holds
+    /// (the sync engine runs it through the async write).
+    func takeBatch(limit: Int, _ db: Database) throws -> [PendingMutation] {
+        let coalesced = OutboxCoalescer.coalesce(try Self.pendingEntries(db, limit: limit))
+        if !coalesced.discarded.isEmpty {
+            try Self.saveHighestStamp(db)
+            try db.execute(sql: "DELETE FROM ferry_outbox WHERE seq IN (SELECT value FROM json_each(?))",
+                           arguments: [Self.jsonArray(coalesced.discarded)])
         }
+        var lastID: Int64 = try FerryMeta.value(.lastMutationID, in: db) ?? 0
+        var batch: [PendingMutation] = []
+        for var mutation in coalesced.mutations.prefix(limit) {
+            if let mutationID = mutation.mutationID,
+               let payload = try String.fetchOne(db.cachedStatement(sql: "SELECT payload FROM ferry_frozen WHERE mutation_id = ?"),
+                                                 arguments: [mutationID]) {
+                // Resent exactly as first sent: the server may have applied it.
+                if payload == Self.frozenDelete {
+                    mutation.operation = .delete
+                    mutation.columns = nil
+                    mutation.values = [:]
+                } else {
+                    mutation.values = try ColumnValueJSON.decodeRow(payload).mapValues(\.databaseValue)
+                }
+                batch.append(mutation)
+                continue
+            }
+            if mutation.mutationID == nil {
+                lastID += 1
+                mutation.mutationID = lastID
+                try db.cachedStatement(sql: """
+                    UPDATE ferry_outbox SET mutation_id = ? WHERE seq IN (SELECT value FROM json_each(?))
+                    """).execute(arguments: [lastID, Self.jsonArray(mutation.entrySeqs)])
+            }
+            mutation = try withValues(mutation, db)
+            let payload = mutation.operation == .delete
+                ? Self.frozenDelete : try ColumnValueJSON.encodeRow(mutation.values.mapValues(ColumnValue.init))
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO ferry_frozen(mutation_id, payload) VALUES (?, ?)")
+                .execute(arguments: [mutation.mutationID, payload])
+            batch.append(mutation)
+        }
+        try FerryMeta.setValue(lastID, for: .lastMutationID, in: db)
+        // Ids must rise through a push. Mutations handed out before come
+        // first, then the new ones, in write order (their ids are higher).
+        batch.sort { ($0.mutationID ?? 0) < ($1.mutationID ?? 0) }
+        return batch
     }
 
     /// Rows with local changes the server has not acknowledged yet: what

@@ -170,7 +170,8 @@ public actor SyncEngine {
             case .push(let limit):
                 broadcaster.update { $0.phase = .pushing }
                 let batchStart = ContinuousClock.now
-                batch = try database.outbox.nextBatch(limit: limit)
+                let outbox = database.outbox
+                batch = try await database.write { db in try outbox.takeBatch(limit: limit, db) }
                 summary.inDatabase += ContinuousClock.now - batchStart
                 guard !batch.isEmpty else {
                     action = machine.handle(.nothingToPush)
@@ -187,7 +188,7 @@ public actor SyncEngine {
                     continue
                 }
                 let recordStart = ContinuousClock.now
-                let report = try recorder.record(reply, for: batch)
+                let report = try await recorder.record(reply, for: batch)
                 summary.inDatabase += ContinuousClock.now - recordStart
                 if report.restoredFromBackup {
                     _ = try await renewIfRestored(serverLastApplied: reply.lastAppliedMutationID)
@@ -206,7 +207,7 @@ public actor SyncEngine {
                 try await database.write { db in try Outbox.renumber(after: lastApplied, in: db) }
                 action = machine.handle(.renumbered)
             case .setAside(let reason):
-                try recorder.refuse(batch[0], reason: reason)
+                try await recorder.refuse(batch[0], reason: reason)
                 summary.rejected += 1
                 logger.warning("a mutation was set aside", metadata: ["mutation": "\(batch[0].mutationID ?? 0)", "reason": "\(reason)"])
                 action = machine.handle(.setAside)
@@ -253,7 +254,7 @@ public actor SyncEngine {
                 for page in reply.pages {
                     try Task.checkCancellation()
                     let applyStart = ContinuousClock.now
-                    let report = try applier.apply(page)
+                    let report = try await applier.apply(page)
                     summary.inDatabase += ContinuousClock.now - applyStart
                     if page.reset { summary.resets += 1 }
                     summary.pulled += page.changes.count
@@ -375,9 +376,10 @@ public actor SyncEngine {
             }
             let layout = database.layouts[row.table]
             let logger = self.logger
-            try database.writeWithoutCapture { db in
-                if readable, let layout,
-                   try !ServerRowRestore.restoreIfStorable(fetched, table: row.table, rowID: row.rowID, layout: layout, db) {
+            let (serverRow, mayRead) = (fetched, readable)
+            try await database.writeWithoutCapture { db in
+                if mayRead, let layout,
+                   try !ServerRowRestore.restoreIfStorable(serverRow, table: row.table, rowID: row.rowID, layout: layout, db) {
                     logger.warning("the server's row cannot be stored here; the local row stays", metadata: [
                         "table": "\(row.table)", "row": "\(row.rowID)",
                     ])

@@ -71,9 +71,22 @@ struct PageApplier {
     /// The signed-in user's own scope (`user:<id>`).
     let userScope: String
 
+    /// Applies a page, blocking the caller (tests and `ferry-bench`).
     func apply(_ page: PullPage) throws -> Report {
         let now = database.wallClock.nowMilliseconds()
-        return try database.writeWithoutCapture { db in
+        return try database.writeWithoutCapture { db in try apply(page, now: now, db) }
+    }
+
+    /// Applies a page without blocking the caller: the sync engine's path.
+    func apply(_ page: PullPage) async throws -> Report {
+        let now = database.wallClock.nowMilliseconds()
+        let applier = self
+        return try await database.writeWithoutCapture { db in try applier.apply(page, now: now, db) }
+    }
+
+    /// Applies a page in the write transaction the caller holds, capture off.
+    private func apply(_ page: PullPage, now: Int64, _ db: Database) throws -> Report {
+        do {
             var report = Report()
             if page.reset {
                 try db.execute(sql: """

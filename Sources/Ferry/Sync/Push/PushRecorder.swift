@@ -19,9 +19,15 @@ struct PushRecorder {
     /// The scope of mutations whose row names none.
     let userScope: String
 
-    func record(_ response: PushResponse, for batch: [PendingMutation]) throws -> Report {
+    /// Records a reply without blocking the caller, in one write transaction.
+    func record(_ response: PushResponse, for batch: [PendingMutation]) async throws -> Report {
         let now = database.wallClock.nowMilliseconds()
-        return try database.writeWithoutCapture { db in
+        let recorder = self
+        return try await database.writeWithoutCapture { db in try recorder.record(response, for: batch, now: now, db) }
+    }
+
+    private func record(_ response: PushResponse, for batch: [PendingMutation], now: Int64, _ db: Database) throws -> Report {
+        do {
             var report = Report()
             let lastAssigned: Int64 = try FerryMeta.value(.lastMutationID, in: db) ?? 0
             if response.lastAppliedMutationID > lastAssigned {
@@ -63,9 +69,9 @@ struct PushRecorder {
 
     /// Sets a mutation aside that the server refused outright (a 4xx for it
     /// alone): it never reached the server's ledger.
-    func refuse(_ mutation: PendingMutation, reason: String) throws {
+    func refuse(_ mutation: PendingMutation, reason: String) async throws {
         let now = database.wallClock.nowMilliseconds()
-        try database.write { db in
+        try await database.write { db in
             try Outbox.settle(mutation.entrySeqs, state: "rejected", reason: reason, now: now, in: db)
         }
     }
