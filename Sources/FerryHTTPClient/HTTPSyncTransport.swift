@@ -8,7 +8,7 @@ import NIOHTTP1
 /// The `/v1` HTTP API over AsyncHTTPClient, for Linux and server-side
 /// Swift: the `FerryHTTPClient` product, apart from `Ferry` so an app that
 /// only needs the local database does not link SwiftNIO. (On Apple
-/// platforms ``URLSessionSyncTransport``, in `Ferry` itself, does the same.)
+/// platforms `URLSessionSyncTransport`, in `Ferry` itself, does the same.)
 ///
 /// AsyncHTTPClient streams response bodies, which the live endpoint
 /// (server-sent events) needs. Transports share one client, ``defaultClient``,

@@ -9,8 +9,8 @@ import Foundation
 /// device's own mutation (``overriddenBy`` is `nil`). A conflict notice, on a
 /// pull, reports that a value this user had pushed, and the server had
 /// applied, was later discarded by another writer who had not seen it: a
-/// delete (kind ``Conflict/Kind/updateLostToDelete``) or a write that won
-/// under the table's policy (kind ``Conflict/Kind/column``); ``overriddenBy``
+/// delete (kind `Conflict.Kind.updateLostToDelete`) or a write that won
+/// under the table's policy (kind `Conflict.Kind.column`); ``overriddenBy``
 /// names that writer's user. Every device of the user receives each notice
 /// once, except the device whose own push did the overriding (its reply
 /// told it already).

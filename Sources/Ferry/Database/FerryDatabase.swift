@@ -28,8 +28,7 @@ import GRDB
 /// - ``init(writer:schema:configuration:)``
 ///
 /// ### Reading and writing
-/// - ``write(_:)-(Database)``
-/// - ``read(_:)-(Database)``
+/// `write(_:)` and `read(_:)`, blocking or async, and:
 /// - ``observe(_:)``
 ///
 /// ### Sync state

@@ -21,6 +21,7 @@ public struct SchemaSnapshot: Sendable, Hashable, CustomStringConvertible {
 
     /// Reads the schema of `db`.
     ///
+    /// - parameter db: a connection to the database to read.
     /// - parameter includingFerryObjects: include Ferry's own tables and the
     ///   capture triggers. Off by default: app snapshot files then change only
     ///   when the app's schema does, not when Ferry is upgraded.

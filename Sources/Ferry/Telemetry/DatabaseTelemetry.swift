@@ -4,8 +4,8 @@ import Logging
 /// Timing of a ``FerryDatabase``'s transactions, and how often it waited on
 /// another process's lock.
 ///
-/// Transactions run through ``FerryDatabase/write(_:)-(Database)`` and
-/// ``FerryDatabase/read(_:)-(Database)`` are timed from the moment they hold
+/// Transactions run through `FerryDatabase.write(_:)` and
+/// `FerryDatabase.read(_:)` (blocking or async) are timed from the moment they hold
 /// their connection until commit. The most recent 4,096 of each kind are kept.
 ///
 /// ```swift

@@ -5,7 +5,7 @@ import Foundation
 /// and drops, delays, duplicates or reorders the requests you pick.
 ///
 /// ```swift
-/// let faulty = FaultInjectingTransport(wrapping: HTTPSyncTransport(baseURL: url))
+/// let faulty = FaultInjectingTransport(wrapping: URLSessionSyncTransport(baseURL: url))
 /// faulty.inject(.dropResponse, on: .push)      // the server applies the push; the reply is lost
 /// faulty.inject(.duplicate, on: .push, times: 3)
 /// let engine = SyncEngine(database: database, transport: faulty, configuration: configuration, token: token)

@@ -3,12 +3,13 @@ import Foundation
 
 /// How the sync engine reaches the server: one call per protocol request.
 ///
-/// ``HTTPSyncTransport`` is the default. Wrap a transport to add behaviour
+/// ``URLSessionSyncTransport`` ships in `Ferry`; `HTTPSyncTransport`, over
+/// AsyncHTTPClient, in the `FerryHTTPClient` product. Wrap a transport to add behaviour
 /// (``FaultInjectingTransport`` drops, delays, duplicates and reorders
 /// requests for tests), or implement one for another channel.
 ///
 /// ```swift
-/// let transport = HTTPSyncTransport(baseURL: URL(string: "https://sync.example.com")!)
+/// let transport = URLSessionSyncTransport(baseURL: URL(string: "https://sync.example.com")!)
 /// let reply = try await transport.push(PushRequest(clientID: id, mutations: []), token: token)
 /// print(reply.lastAppliedMutationID)
 /// ```

@@ -23,8 +23,13 @@ import ServiceLifecycle
 public enum FerryApplication {
     /// The application: routes, the store's lifecycle and garbage collection.
     ///
-    /// - Parameter onServerRunning: called with the bound address once the
-    ///   server listens (useful with port `0`).
+    /// - Parameters:
+    ///   - configuration: where it listens, its secret, limits and table rules.
+    ///   - store: where rows, versions and scopes are kept.
+    ///   - metrics: where request and sync counters go.
+    ///   - logger: the server's log.
+    ///   - onServerRunning: called with the bound address once the
+    ///     server listens (useful with port `0`).
     public static func build(
         configuration: FerryServerConfiguration,
         store: any SyncStore,

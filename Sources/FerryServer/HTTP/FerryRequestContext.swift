@@ -5,7 +5,7 @@ import NIOCore
 /// the authenticated user.
 public struct FerryRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
-    /// The user the bearer token belongs to, once ``AuthMiddleware`` checked it.
+    /// The user the bearer token belongs to, once the authentication middleware checked it.
     public var userID: String?
     /// The connection the request came on: a live stream ends when it closes.
     let channel: any Channel

@@ -24,7 +24,7 @@ public struct EncodedPullResponse: Sendable {
     /// The rows in all pages.
     public var rowCount: Int { pages.reduce(0) { $0 + $1.rows.count } }
 
-    /// The answer's JSON, as `JSONDecoder` reads a ``PullResponse``.
+    /// The answer's JSON, as `JSONDecoder` reads a `PullResponse`.
     public func json() throws -> String {
         var out = "{\"lastAppliedMutationID\":\(lastAppliedMutationID),\"pages\":["
         out.reserveCapacity(pages.reduce(64) { $0 + $1.rows.reduce(96) { $0 + $1.values.utf8.count + 96 } })

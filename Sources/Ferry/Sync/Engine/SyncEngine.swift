@@ -15,7 +15,7 @@ import Logging
 /// ```swift
 /// let engine = try SyncEngine(
 ///     database: database,
-///     transport: HTTPSyncTransport(baseURL: URL(string: "https://sync.example.com")!),
+///     transport: URLSessionSyncTransport(baseURL: URL(string: "https://sync.example.com")!),
 ///     configuration: SyncConfiguration(userID: "alice"),
 ///     token: token,
 ///     tokenRefresher: { try await auth.freshToken() })
@@ -55,9 +55,13 @@ public actor SyncEngine {
     var stopTrigger: AsyncStream<Trigger>.Continuation?
 
     /// - Parameters:
+    ///   - database: the local database to sync.
+    ///   - transport: how requests reach the server (``URLSessionSyncTransport``, say).
+    ///   - configuration: who the user is, what to follow, how much to move at once.
     ///   - token: the bearer token to send, if one is at hand.
     ///   - tokenRefresher: called when the server refuses the token (401);
     ///     returns a new one, or throws when the user must sign in again.
+    ///   - logger: where the engine logs retries, set-aside rows and renewed identities.
     /// - throws: ``FerryError`` `.invalidConfiguration` for a bad configuration.
     public init(database: FerryDatabase, transport: any SyncTransport, configuration: SyncConfiguration,
                 token: String? = nil, tokenRefresher: (@Sendable () async throws -> String)? = nil,

@@ -30,7 +30,10 @@ public struct RetryPolicy: Sendable, Hashable {
 
     /// The wait before retry number `attempt` (0 is the first retry).
     ///
-    /// - Parameter unit: a random number in `0 ..< 1` (the jitter).
+    /// - Parameters:
+    ///   - attempt: the retry's number, from 0.
+    ///   - retryAfter: the server's `Retry-After`, a floor for the wait.
+    ///   - unit: a random number in `0 ..< 1` (the jitter).
     public func delay(attempt: Int, retryAfter: Duration? = nil, unit: Double) -> Duration {
         let initial = Self.seconds(initialDelay)
         let cap = min(Self.seconds(maximumDelay), initial * pow(multiplier, Double(max(0, min(attempt, 62)))))

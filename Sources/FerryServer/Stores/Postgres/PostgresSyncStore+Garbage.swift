@@ -2,7 +2,7 @@ import Foundation
 import PostgresNIO
 
 extension PostgresSyncStore {
-    /// Collects garbage by ``GarbageRules``. Only tombstones of transactions
+    /// Collects garbage by `GarbageRules` (in `Stores/Pipeline`). Only tombstones of transactions
     /// below the snapshot's `xmin` go: collecting one a pull cannot read yet
     /// would put the horizon ahead of every cursor. The horizon moves as a
     /// version (a stale edit of a removed row conflicts) and as a change

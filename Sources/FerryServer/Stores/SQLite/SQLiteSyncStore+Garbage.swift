@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 
 extension SQLiteSyncStore {
-    /// Collects garbage by ``GarbageRules``. Versions commit in order here,
+    /// Collects garbage by `GarbageRules` (in `Stores/Pipeline`). Versions commit in order here,
     /// so every tombstone is readable and the horizon is a version alone.
     public func collectGarbage(before cutoff: Date) async throws -> GarbageReport {
         let cutoff = GarbageRules.milliseconds(cutoff)

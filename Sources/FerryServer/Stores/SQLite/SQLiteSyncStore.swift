@@ -34,8 +34,11 @@ public final class SQLiteSyncStore: SyncStore {
 
     /// Opens (creating if needed) the store at a database file path.
     ///
-    /// - Parameter busyTimeout: how long a write waits for another process
-    ///   holding the file before its request answers 503.
+    /// - Parameters:
+    ///   - path: the database file, created if missing.
+    ///   - maxPageBytes: the most row bytes one pull returns per scope.
+    ///   - busyTimeout: how long a write waits for another process
+    ///     holding the file before its request answers 503.
     public init(path: String, maxPageBytes: Int = 8 << 20, busyTimeout: Duration = .seconds(5)) throws {
         self.maxPageBytes = maxPageBytes
         var configuration = Configuration()
