@@ -86,7 +86,7 @@ public struct HTTPSyncTransport: SyncTransport {
     public func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: LiveMessage.self)
         var components = URLComponents(url: url("/v1/live"), resolvingAgainstBaseURL: false)!
-        components.queryItems = scopes.map { URLQueryItem(name: "scope", value: $0) }
+        components.queryItems = scopes.map { URLQueryItem(name: "scope", value: $0) } + [URLQueryItem(name: "rows", value: "true")]
         var request = HTTPClientRequest(url: components.url!.absoluteString)
         request.headers.add(name: "Accept", value: "text/event-stream")
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
@@ -109,6 +109,13 @@ public struct HTTPSyncTransport: SyncTransport {
                         case LiveEvent.Name.change.rawValue:
                             let news = try? JSONDecoder().decode(LiveEvent.self, from: Data(event.data.utf8))
                             continuation.yield(.change(scopes: news?.scopes ?? scopes))
+                        case LiveEvent.Name.page.rawValue:
+                            if let page = try? JSONDecoder().decode(PullPage.self, from: Data(event.data.utf8)) {
+                                continuation.yield(.page(page))
+                            } else {
+                                // Unreadable rows are news all the same: pull.
+                                continuation.yield(.change(scopes: scopes))
+                            }
                         default:
                             break
                         }

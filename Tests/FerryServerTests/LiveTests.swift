@@ -110,4 +110,52 @@ import Testing
             #expect(heard.withLockedValue { $0 } == [#"{"scopes":["user:alice"]}"#])
         }
     }
+
+    /// With `rows=true` a small change arrives as its rows (`event: page`, a
+    /// PullPage with no notices and no notice cursor); the next small change
+    /// carries only its own rows; a change of more than 100 rows is a
+    /// `change`; and rows=garbage is refused.
+    @Test func smallChangesArriveAsTheirRows() async throws {
+        let server = try await TestServer()
+        let alice = try await server.token("alice")
+        let app = try await server.application()
+        try await app.test(.live) { client in
+            let port = try #require(client.port)
+            let refused = try await EventStreamClient.stream(port: port, path: "/v1/live?scope=user:alice&rows=yes", token: alice) { _ in false }
+            #expect(refused.contains("400"))
+
+            let events = NIOLockedValueBox<[(name: String, data: String)]>([])
+            let (ready, readyContinuation) = AsyncStream.makeStream(of: Void.self)
+            let (arrived, arrivedContinuation) = AsyncStream.makeStream(of: Void.self)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    defer { readyContinuation.finish(); arrivedContinuation.finish() }
+                    try await EventStreamClient.stream(port: port, path: "/v1/live?scope=user:alice&rows=true", token: alice) { event in
+                        if event.name == "ready" { readyContinuation.yield(); return true }
+                        let count = events.withLockedValue { $0.append((event.name, event.data)); return $0.count }
+                        arrivedContinuation.yield()
+                        return count < 3
+                    }
+                }
+                var readyIterator = ready.makeAsyncIterator()
+                await readyIterator.next()
+                var arrivals = arrived.makeAsyncIterator()
+                _ = try await server.store.push(PushRequest(clientID: "a", mutations: [Mutations.upsert(1, row: "r1", ["t": "one"])]), userID: "alice", rules: PushRules())
+                await arrivals.next()
+                _ = try await server.store.push(PushRequest(clientID: "a", mutations: [Mutations.upsert(2, row: "r2", ["t": "two"])]), userID: "alice", rules: PushRules())
+                await arrivals.next()
+                let many = (3...103).map { Mutations.upsert(Int64($0), row: "m\($0)", ["t": "many"]) }
+                _ = try await server.store.push(PushRequest(clientID: "a", mutations: many), userID: "alice", rules: PushRules())
+                try await group.waitForAll()
+            }
+            let seen = events.withLockedValue { $0 }
+            #expect(seen.map(\.name) == ["page", "page", "change"])
+            let first = try JSONDecoder().decode(PullPage.self, from: Data(seen[0].data.utf8))
+            #expect(first.scope == "user:alice" && first.changes.map(\.rowID) == ["r1"] && first.changes[0].values == ["t": "one"])
+            #expect(first.noticeCursor == nil && first.notices.isEmpty && !first.hasMore && !first.reset)
+            let second = try JSONDecoder().decode(PullPage.self, from: Data(seen[1].data.utf8))
+            #expect(second.changes.map(\.rowID) == ["r2"])
+            #expect(seen[2].data == #"{"scopes":["user:alice"]}"#)
+        }
+    }
 }

@@ -143,4 +143,53 @@ import FerryTestSupport
         #expect(seen == "the transport is broken")
         #expect(engine.status.phase == .idle)
     }
+
+    /// A small change reaches a listening device as its rows, in one hop:
+    /// `b` shows `a`'s edit without another pull, and its next pull (which
+    /// may bring the same rows again) changes nothing.
+    @Test func aSmallChangeArrivesWithItsRowsWithoutAPull() async throws {
+        let server = try await SyncServer.start()
+        defer { Task { await server.stop() } }
+        let pulls = Locked(0)
+        let a = try await Device.make("a", user: "alice", server: server, directory: directory)
+        let b = try await Device.make("b", user: "alice", server: server, directory: directory, configure: { $0.live = true },
+                                      transport: { PullCounter(inner: $0, pulls: pulls) })
+        await b.engine.start()
+        defer { Task { await b.engine.stop() } }
+        try await waitUntil { b.engine.status.liveConnected && b.engine.status.lastSuccessfulSync != nil }
+        // The syncs that start and `ready` asked for are over once no pull happens for a while (bounded).
+        var pullsBefore = pulls.withLock { $0 }
+        for _ in 0..<50 {
+            try await Task.sleep(for: .milliseconds(100))
+            let now = pulls.withLock { $0 }
+            if now == pullsBefore, b.engine.status.phase == .idle { break }
+            pullsBefore = now
+        }
+
+        try a.execute("INSERT INTO note(id, title) VALUES ('live-1', 'in one hop')")
+        try await a.engine.sync()
+        try await waitUntil { try b.note("live-1") != nil }
+        #expect(try b.note("live-1")?.title == "in one hop")
+        #expect(pulls.withLock { $0 } == pullsBefore, "the rows came with the live event, not a pull")
+        #expect(try b.database.outbox.pendingCount() == 0, "applied rows never echo into the outbox")
+
+        try await b.engine.sync()
+        #expect(try b.notes() == a.notes())
+    }
+}
+
+/// Counts pulls on the way to the real server.
+private struct PullCounter: SyncTransport {
+    let inner: any SyncTransport
+    let pulls: Locked<Int>
+
+    func push(_ request: PushRequest, token: String?) async throws -> PushResponse { try await inner.push(request, token: token) }
+    func pull(_ request: PullRequest, token: String?) async throws -> PullResponse {
+        pulls.withLock { $0 += 1 }
+        return try await inner.pull(request, token: token)
+    }
+    func row(scope: String, table: String, rowID: String, token: String?) async throws -> ServerRow? {
+        try await inner.row(scope: scope, table: table, rowID: rowID, token: token)
+    }
+    func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error> { inner.live(scopes: scopes, token: token) }
 }

@@ -35,6 +35,9 @@ public enum LiveMessage: Sendable, Hashable {
     case ready
     /// These scopes have news: pull them.
     case change(scopes: [String])
+    /// The rows of a small change themselves: apply them (they move no
+    /// cursor; the next pull stays the source of truth).
+    case page(PullPage)
 }
 
 /// Why a request did not produce a reply.

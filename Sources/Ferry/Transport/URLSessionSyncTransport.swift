@@ -71,7 +71,7 @@ public struct URLSessionSyncTransport: SyncTransport {
         #else
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: LiveMessage.self)
         var components = URLComponents(url: baseURL.appendingPathComponent("v1/live"), resolvingAgainstBaseURL: false)!
-        components.queryItems = scopes.map { URLQueryItem(name: "scope", value: $0) }
+        components.queryItems = scopes.map { URLQueryItem(name: "scope", value: $0) } + [URLQueryItem(name: "rows", value: "true")]
         var request = self.request(components.url!, token: token)
         request.httpMethod = "GET"
         request.timeoutInterval = 60  // the server sends a heartbeat every 15 s
@@ -97,6 +97,13 @@ public struct URLSessionSyncTransport: SyncTransport {
                         case LiveEvent.Name.change.rawValue:
                             let news = try? JSONDecoder().decode(LiveEvent.self, from: Data(event.data.utf8))
                             continuation.yield(.change(scopes: news?.scopes ?? scopes))
+                        case LiveEvent.Name.page.rawValue:
+                            if let page = try? JSONDecoder().decode(PullPage.self, from: Data(event.data.utf8)) {
+                                continuation.yield(.page(page))
+                            } else {
+                                // Unreadable rows are news all the same: pull.
+                                continuation.yield(.change(scopes: scopes))
+                            }
                         default:
                             break
                         }

@@ -11,11 +11,19 @@
 /// event: change
 /// data: {"scopes":["user:alice"]}
 /// ```
+///
+/// A client that asks with `rows=true` also gets `page` events: the changed
+/// rows themselves, as a ``PullPage`` in `data:`, when a change is small (at
+/// most 100 rows of one scope), so they reach it in one hop. A page moves no
+/// cursor: its rows are applied as a pull would apply them, and the client's
+/// next pull (which may bring them again) stays the source of truth.
 public struct LiveEvent: Sendable, Hashable, Codable {
     /// The SSE event names.
     public enum Name: String, Sendable, Hashable, Codable {
         case ready
         case change
+        /// A ``PullPage`` of the changed rows (only with `rows=true`).
+        case page
     }
 
     /// The followed scopes this event is about.

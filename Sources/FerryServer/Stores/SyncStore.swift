@@ -96,6 +96,14 @@ public protocol SyncStore: Sendable {
     /// - Throws: ``FerryServerError`` `badRequest` for a garbled or forged cursor.
     func pullEncoded(_ request: PullRequest, userID: String, limit: Int) async throws -> EncodedPullResponse
 
+    /// ``pullEncoded(_:userID:limit:)`` without conflict notices (`notices:
+    /// false`): the live stream sends rows, and notices go with pulls.
+    func pullEncoded(_ request: PullRequest, userID: String, limit: Int, notices: Bool) async throws -> EncodedPullResponse
+
+    /// A cursor per scope at the end of what a pull can read now: where a
+    /// live stream's pages start.
+    func endCursors(scopes: [String]) async throws -> [String: String]
+
     /// One row as the server holds it now (a tombstone with the values it
     /// last held), or `nil` when the store has no such row.
     func row(scope: String, table: String, rowID: String) async throws -> ServerRow?
@@ -131,6 +139,10 @@ public protocol SyncStore: Sendable {
 }
 
 extension SyncStore {
+    public func pullEncoded(_ request: PullRequest, userID: String, limit: Int) async throws -> EncodedPullResponse {
+        try await pullEncoded(request, userID: userID, limit: limit, notices: true)
+    }
+
     /// ``pullEncoded(_:userID:limit:)`` with every row's values decoded.
     public func pull(_ request: PullRequest, userID: String, limit: Int) async throws -> PullResponse {
         try await pullEncoded(request, userID: userID, limit: limit).decoded()

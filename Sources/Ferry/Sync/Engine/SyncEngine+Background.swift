@@ -90,6 +90,20 @@ extension SyncEngine {
         broadcaster.update { $0.phase = .idle; $0.liveConnected = false }
     }
 
+    /// Applies the rows of a live page (they move no cursor), and says
+    /// whether they all applied.
+    private func applyLive(_ page: PullPage) async -> Bool {
+        guard configuration.scopes.contains(page.scope) else { return false }
+        do {
+            let report = try await PageApplier(database: database, userScope: configuration.userScope).apply(page, movesCursor: false)
+            try await refreshCounts()
+            return report.setAside.isEmpty
+        } catch {
+            logger.warning("a live page did not apply; pulling instead", metadata: ["error": "\(error)"])
+            return false
+        }
+    }
+
     /// Listens on the live endpoint, reconnecting with backoff, and asks for
     /// a sync when subscribed (to catch up) and on every announcement.
     private func listenLive(_ trigger: AsyncStream<Trigger>.Continuation) async {
@@ -104,6 +118,9 @@ extension SyncEngine {
                         trigger.yield(.now)
                     case .change:
                         trigger.yield(.now)
+                    case .page(let page):
+                        // The rows in one hop; anything amiss and a pull brings them instead.
+                        if await !applyLive(page) { trigger.yield(.now) }
                     }
                 }
             } catch {

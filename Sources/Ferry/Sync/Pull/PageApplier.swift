@@ -78,17 +78,21 @@ struct PageApplier {
     }
 
     /// Applies a page without blocking the caller: the sync engine's path.
-    func apply(_ page: PullPage) async throws -> Report {
+    ///
+    /// - Parameter movesCursor: `false` for a page from the live stream: its
+    ///   rows apply as a pulled page's would, but the scope's cursor, a
+    ///   refetch in progress and its sweep are left to the next pull.
+    func apply(_ page: PullPage, movesCursor: Bool = true) async throws -> Report {
         let now = database.wallClock.nowMilliseconds()
         let applier = self
-        return try await database.writeWithoutCapture { db in try applier.apply(page, now: now, db) }
+        return try await database.writeWithoutCapture { db in try applier.apply(page, now: now, movesCursor: movesCursor, db) }
     }
 
     /// Applies a page in the write transaction the caller holds, capture off.
-    private func apply(_ page: PullPage, now: Int64, _ db: Database) throws -> Report {
+    private func apply(_ page: PullPage, now: Int64, movesCursor: Bool = true, _ db: Database) throws -> Report {
         do {
             var report = Report()
-            if page.reset {
+            if page.reset && movesCursor {
                 try db.execute(sql: """
                     INSERT INTO ferry_cursors(scope, cursor, refetching) VALUES (?, NULL, 1)
                     ON CONFLICT(scope) DO UPDATE SET refetching = 1
@@ -144,17 +148,19 @@ struct PageApplier {
                 report.recovered = try retrySetAside(scope: page.scope, refetching: refetching, pending: pending, context: context, now: now, db)
             }
             try Self.record(context, scope: page.scope, db)
-            if refetching && !page.hasMore {
+            if refetching && !page.hasMore && movesCursor {
                 report.swept = try sweep(scope: page.scope, db)
                 try db.execute(sql: "UPDATE ferry_cursors SET refetching = 0 WHERE scope = ?", arguments: [page.scope])
                 try db.execute(sql: "DELETE FROM ferry_refetch_seen WHERE scope = ?", arguments: [page.scope])
             }
             report.notices = try storeNotices(page, now: now, db)
-            try db.execute(sql: """
-                INSERT INTO ferry_cursors(scope, cursor, notice_cursor) VALUES (?, ?, ?)
-                ON CONFLICT(scope) DO UPDATE SET cursor = excluded.cursor,
-                    notice_cursor = coalesce(excluded.notice_cursor, ferry_cursors.notice_cursor)
-                """, arguments: [page.scope, page.cursor, page.noticeCursor])
+            if movesCursor {
+                try db.execute(sql: """
+                    INSERT INTO ferry_cursors(scope, cursor, notice_cursor) VALUES (?, ?, ?)
+                    ON CONFLICT(scope) DO UPDATE SET cursor = excluded.cursor,
+                        notice_cursor = coalesce(excluded.notice_cursor, ferry_cursors.notice_cursor)
+                    """, arguments: [page.scope, page.cursor, page.noticeCursor])
+            }
             try receiveStamps(of: page, db)
             return report
         }

@@ -5,8 +5,12 @@ import NIOCore
 import ServiceLifecycle
 
 /// `GET /v1/live?scope=…`: server-sent events telling a client that a
-/// followed scope has news, so it pulls at once instead of polling.
+/// followed scope has news, so it pulls at once instead of polling. With
+/// `rows=true`, a small change comes as the rows themselves (`event: page`).
 extension SyncAPI {
+    /// The most rows a live `page` event carries; a bigger change is a `change`.
+    static let livePageRows = 100
+
     private enum Event: Sendable {
         case change(Set<String>)
         case heartbeat
@@ -16,6 +20,11 @@ extension SyncAPI {
         let userID = try context.requireUser()
         let scopes = request.uri.queryParameters.getAll("scope")
         try checkFollowed(scopes)
+        let rowsAsked = request.uri.queryParameters.getAll("rows")
+        guard rowsAsked.count <= 1, rowsAsked.allSatisfy({ $0 == "true" || $0 == "false" }) else {
+            throw FerryServerError(.badRequest, "rows must be given once, as true or false")
+        }
+        let sendsRows = rowsAsked.first == "true"
         for scope in scopes {
             try await require(.read, in: scope, for: userID)
         }
@@ -25,6 +34,10 @@ extension SyncAPI {
         // Subscribed before the response starts: a change committed after
         // the client reads `ready` is never missed.
         let subscription = store.changeFeed.subscribe(to: Set(scopes))
+        // Pages start where a pull can read now, after the subscription: a
+        // change committed in between is announced and found by its page.
+        let startCursors = sendsRows ? try await store.endCursors(scopes: scopes) : [:]
+        let api = self
         let connection = context.channel
         let heartbeat = configuration.liveHeartbeat
         let metrics = self.metrics
@@ -45,6 +58,7 @@ extension SyncAPI {
                     watcher.whenInputClosed { continuation.finish() }
                 }
                 try await writer.write(Self.event(.ready, scopes: scopes))
+                var cursors = startCursors
                 try await withGracefulShutdownHandler {
                     try await withThrowingTaskGroup(of: Void.self) { group in
                         group.addTask {
@@ -61,6 +75,12 @@ extension SyncAPI {
                         }
                         for await event in events {
                             switch event {
+                            case .change(let news) where sendsRows:
+                                for scope in news.sorted() {
+                                    let (event, cursor) = await api.liveEvent(scope, userID: userID, after: cursors[scope])
+                                    cursors[scope] = cursor
+                                    try await writer.write(event)
+                                }
                             case .change(let news):
                                 try await writer.write(Self.event(.change, scopes: news.sorted()))
                             case .heartbeat:
@@ -75,6 +95,34 @@ extension SyncAPI {
                 try await writer.finish(nil)
             }
         )
+    }
+
+    /// The event for news in `scope`: the rows after `cursor` as a `page`
+    /// when they are few, else a `change` (the client pulls), and where the
+    /// next page starts. Access is checked again: a member removed since the
+    /// stream opened gets no rows.
+    private func liveEvent(_ scope: String, userID: String, after cursor: String?) async -> (ByteBuffer, String?) {
+        do {
+            try await require(.read, in: scope, for: userID)
+            if let cursor {
+                let answer = try await store.pullEncoded(
+                    PullRequest(clientID: "live", scopes: [.init(scope: scope, cursor: cursor)]),
+                    userID: userID, limit: Self.livePageRows, notices: false
+                )
+                if var page = answer.pages.first, !page.rows.isEmpty, !page.hasMore, !page.reset {
+                    page.notices = []
+                    page.noticeCursor = nil
+                    var data = ""
+                    try page.write(to: &data)
+                    return (ByteBuffer(string: "event: \(LiveEvent.Name.page.rawValue)\ndata: \(data)\n\n"), page.cursor)
+                }
+            }
+        } catch {
+            // No rows, then: the client pulls, and hears of a refusal there.
+        }
+        // Too many rows, none readable yet, or no cursor: the next page starts at the end.
+        let end = try? await store.endCursors(scopes: [scope])[scope]
+        return (Self.event(.change, scopes: [scope]), end ?? cursor)
     }
 
     private static func event(_ name: LiveEvent.Name, scopes: [String]) -> ByteBuffer {

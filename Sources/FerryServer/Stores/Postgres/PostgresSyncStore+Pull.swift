@@ -7,7 +7,7 @@ extension PostgresSyncStore {
     /// `REPEATABLE READ` snapshot, taking only changes of transactions below
     /// the snapshot's `xmin`: every transaction there has ended, so no
     /// change can later appear behind a cursor.
-    public func pullEncoded(_ request: PullRequest, userID: String, limit: Int) async throws -> EncodedPullResponse {
+    public func pullEncoded(_ request: PullRequest, userID: String, limit: Int, notices withNotices: Bool) async throws -> EncodedPullResponse {
         let maxPageBytes = configuration.maxPageBytes
         let logger = self.logger
         return try await transaction(.snapshot) { connection, cursors in
@@ -35,13 +35,27 @@ extension PostgresSyncStore {
                     connection, scope: followed.scope, after: start.rows.position, below: readable,
                     withTombstones: !start.rows.isFromScratch, limit: assembler.queryLimit, logger: logger
                 )
-                let notices = try await Self.notices(
+                let notices = withNotices ? try await Self.notices(
                     connection, userID: userID, scope: followed.scope, after: start.notices, below: readable,
                     limit: assembler.queryLimit, logger: logger
-                )
+                ) : []
                 pages.append(try assembler.page(followed.scope, start: start, rows: rows, notices: notices))
             }
             return EncodedPullResponse(lastAppliedMutationID: lastApplied, pages: pages)
+        }
+    }
+
+    /// Cursors at the readable horizon: every transaction below it has
+    /// ended, so a page from there misses nothing committed later.
+    public func endCursors(scopes: [String]) async throws -> [String: String] {
+        let logger = self.logger
+        return try await transaction(.snapshot) { connection, cursors in
+            let readable = try await Self.one(
+                connection, "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint", as: Int64.self, logger: logger
+            ) ?? 0
+            return Dictionary(uniqueKeysWithValues: scopes.map { scope in
+                (scope, cursors.encode(PullCursor(epoch: cursors.epoch, scope: scope, position: readable, subposition: 0)))
+            })
         }
     }
 

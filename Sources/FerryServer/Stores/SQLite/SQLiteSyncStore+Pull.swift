@@ -6,7 +6,8 @@ extension SQLiteSyncStore {
     /// Reads one page per scope and the client's last applied id from one
     /// WAL snapshot. Versions commit in order here, so the store's version
     /// is the end every page can reach.
-    public func pullEncoded(_ request: PullRequest, userID: String, limit: Int) async throws -> EncodedPullResponse {
+    public func pullEncoded(_ request: PullRequest, userID: String, limit: Int, notices: Bool) async throws -> EncodedPullResponse {
+        let withNotices = notices
         let cursors = self.cursors
         let maxPageBytes = self.maxPageBytes
         return try await read { db in
@@ -22,11 +23,20 @@ extension SQLiteSyncStore {
                     db, scope: followed.scope, after: start.rows.position.major, withTombstones: !start.rows.isFromScratch,
                     limit: assembler.queryLimit
                 )
-                let notices = try Self.notices(db, userID: userID, scope: followed.scope, after: start.notices.minor, limit: assembler.queryLimit)
+                let notices = withNotices
+                    ? try Self.notices(db, userID: userID, scope: followed.scope, after: start.notices.minor, limit: assembler.queryLimit) : []
                 pages.append(try assembler.page(followed.scope, start: start, rows: rows, notices: notices))
             }
             return EncodedPullResponse(lastAppliedMutationID: lastApplied, pages: pages)
         }
+    }
+
+    public func endCursors(scopes: [String]) async throws -> [String: String] {
+        let cursors = self.cursors
+        let version = try await read { db in try Self.meta(db, "version") }
+        return Dictionary(uniqueKeysWithValues: scopes.map { scope in
+            (scope, cursors.encode(PullCursor(epoch: cursors.epoch, scope: scope, position: version)))
+        })
     }
 
     /// The page query: rows of `scope` changed after `version`, read by
