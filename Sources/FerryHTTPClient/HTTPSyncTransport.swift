@@ -103,22 +103,7 @@ public struct HTTPSyncTransport: SyncTransport {
                 var parser = EventStreamParser()
                 for try await buffer in response.body {
                     for event in parser.feed(buffer.readableBytesView) {
-                        switch event.name {
-                        case LiveEvent.Name.ready.rawValue:
-                            continuation.yield(.ready)
-                        case LiveEvent.Name.change.rawValue:
-                            let news = try? JSONDecoder().decode(LiveEvent.self, from: Data(event.data.utf8))
-                            continuation.yield(.change(scopes: news?.scopes ?? scopes))
-                        case LiveEvent.Name.page.rawValue:
-                            if let page = try? JSONDecoder().decode(PullPage.self, from: Data(event.data.utf8)) {
-                                continuation.yield(.page(page))
-                            } else {
-                                // Unreadable rows are news all the same: pull.
-                                continuation.yield(.change(scopes: scopes))
-                            }
-                        default:
-                            break
-                        }
+                        if let message = LiveMessage(event, following: scopes) { continuation.yield(message) }
                     }
                 }
                 continuation.finish(throwing: SyncTransportError.unreachable("the live stream ended"))

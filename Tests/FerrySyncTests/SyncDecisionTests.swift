@@ -29,6 +29,19 @@ import Testing
         #expect(SyncFailure(Other()) == .fatal)
     }
 
+    @Test func liveEventsBecomeMessages() {
+        typealias Event = EventStreamParser.Event
+        #expect(LiveMessage(Event(name: "ready", data: #"{"scopes":["a"]}"#), following: ["a"]) == .ready)
+        #expect(LiveMessage(Event(name: "change", data: #"{"scopes":["b"]}"#), following: ["a", "b"]) == .change(scopes: ["b"]))
+        let page = #"{"changes":[{"deleted":false,"rowID":"r1","table":"note","values":{"title":"x"},"version":3}],"cursor":"c","hasMore":false,"reset":false,"scope":"a"}"#
+        #expect(LiveMessage(Event(name: "page", data: page), following: ["a"])
+            == .page(PullPage(scope: "a", changes: [RowChange(table: "note", rowID: "r1", version: 3, deleted: false, values: ["title": "x"])],
+                              cursor: "c", hasMore: false, reset: false)))
+        // Rows this client cannot read are news all the same; an unknown event is none.
+        #expect(LiveMessage(Event(name: "page", data: "{garbled"), following: ["a"]) == .change(scopes: ["a"]))
+        #expect(LiveMessage(Event(name: "someday", data: "{}"), following: ["a"]) == nil)
+    }
+
     @Test func eventStreamParsesEventsSplitAnywhere() {
         let text = ": heartbeat\r\n\r\nevent: ready\ndata: {\"scopes\":[\"a\"]}\n\nevent: change\rdata: x\rdata: y\r\r"
         let bytes = Array(text.utf8)

@@ -40,6 +40,33 @@ public enum LiveMessage: Sendable, Hashable {
     case page(PullPage)
 }
 
+extension LiveMessage {
+    /// The message one server-sent event of `GET /v1/live` carries, or
+    /// `nil` for an event this client does not know; every transport reads
+    /// the stream through this.
+    ///
+    /// ```swift
+    /// for event in parser.feed(bytes) {
+    ///     if let message = LiveMessage(event, following: scopes) { continuation.yield(message) }
+    /// }
+    /// ```
+    package init?(_ event: EventStreamParser.Event, following scopes: [String]) {
+        switch event.name {
+        case LiveEvent.Name.ready.rawValue:
+            self = .ready
+        case LiveEvent.Name.change.rawValue:
+            let news = try? JSONDecoder().decode(LiveEvent.self, from: Data(event.data.utf8))
+            self = .change(scopes: news?.scopes ?? scopes)
+        case LiveEvent.Name.page.rawValue:
+            // Unreadable rows are news all the same: pull.
+            self = (try? JSONDecoder().decode(PullPage.self, from: Data(event.data.utf8))).map(LiveMessage.page)
+                ?? .change(scopes: scopes)
+        default:
+            return nil
+        }
+    }
+}
+
 /// Why a request did not produce a reply.
 public enum SyncTransportError: Error, Sendable, Hashable, CustomStringConvertible {
     /// No connection, or it was refused, reset or closed early.

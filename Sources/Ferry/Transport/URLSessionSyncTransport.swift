@@ -91,22 +91,7 @@ public struct URLSessionSyncTransport: SyncTransport {
                     // Feed at line ends: the parser takes any split, this keeps the calls few.
                     guard byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r") else { continue }
                     for event in parser.feed(pending) {
-                        switch event.name {
-                        case LiveEvent.Name.ready.rawValue:
-                            continuation.yield(.ready)
-                        case LiveEvent.Name.change.rawValue:
-                            let news = try? JSONDecoder().decode(LiveEvent.self, from: Data(event.data.utf8))
-                            continuation.yield(.change(scopes: news?.scopes ?? scopes))
-                        case LiveEvent.Name.page.rawValue:
-                            if let page = try? JSONDecoder().decode(PullPage.self, from: Data(event.data.utf8)) {
-                                continuation.yield(.page(page))
-                            } else {
-                                // Unreadable rows are news all the same: pull.
-                                continuation.yield(.change(scopes: scopes))
-                            }
-                        default:
-                            break
-                        }
+                        if let message = LiveMessage(event, following: scopes) { continuation.yield(message) }
                     }
                     pending.removeAll(keepingCapacity: true)
                 }
