@@ -59,10 +59,7 @@ public struct HTTPSyncTransport: SyncTransport {
     }
 
     public func row(scope: String, table: String, rowID: String, token: String?) async throws -> ServerRow? {
-        let segments = [scope, table, rowID].map { $0.addingPercentEncoding(withAllowedCharacters: Self.pathSegment) ?? $0 }
-        var base = baseURL.absoluteString
-        while base.hasSuffix("/") { base.removeLast() }
-        var request = HTTPClientRequest(url: base + "/v1/rows/" + segments.joined(separator: "/"))
+        var request = HTTPClientRequest(url: SyncAPIRequests.rowURL(base: baseURL, scope: scope, table: table, rowID: rowID))
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
         let deadline = NIODeadline.now() + .nanoseconds(Int64(requestTimeout.components.seconds) * 1_000_000_000
             + requestTimeout.components.attoseconds / 1_000_000_000)
@@ -80,14 +77,9 @@ public struct HTTPSyncTransport: SyncTransport {
         }
     }
 
-    /// Unreserved characters: everything else in a path segment is percent-encoded.
-    private static let pathSegment = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-
     public func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: LiveMessage.self)
-        var components = URLComponents(url: url("/v1/live"), resolvingAgainstBaseURL: false)!
-        components.queryItems = scopes.map { URLQueryItem(name: "scope", value: $0) } + [URLQueryItem(name: "rows", value: "true")]
-        var request = HTTPClientRequest(url: components.url!.absoluteString)
+        var request = HTTPClientRequest(url: SyncAPIRequests.liveURL(base: baseURL, scopes: scopes).absoluteString)
         request.headers.add(name: "Accept", value: "text/event-stream")
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
         let client = self.client
@@ -144,9 +136,8 @@ public struct HTTPSyncTransport: SyncTransport {
     }
 
     private static func failure(_ response: HTTPClientResponse, body: ByteBuffer?) -> SyncTransportError {
-        let error = body.flatMap { try? JSONDecoder().decode(ErrorResponse.self, from: Data($0.readableBytesView)) }
-        let retryAfter = response.headers.first(name: "Retry-After").flatMap { RetryAfter.delay($0, now: Date()) }
-        return .http(status: Int(response.status.code), error: error, retryAfter: retryAfter)
+        SyncAPIRequests.failure(status: Int(response.status.code), body: body.map { Data($0.readableBytesView) },
+                                retryAfter: response.headers.first(name: "Retry-After"))
     }
 
     private static func mapErrors<T>(_ body: () async throws -> T) async throws -> T {

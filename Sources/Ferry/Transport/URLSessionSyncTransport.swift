@@ -44,11 +44,9 @@ public struct URLSessionSyncTransport: SyncTransport {
     }
 
     public func row(scope: String, table: String, rowID: String, token: String?) async throws -> ServerRow? {
-        let segments = [scope, table, rowID].map { $0.addingPercentEncoding(withAllowedCharacters: Self.pathSegment) ?? $0 }
-        var base = baseURL.absoluteString
-        while base.hasSuffix("/") { base.removeLast() }
-        guard let url = URL(string: base + "/v1/rows/" + segments.joined(separator: "/")) else {
-            throw SyncTransportError.invalidResponse("cannot form a row URL from \(base)")
+        let address = SyncAPIRequests.rowURL(base: baseURL, scope: scope, table: table, rowID: rowID)
+        guard let url = URL(string: address) else {
+            throw SyncTransportError.invalidResponse("cannot form a row URL: \(address)")
         }
         var request = self.request(url, token: token)
         request.httpMethod = "GET"
@@ -70,9 +68,7 @@ public struct URLSessionSyncTransport: SyncTransport {
         }
         #else
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: LiveMessage.self)
-        var components = URLComponents(url: baseURL.appendingPathComponent("v1/live"), resolvingAgainstBaseURL: false)!
-        components.queryItems = scopes.map { URLQueryItem(name: "scope", value: $0) } + [URLQueryItem(name: "rows", value: "true")]
-        var request = self.request(components.url!, token: token)
+        var request = self.request(SyncAPIRequests.liveURL(base: baseURL, scopes: scopes), token: token)
         request.httpMethod = "GET"
         request.timeoutInterval = 60  // the server sends a heartbeat every 15 s
         request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
@@ -106,9 +102,6 @@ public struct URLSessionSyncTransport: SyncTransport {
     }
 
     // MARK: - Requests
-
-    /// Unreserved characters: everything else in a path segment is percent-encoded.
-    private static let pathSegment = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
     private func request(_ url: URL, token: String?) -> URLRequest {
         var request = URLRequest(url: url)
@@ -144,9 +137,7 @@ public struct URLSessionSyncTransport: SyncTransport {
     }
 
     private static func failure(_ response: HTTPURLResponse, body: Data) -> SyncTransportError {
-        let error = try? JSONDecoder().decode(ErrorResponse.self, from: body)
-        let retryAfter = response.value(forHTTPHeaderField: "Retry-After").flatMap { RetryAfter.delay($0, now: Date()) }
-        return .http(status: response.statusCode, error: error, retryAfter: retryAfter)
+        SyncAPIRequests.failure(status: response.statusCode, body: body, retryAfter: response.value(forHTTPHeaderField: "Retry-After"))
     }
 
     private static func mapErrors<T>(_ body: () async throws -> T) async throws -> T {

@@ -108,30 +108,13 @@ struct PageApplier {
             while start < page.changes.count {
                 let group = page.changes[start..<min(start + Self.groupSize, page.changes.count)]
                 start += Self.groupSize
-                var groupReport = Report()
-                var groupApplied = Applied()
                 do {
-                    try db.inSavepoint {
-                        for change in group {
-                            try applyRow(change, scope: page.scope, refetching: refetching, pending: pending, context: context,
-                                         into: &groupReport, applied: &groupApplied, db)
-                        }
-                        return .commit
-                    }
-                    report.add(groupReport)
-                    groupApplied.commit(to: context)
+                    report.add(try applyTogether(group, scope: page.scope, refetching: refetching, pending: pending, context: context, db))
                 } catch {
                     for change in group {
-                        var rowReport = Report()
-                        var rowApplied = Applied()
                         do {
-                            try db.inSavepoint {
-                                try applyRow(change, scope: page.scope, refetching: refetching, pending: pending, context: context,
-                                             into: &rowReport, applied: &rowApplied, db)
-                                return .commit
-                            }
-                            report.add(rowReport)
-                            rowApplied.commit(to: context)
+                            report.add(try applyTogether([change], scope: page.scope, refetching: refetching, pending: pending,
+                                                         context: context, db))
                         } catch {
                             let row = SetAsideRow(table: change.table, rowID: change.rowID, scope: page.scope,
                                                   version: change.version, reason: String(describing: error))
@@ -200,6 +183,23 @@ struct PageApplier {
     }
 
     // MARK: - One row
+
+    /// Applies `changes` in one savepoint, all of them or none (the error
+    /// is thrown); what they record joins the page's once they commit.
+    private func applyTogether(_ changes: some Collection<RowChange>, scope: String, refetching: Bool,
+                               pending: [RowKey: RowRebase.Pending], context: PageContext, _ db: Database) throws -> Report {
+        var report = Report()
+        var applied = Applied()
+        try db.inSavepoint {
+            for change in changes {
+                try applyRow(change, scope: scope, refetching: refetching, pending: pending, context: context,
+                             into: &report, applied: &applied, db)
+            }
+            return .commit
+        }
+        applied.commit(to: context)
+        return report
+    }
 
     private func applyRow(_ change: RowChange, scope: String, refetching: Bool, pending: [RowKey: RowRebase.Pending],
                           context: PageContext, into report: inout Report, applied: inout Applied, _ db: Database) throws {
@@ -347,15 +347,8 @@ struct PageApplier {
         for row in rows {
             let change = RowChange(table: row["tbl"], rowID: row["row_id"], version: row["version"],
                                    deleted: row["deleted"], values: try ColumnValueJSON.decodeRow(row["row_values"]))
-            var ignored = Report()
-            var applied = Applied()
             do {
-                try db.inSavepoint {
-                    try applyRow(change, scope: scope, refetching: refetching, pending: pending, context: context,
-                                 into: &ignored, applied: &applied, db)
-                    return .commit
-                }
-                applied.commit(to: context)
+                _ = try applyTogether([change], scope: scope, refetching: refetching, pending: pending, context: context, db)
                 recovered += 1
             } catch {
                 try db.execute(sql: "UPDATE ferry_set_aside SET reason = ? WHERE tbl = ? AND row_id = ?",

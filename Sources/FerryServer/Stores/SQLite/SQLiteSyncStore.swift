@@ -78,15 +78,13 @@ public final class SQLiteSyncStore: SyncStore {
     }
 
     /// SQLite's own errors, in the HTTP layer's terms: busy or locked is
-    /// `unavailable` (retry shortly), a closed store too; anything else stays
+    /// `unavailable` (retry shortly); anything else stays
     /// an internal error the HTTP layer logs.
     private static func mappingErrors<T>(_ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
         } catch let error as DatabaseError where [.SQLITE_BUSY, .SQLITE_LOCKED].contains(error.resultCode) {
             throw FerryServerError(.unavailable, "the store is busy; retry shortly")
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_MISUSE {
-            throw FerryServerError(.unavailable, "the store is closed")
         }
     }
 
