@@ -32,6 +32,25 @@ import FerryTestSupport
         #expect(try database.outbox.pendingCount() == 3)
     }
 
+    @Test func entriesAreReadThroughTheirRecordWithAKnownState() throws {
+        let database = try NotesAndTasks.inMemory()
+        try database.write { db in try db.execute(sql: "INSERT INTO note(id, title) VALUES ('n1', 'a')") }
+        try database.read { db in
+            let record = try #require(try OutboxRecord.fetchOne(db))
+            #expect(record.state == .pending)
+            #expect(record.entry.operation == .insert && record.entry.rowID == "n1")
+        }
+        try database.outbox.markRejected(try database.outbox.nextBatch(limit: 1)[0], reason: "no")
+        #expect(try database.read { db in try OutboxRecord.fetchOne(db)?.state } == .rejected)
+        // A state Ferry never writes is reported, not read as something else.
+        try database.writeWithoutCapture { db in try db.execute(sql: "UPDATE ferry_outbox SET state = 'limbo'") }
+        #expect {
+            _ = try database.read { db in try OutboxRecord.fetchAll(db) }
+        } throws: { error in
+            (error as? FerryError)?.code == .outboxStateMismatch && "\(error)".contains("limbo")
+        }
+    }
+
     @Test func batchesGetStrictlyIncreasingIdsAndAreResentUnchanged() throws {
         let database = try NotesAndTasks.inMemory()
         for n in 0..<5 {

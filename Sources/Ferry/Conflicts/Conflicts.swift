@@ -52,19 +52,18 @@ public struct Conflicts: Sendable {
             throw FerryError(.invalidSyncedTable, "table `\(conflict.table)` is no longer synced; discard the conflict instead")
         }
         try database.write { db in
-            try db.execute(sql: "DELETE FROM ferry_conflicts WHERE id = ?", arguments: [conflict.id])
-            guard db.changesCount == 1 else {
+            guard try ConflictRecord.deleteOne(db, key: conflict.id) else {
                 throw FerryError(.conflictNotFound, "conflict \(conflict.id) on `\(conflict.table)` row \(conflict.rowID) was already resolved")
             }
-            let before = try Int64.fetchOne(db, sql: "SELECT max(seq) FROM ferry_outbox") ?? 0
+            let before = try OutboxRecord.select(max(OutboxRecord.Columns.seq), as: Int64.self).fetchOne(db) ?? 0
             try Self.write(choice, for: conflict, layout: layout, db)
             let version = max(conflict.serverVersion ?? 0, conflict.serverRow?.version ?? 0)
             if version > 0 {
                 // Based on the version the report showed: the resolution does not conflict again.
-                try db.execute(sql: """
-                    UPDATE ferry_outbox SET base_version = max(coalesce(base_version, 0), ?)
-                    WHERE seq > ? AND tbl = ? AND row_id = ?
-                    """, arguments: [version, before, conflict.table, conflict.rowID])
+                typealias Columns = OutboxRecord.Columns
+                try OutboxRecord.filter(Columns.seq > before).filter(row: RowKey(table: conflict.table, rowID: conflict.rowID))
+                    .filter(Columns.baseVersion == nil || Columns.baseVersion < version)
+                    .updateAll(db, Columns.baseVersion.set(to: version))
             }
         }
     }
@@ -72,7 +71,7 @@ public struct Conflicts: Sendable {
     /// Removes a conflict from the list without writing anything.
     public func dismiss(_ conflict: SyncConflict) throws {
         try database.write { db in
-            try db.execute(sql: "DELETE FROM ferry_conflicts WHERE id = ?", arguments: [conflict.id])
+            _ = try ConflictRecord.deleteOne(db, key: conflict.id)
         }
     }
 
@@ -108,24 +107,11 @@ public struct Conflicts: Sendable {
     }
 
     static func count(_ db: Database) throws -> Int {
-        try Int.fetchOne(db, sql: "SELECT count(*) FROM ferry_conflicts") ?? 0
+        try ConflictRecord.fetchCount(db)
     }
 
     static func list(_ db: Database) throws -> [SyncConflict] {
-        try Row.fetchAll(db, sql: "SELECT * FROM ferry_conflicts ORDER BY id").map { row in
-            SyncConflict(
-                id: row["id"], table: row["tbl"], rowID: row["row_id"], scope: row["scope"],
-                kind: Conflict.Kind(rawValue: row["kind"]) ?? .column, column: row["column_name"],
-                base: try ColumnValueJSON.decode(row["base"]), mine: try ColumnValueJSON.decode(row["local"]),
-                theirs: try ColumnValueJSON.decode(row["server"]),
-                resolution: Conflict.Resolution(rawValue: row["resolution"]) ?? .unresolved,
-                mutationID: row["mutation_id"],
-                detectedAt: Date(timeIntervalSince1970: Double(row["detected_at"] as Int64) / 1000),
-                overriddenBy: row["overridden_by"],
-                serverRow: try ServerRowRestore.decode(row["server_row"]) ?? nil,
-                serverVersion: row["server_version"],
-                rowValues: try (row["row_values"] as String?).map(ColumnValueJSON.decodeRow))
-        }
+        try ConflictRecord.order(ConflictRecord.Columns.id).fetchAll(db).map { try $0.conflict() }
     }
 }
 

@@ -118,13 +118,13 @@ public struct Outbox: Sendable {
 
     /// Settles mutations the server acknowledged.
     public func markAcknowledged(_ mutations: [PendingMutation]) throws {
-        try settle(mutations.flatMap(\.entrySeqs), state: "acknowledged", reason: nil)
+        try settle(mutations.flatMap(\.entrySeqs), state: .acknowledged, reason: nil)
     }
 
     /// Sets a mutation aside with the server's reason. It is not sent again
     /// and never blocks the mutations after it.
     public func markRejected(_ mutation: PendingMutation, reason: String) throws {
-        try settle(mutation.entrySeqs, state: "rejected", reason: reason)
+        try settle(mutation.entrySeqs, state: .rejected, reason: reason)
     }
 
     /// The mutations the server rejected (or that could never be sent), with
@@ -161,11 +161,11 @@ public struct Outbox: Sendable {
     /// ```
     public func resend(_ rejected: RejectedMutation) throws {
         try database.write { db in
-            try db.execute(sql: """
-                UPDATE ferry_outbox SET state = 'pending', reason = NULL, settled_at = NULL, mutation_id = NULL
-                WHERE seq IN (SELECT value FROM json_each(?)) AND state = 'rejected'
-                """, arguments: [Self.jsonArray(rejected.entrySeqs)])
-            guard db.changesCount == rejected.entrySeqs.count else {
+            let resent = try OutboxRecord.all().filter(seqs: rejected.entrySeqs).filter(state: .rejected).updateAll(db, [
+                OutboxRecord.Columns.state.set(to: OutboxRecord.State.pending), OutboxRecord.Columns.reason.set(to: nil),
+                OutboxRecord.Columns.settledAt.set(to: nil), OutboxRecord.Columns.mutationID.set(to: nil),
+            ])
+            guard resent == rejected.entrySeqs.count else {
                 throw FerryError(.outboxStateMismatch, "the rejected mutation of `\(rejected.table)` row \(rejected.rowID) was already resent, discarded or purged")
             }
         }
@@ -180,25 +180,18 @@ public struct Outbox: Sendable {
         let layout = database.layouts[rejected.table]
         try database.writeWithoutCapture { db in
             try Self.saveHighestStamp(db)
-            let entries = try Row.fetchAll(db, sql: """
-                SELECT scope, server_row FROM ferry_outbox WHERE seq IN (SELECT value FROM json_each(?)) AND state = 'rejected'
-                """, arguments: [Self.jsonArray(rejected.entrySeqs)])
-            try db.execute(sql: """
-                DELETE FROM ferry_outbox WHERE seq IN (SELECT value FROM json_each(?)) AND state = 'rejected'
-                """, arguments: [Self.jsonArray(rejected.entrySeqs)])
-            guard db.changesCount == rejected.entrySeqs.count else {
+            let request = OutboxRecord.all().filter(seqs: rejected.entrySeqs).filter(state: .rejected)
+            let entries = try request.fetchAll(db)
+            guard try request.deleteAll(db) == rejected.entrySeqs.count else {
                 throw FerryError(.outboxStateMismatch, "the rejected mutation of `\(rejected.table)` row \(rejected.rowID) was already resent, discarded or purged")
             }
             guard let layout else { return }
-            if let kept = try ServerRowRestore.decode(entries.lazy.compactMap { $0["server_row"] as String? }.first) {
+            if let kept = try ServerRowRestore.decode(entries.lazy.compactMap(\.serverRow).first) {
                 // A row this database cannot store is left as the edit left it.
                 _ = try ServerRowRestore.restoreIfStorable(kept, table: rejected.table, rowID: rejected.rowID, layout: layout, db)
             } else {
-                let scope: String? = entries.lazy.compactMap { $0["scope"] as String? }.first
-                try db.execute(sql: """
-                    INSERT INTO ferry_row_fetches(tbl, row_id, scope) VALUES (?, ?, ?)
-                    ON CONFLICT(tbl, row_id) DO UPDATE SET scope = excluded.scope
-                    """, arguments: [rejected.table, rejected.rowID, scope])
+                let scope = entries.lazy.compactMap(\.entry.scope).first
+                try RowFetchRecord(table: rejected.table, rowID: rejected.rowID, scope: scope).insert(db, onConflict: .replace)
             }
         }
     }
@@ -206,10 +199,8 @@ public struct Outbox: Sendable {
     /// The entries the server rejected and that are still kept.
     public func rejectedEntries() throws -> [RejectedEntry] {
         try database.read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT * FROM ferry_outbox WHERE state = 'rejected' ORDER BY seq
-                """).map { row in
-                RejectedEntry(entry: try Self.entry(row), reason: row["reason"] ?? "", rejectedAt: row["settled_at"] ?? 0)
+            try OutboxRecord.all().filter(state: .rejected).order(OutboxRecord.Columns.seq).fetchAll(db).map { record in
+                RejectedEntry(entry: record.entry, reason: record.reason ?? "", rejectedAt: record.settledAt ?? 0)
             }
         }
     }
@@ -221,12 +212,13 @@ public struct Outbox: Sendable {
         let now = database.wallClock.nowMilliseconds()
         return try database.write { db in
             try Self.saveHighestStamp(db)
-            try db.execute(sql: """
-                DELETE FROM ferry_outbox
-                WHERE (state = 'acknowledged' AND settled_at <= ?) OR (state = 'rejected' AND settled_at <= ?)
-                """, arguments: [now - OutboxRetention.milliseconds(retention.acknowledged),
-                                 now - OutboxRetention.milliseconds(retention.rejected)])
-            return db.changesCount
+            typealias Columns = OutboxRecord.Columns
+            let acknowledgedBefore = now - OutboxRetention.milliseconds(retention.acknowledged)
+            let rejectedBefore = now - OutboxRetention.milliseconds(retention.rejected)
+            return try OutboxRecord.filter(
+                (Columns.state == OutboxRecord.State.acknowledged && Columns.settledAt <= acknowledgedBefore)
+                    || (Columns.state == OutboxRecord.State.rejected && Columns.settledAt <= rejectedBefore)
+            ).deleteAll(db)
         }
     }
 
@@ -248,20 +240,21 @@ public struct Outbox: Sendable {
     /// past it (a gap it refused, or a new client identity at 0). The
     /// entries are coalesced and numbered again at the next batch.
     static func renumber(after lastApplied: Int64, in db: Database) throws {
-        try db.execute(sql: "UPDATE ferry_outbox SET mutation_id = NULL WHERE state = 'pending' AND mutation_id IS NOT NULL")
+        try OutboxRecord.all().filter(state: .pending).filter(OutboxRecord.Columns.mutationID != nil)
+            .updateAll(db, OutboxRecord.Columns.mutationID.set(to: nil))
         try db.execute(sql: "DELETE FROM ferry_frozen")
         try FerryMeta.setValue(lastApplied, for: .lastMutationID, in: db)
     }
 
     /// Settles mutations inside a transaction the caller runs.
-    static func settle(_ seqs: [Int64], state: String, reason: String?, now: Int64, in db: Database) throws {
-        try db.execute(sql: """
-            UPDATE ferry_outbox SET state = ?, reason = ?, settled_at = ?
-            WHERE seq IN (SELECT value FROM json_each(?)) AND state = 'pending'
-            """, arguments: [state, reason, now, jsonArray(seqs)])
-        if db.changesCount != seqs.count {
+    static func settle(_ seqs: [Int64], state: OutboxRecord.State, reason: String?, now: Int64, in db: Database) throws {
+        let settled = try OutboxRecord.all().filter(seqs: seqs).filter(state: .pending).updateAll(db, [
+            OutboxRecord.Columns.state.set(to: state), OutboxRecord.Columns.reason.set(to: reason),
+            OutboxRecord.Columns.settledAt.set(to: now),
+        ])
+        if settled != seqs.count {
             throw FerryError(.outboxStateMismatch,
-                "\(seqs.count - db.changesCount) of \(seqs.count) outbox entries were not pending; they were already settled or purged")
+                "\(seqs.count - settled) of \(seqs.count) outbox entries were not pending; they were already settled or purged")
         }
         try db.execute(sql: """
             DELETE FROM ferry_frozen WHERE mutation_id IN
@@ -269,7 +262,7 @@ public struct Outbox: Sendable {
             """, arguments: [jsonArray(seqs)])
     }
 
-    private func settle(_ seqs: [Int64], state: String, reason: String?) throws {
+    private func settle(_ seqs: [Int64], state: OutboxRecord.State, reason: String?) throws {
         let now = database.wallClock.nowMilliseconds()
         try database.write { db in
             try Self.settle(seqs, state: state, reason: reason, now: now, in: db)
@@ -301,17 +294,13 @@ public struct Outbox: Sendable {
     /// mutation already handed out among them: a mutation id must always be
     /// resent whole, or the server would drop its other half as a duplicate.
     static func pendingEntries(_ db: Database, limit: Int?) throws -> [OutboxEntry] {
-        var entries = try Row.fetchAll(db, sql: """
-            SELECT seq, tbl, row_id, op, columns, scope, base_version, hlc, mutation_id
-            FROM ferry_outbox WHERE state = 'pending' ORDER BY seq LIMIT ?
-            """, arguments: [limit ?? -1]).map(entry)
+        let pending = OutboxRecord.all().filter(state: .pending).order(OutboxRecord.Columns.seq)
+        var entries = try (limit.map { pending.limit($0) } ?? pending).fetchAll(db).map(\.entry)
         let handedOut = Set(entries.compactMap(\.mutationID))
         if limit != nil, let last = entries.last, !handedOut.isEmpty {
-            entries += try Row.fetchAll(db, sql: """
-                SELECT seq, tbl, row_id, op, columns, scope, base_version, hlc, mutation_id
-                FROM ferry_outbox WHERE state = 'pending' AND seq > ? AND mutation_id IN (SELECT value FROM json_each(?))
-                ORDER BY seq
-                """, arguments: [last.seq, jsonArray(handedOut.sorted())]).map(entry)
+            entries += try pending
+                .filter(OutboxRecord.Columns.seq > last.seq && handedOut.contains(OutboxRecord.Columns.mutationID))
+                .fetchAll(db).map(\.entry)
         }
         return entries
     }
@@ -322,33 +311,25 @@ public struct Outbox: Sendable {
     /// ``OutboxCoalescer`` cancels out (nothing handed out, its first open
     /// entry an insert on no server version, its last a delete).
     static func pendingCount(_ db: Database) throws -> Int {
-        try Int.fetchOne(db.cachedStatement(sql: """
+        try SQLRequest<Int>(literal: """
             SELECT count(*) FROM (
                 SELECT tbl, row_id, max(mutation_id IS NOT NULL) AS frozen,
                        min(CASE WHEN mutation_id IS NULL THEN seq END) AS first_open,
                        max(CASE WHEN mutation_id IS NULL THEN seq END) AS last_open
-                FROM ferry_outbox WHERE state = 'pending' GROUP BY tbl, row_id) g
+                FROM ferry_outbox WHERE state = \(OutboxRecord.State.pending) GROUP BY tbl, row_id) g
             LEFT JOIN ferry_outbox first ON first.seq = g.first_open
             LEFT JOIN ferry_outbox last ON last.seq = g.last_open
-            WHERE g.frozen OR NOT (first.op = 'insert' AND first.base_version IS NULL AND last.op = 'delete')
-            """)) ?? 0
+            WHERE g.frozen OR NOT (first.op = \(OutboxEntry.Operation.insert.rawValue) AND first.base_version IS NULL
+                                   AND last.op = \(OutboxEntry.Operation.delete.rawValue))
+            """, cached: true).fetchOne(db) ?? 0
     }
 
-    static func entry(_ row: Row) throws -> OutboxEntry {
-        let columns: Set<String>?
-        if let json: String = row["columns"] {
-            columns = Set(try JSONDecoder().decode([String].self, from: Data(json.utf8)))
-        } else {
-            columns = nil
-        }
-        let op: String = row["op"]
-        guard let operation = OutboxEntry.Operation(rawValue: op) else {
-            throw FerryError(.outboxStateMismatch, "outbox entry \(row["seq"] as Int64) has unknown operation `\(op)`")
-        }
-        return OutboxEntry(
-            seq: row["seq"], table: row["tbl"], rowID: row["row_id"], operation: operation,
-            columns: columns, scope: row["scope"], baseVersion: row["base_version"],
-            hlc: HLCTimestamp(rawValue: row["hlc"]), mutationID: row["mutation_id"])
+    /// Rejected mutations (a mutation's entries count once; an entry never
+    /// handed out counts alone).
+    static func rejectedCount(_ db: Database) throws -> Int {
+        try OutboxRecord.all().filter(state: .rejected)
+            .select(count(distinct: OutboxRecord.Columns.mutationID ?? -OutboxRecord.Columns.seq), as: Int.self)
+            .fetchOne(db) ?? 0
     }
 
     static func jsonArray(_ values: [Int64]) -> String {

@@ -18,7 +18,7 @@ public struct SetAsideRows: Sendable {
 
     /// How many rows are set aside.
     public func count() throws -> Int {
-        try database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM ferry_set_aside") ?? 0 }
+        try database.read(SetAsideRecord.fetchCount)
     }
 
     /// The list as an async sequence that yields after every change.
@@ -27,10 +27,8 @@ public struct SetAsideRows: Sendable {
     }
 
     static func list(_ db: Database) throws -> [SetAsideRow] {
-        try Row.fetchAll(db, sql: "SELECT tbl, row_id, scope, version, reason FROM ferry_set_aside ORDER BY set_aside_at, tbl, row_id")
-            .map { row in
-                SetAsideRow(table: row["tbl"], rowID: row["row_id"], scope: row["scope"], version: row["version"], reason: row["reason"])
-            }
+        typealias Columns = SetAsideRecord.Columns
+        return try SetAsideRecord.order(Columns.setAsideAt, Columns.table, Columns.rowID).fetchAll(db).map(\.row)
     }
 }
 

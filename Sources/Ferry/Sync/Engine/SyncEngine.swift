@@ -362,8 +362,7 @@ public actor SyncEngine {
     /// server version at hand, and restores them (`GET /v1/rows`).
     private func fetchRows() async throws {
         let wanted = try await database.read { db in
-            try Row.fetchAll(db, sql: "SELECT tbl, row_id, scope FROM ferry_row_fetches")
-                .map { (table: $0["tbl"] as String, rowID: $0["row_id"] as String, scope: $0["scope"] as String?) }
+            try RowFetchRecord.fetchAll(db)
         }
         for row in wanted {
             try Task.checkCancellation()
@@ -388,7 +387,7 @@ public actor SyncEngine {
                         "table": "\(row.table)", "row": "\(row.rowID)",
                     ])
                 }
-                try db.execute(sql: "DELETE FROM ferry_row_fetches WHERE tbl = ? AND row_id = ?", arguments: [row.table, row.rowID])
+                try row.delete(db)
             }
         }
     }
@@ -404,7 +403,7 @@ public actor SyncEngine {
     func refreshCounts() async throws {
         let (pending, conflicts, rejected) = try await database.read { db in
             (try Outbox.pendingCount(db), try Conflicts.count(db),
-             try Int.fetchOne(db, sql: "SELECT count(DISTINCT coalesce(mutation_id, -seq)) FROM ferry_outbox WHERE state = 'rejected'") ?? 0)
+             try Outbox.rejectedCount(db))
         }
         broadcaster.update {
             $0.pendingCount = pending

@@ -23,11 +23,11 @@ enum ClientIdentity {
     /// at the next push. Returns the new id.
     @discardableResult
     static func renew(serverLastApplied: Int64, now: Int64, in db: Database) throws -> String {
-        let applied = try Int64.fetchAll(db, sql: """
-            SELECT seq FROM ferry_outbox WHERE state = 'pending' AND mutation_id IS NOT NULL AND mutation_id <= ?
-            """, arguments: [serverLastApplied])
+        let applied = try OutboxRecord.all().filter(state: .pending)
+            .filter(OutboxRecord.Columns.mutationID != nil && OutboxRecord.Columns.mutationID <= serverLastApplied)
+            .select(OutboxRecord.Columns.seq, as: Int64.self).fetchAll(db)
         if !applied.isEmpty {
-            try Outbox.settle(applied, state: "acknowledged", reason: nil, now: now, in: db)
+            try Outbox.settle(applied, state: .acknowledged, reason: nil, now: now, in: db)
         }
         let clientID = UUID().uuidString.lowercased()
         try FerryMeta.setValue(clientID, for: .clientID, in: db)

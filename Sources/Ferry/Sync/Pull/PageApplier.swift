@@ -93,16 +93,15 @@ struct PageApplier {
         do {
             var report = Report()
             if page.reset && movesCursor {
-                try db.execute(sql: """
-                    INSERT INTO ferry_cursors(scope, cursor, refetching) VALUES (?, NULL, 1)
-                    ON CONFLICT(scope) DO UPDATE SET refetching = 1
-                    """, arguments: [page.scope])
+                var record = try ScopeCursorRecord.find(page.scope, db)
+                record.refetching = true
+                try record.save(db)
                 try db.execute(sql: "DELETE FROM ferry_refetch_seen WHERE scope = ?", arguments: [page.scope])
             }
-            let refetching = try Bool.fetchOne(db, sql: "SELECT refetching FROM ferry_cursors WHERE scope = ?",
-                                               arguments: [page.scope]) ?? false
+            var cursorRecord = try ScopeCursorRecord.find(page.scope, db)
+            let refetching = cursorRecord.refetching
             let pending = try Outbox.pendingEdits(db)
-            let context = PageContext(setAsideRows: try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM ferry_set_aside)") ?? true)
+            let context = PageContext(setAsideRows: try !SetAsideRecord.all().isEmpty(db))
             context.known = try Self.knownVersions(of: page.changes, db)
             var start = 0
             while start < page.changes.count {
@@ -133,16 +132,14 @@ struct PageApplier {
             try Self.record(context, scope: page.scope, db)
             if refetching && !page.hasMore && movesCursor {
                 report.swept = try sweep(scope: page.scope, db)
-                try db.execute(sql: "UPDATE ferry_cursors SET refetching = 0 WHERE scope = ?", arguments: [page.scope])
+                cursorRecord.refetching = false
                 try db.execute(sql: "DELETE FROM ferry_refetch_seen WHERE scope = ?", arguments: [page.scope])
             }
             report.notices = try storeNotices(page, now: now, db)
             if movesCursor {
-                try db.execute(sql: """
-                    INSERT INTO ferry_cursors(scope, cursor, notice_cursor) VALUES (?, ?, ?)
-                    ON CONFLICT(scope) DO UPDATE SET cursor = excluded.cursor,
-                        notice_cursor = coalesce(excluded.notice_cursor, ferry_cursors.notice_cursor)
-                    """, arguments: [page.scope, page.cursor, page.noticeCursor])
+                cursorRecord.cursor = page.cursor
+                cursorRecord.noticeCursor = page.noticeCursor ?? cursorRecord.noticeCursor
+                try cursorRecord.save(db)
             }
             try receiveStamps(of: page, db)
             return report
@@ -156,13 +153,14 @@ struct PageApplier {
     private func storeNotices(_ page: PullPage, now: Int64, _ db: Database) throws -> Int {
         var stored = 0
         for notice in page.notices where database.layouts[notice.table] != nil {
-            let held = try Bool.fetchOne(db, sql: "SELECT 1 FROM ferry_conflicts WHERE notice_id = ? AND scope = ?",
-                                         arguments: [notice.id, page.scope]) ?? false
+            let held = try !ConflictRecord
+                .filter(ConflictRecord.Columns.noticeID == notice.id && ConflictRecord.Columns.scope == page.scope).isEmpty(db)
             if held { continue }
-            try PushRecorder.insert(
+            var record = try ConflictRecord(
                 notice.conflict, table: notice.table, rowID: notice.rowID, scope: page.scope, mutationID: 0,
                 serverVersion: notice.row?.version, serverRow: try notice.row.map(ServerRowRestore.encode), rowValues: nil,
-                noticeID: notice.id, overriddenBy: notice.overriddenBy, now: now, db)
+                noticeID: notice.id, overriddenBy: notice.overriddenBy, detectedAt: now)
+            try record.insert(db)
             stored += 1
         }
         return stored
@@ -322,15 +320,12 @@ struct PageApplier {
     // MARK: - Rows set aside
 
     private func setAside(_ change: RowChange, _ row: SetAsideRow, now: Int64, refetching: Bool, _ db: Database) throws {
-        try db.execute(sql: """
-            INSERT INTO ferry_set_aside(tbl, row_id, scope, version, deleted, row_values, reason, set_aside_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT(tbl, row_id) DO UPDATE SET scope = excluded.scope, version = excluded.version,
-                deleted = excluded.deleted, row_values = excluded.row_values, reason = excluded.reason,
-                set_aside_at = excluded.set_aside_at
-            WHERE excluded.version >= ferry_set_aside.version
-            """, arguments: [change.table, change.rowID, row.scope, change.version, change.deleted,
-                             try ColumnValueJSON.encodeRow(change.values), row.reason, now])
+        let held = try SetAsideRecord.fetchOne(db, key: ["tbl": change.table, "row_id": change.rowID])
+        if held.map({ $0.version <= change.version }) ?? true {
+            try SetAsideRecord(table: change.table, rowID: change.rowID, scope: row.scope, version: change.version,
+                               deleted: change.deleted, rowValues: try ColumnValueJSON.encodeRow(change.values),
+                               reason: row.reason, setAsideAt: now).save(db)
+        }
         if refetching {
             // Seen, though not applied: the sweep must not delete the local row.
             try db.execute(sql: "INSERT OR IGNORE INTO ferry_refetch_seen(scope, tbl, row_id) VALUES (?, ?, ?)",
@@ -340,19 +335,17 @@ struct PageApplier {
 
     private func retrySetAside(scope: String, refetching: Bool, pending: [RowKey: RowRebase.Pending],
                                context: PageContext, now: Int64, _ db: Database) throws -> Int {
-        let rows = try Row.fetchAll(db, sql: """
-            SELECT tbl, row_id, version, deleted, row_values FROM ferry_set_aside WHERE scope = ? ORDER BY set_aside_at
-            """, arguments: [scope])
+        let held = try SetAsideRecord.filter(SetAsideRecord.Columns.scope == scope)
+            .order(SetAsideRecord.Columns.setAsideAt).fetchAll(db)
         var recovered = 0
-        for row in rows {
-            let change = RowChange(table: row["tbl"], rowID: row["row_id"], version: row["version"],
-                                   deleted: row["deleted"], values: try ColumnValueJSON.decodeRow(row["row_values"]))
+        for var record in held {
             do {
-                _ = try applyTogether([change], scope: scope, refetching: refetching, pending: pending, context: context, db)
+                _ = try applyTogether([try record.change()], scope: scope, refetching: refetching, pending: pending,
+                                      context: context, db)
                 recovered += 1
             } catch {
-                try db.execute(sql: "UPDATE ferry_set_aside SET reason = ? WHERE tbl = ? AND row_id = ?",
-                               arguments: [String(describing: error), change.table, change.rowID])
+                record.reason = String(describing: error)
+                try record.update(db, columns: [SetAsideRecord.Columns.reason])
             }
         }
         return recovered
@@ -380,9 +373,11 @@ struct PageApplier {
             try db.execute(sql: """
                 DELETE FROM \(table) WHERE \(condition)
                 AND \(key) NOT IN (SELECT row_id FROM ferry_refetch_seen WHERE scope = ? AND tbl = ?)
-                AND \(key) NOT IN (SELECT row_id FROM ferry_outbox WHERE state = 'pending' AND tbl = ? AND op <> 'delete')
+                AND \(key) NOT IN (SELECT row_id FROM ferry_outbox WHERE state = ? AND tbl = ? AND op <> ?)
                 """, arguments: StatementArguments(arguments + [scope.databaseValue, layout.table.name.databaseValue,
-                                                                layout.table.name.databaseValue]))
+                                                                OutboxRecord.State.pending.databaseValue,
+                                                                layout.table.name.databaseValue,
+                                                                OutboxEntry.Operation.delete.rawValue.databaseValue]))
             removed += db.changesCount
             try db.execute(sql: "DELETE FROM ferry_rows WHERE tbl = ? AND row_id NOT IN (SELECT \(key) FROM \(table))",
                            arguments: [layout.table.name])

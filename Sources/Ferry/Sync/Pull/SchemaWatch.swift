@@ -25,8 +25,7 @@ enum SchemaWatch {
         if grown {
             // As after a reset: from scratch, with the sweep at the end, so
             // rows deleted on the server meanwhile go too.
-            try db.execute(sql: "UPDATE ferry_cursors SET cursor = NULL, refetching = 1")
-            try db.execute(sql: "DELETE FROM ferry_refetch_seen")
+            try ScopeCursorRecord.startOver(nil, db)
         }
         return grown
     }

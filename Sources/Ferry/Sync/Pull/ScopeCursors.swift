@@ -16,9 +16,9 @@ struct ScopeCursors: Sendable {
     static func load(_ database: FerryDatabase) async throws -> ScopeCursors {
         try await database.read { db in
             var cursors = ScopeCursors()
-            for row in try Row.fetchAll(db, sql: "SELECT scope, cursor, notice_cursor FROM ferry_cursors") {
-                cursors.rows[row["scope"]] = row["cursor"]
-                cursors.notices[row["scope"]] = row["notice_cursor"]
+            for record in try ScopeCursorRecord.fetchAll(db) {
+                cursors.rows[record.scope] = record.cursor
+                cursors.notices[record.scope] = record.noticeCursor
             }
             return cursors
         }
@@ -38,8 +38,7 @@ struct ScopeCursors: Sendable {
     /// no notice is delivered twice.
     mutating func resetRows(of scope: String, in database: FerryDatabase) async throws {
         try await database.write { db in
-            try db.execute(sql: "UPDATE ferry_cursors SET cursor = NULL, refetching = 1 WHERE scope = ?", arguments: [scope])
-            try db.execute(sql: "DELETE FROM ferry_refetch_seen WHERE scope = ?", arguments: [scope])
+            try ScopeCursorRecord.startOver(scope, db)
         }
         rows[scope] = nil
     }
@@ -47,7 +46,7 @@ struct ScopeCursors: Sendable {
     /// Notices start over (stored ones are not stored twice).
     mutating func resetNotices(of scope: String, in database: FerryDatabase) async throws {
         try await database.write { db in
-            try db.execute(sql: "UPDATE ferry_cursors SET notice_cursor = NULL WHERE scope = ?", arguments: [scope])
+            try ScopeCursorRecord.filter(key: scope).updateAll(db, ScopeCursorRecord.Columns.noticeCursor.set(to: nil))
         }
         notices[scope] = nil
     }

@@ -44,24 +44,24 @@ struct PushRecorder {
                     acknowledged += mutation.entrySeqs
                     report.acknowledged += 1
                 case .conflict:
-                    try Outbox.settle(mutation.entrySeqs, state: "acknowledged", reason: nil, now: now, in: db)
+                    try Outbox.settle(mutation.entrySeqs, state: .acknowledged, reason: nil, now: now, in: db)
                     report.acknowledged += 1
                     report.conflicts += try store(result, of: mutation, now: now, db)
                 case .rejected:
-                    try Outbox.settle(mutation.entrySeqs, state: "rejected",
+                    try Outbox.settle(mutation.entrySeqs, state: .rejected,
                                       reason: result.reason ?? "rejected by the server", now: now, in: db)
                     // The server's row as it stays: discarding the edit restores it. A reply
                     // without a row (no such row, or a server that predates rows in replies)
                     // leaves the row to be read back with `GET /v1/rows` on discard.
                     if let row = result.row {
-                        try db.execute(sql: "UPDATE ferry_outbox SET server_row = ? WHERE seq IN (SELECT value FROM json_each(?))",
-                                       arguments: [try ServerRowRestore.encode(row), Outbox.jsonArray(mutation.entrySeqs)])
+                        try OutboxRecord.all().filter(seqs: mutation.entrySeqs)
+                            .updateAll(db, OutboxRecord.Columns.serverRow.set(to: try ServerRowRestore.encode(row)))
                     }
                     report.rejected += 1
                 }
             }
             if !acknowledged.isEmpty {
-                try Outbox.settle(acknowledged, state: "acknowledged", reason: nil, now: now, in: db)
+                try Outbox.settle(acknowledged, state: .acknowledged, reason: nil, now: now, in: db)
             }
             return report
         }
@@ -72,7 +72,7 @@ struct PushRecorder {
     func refuse(_ mutation: PendingMutation, reason: String) async throws {
         let now = database.wallClock.nowMilliseconds()
         try await database.write { db in
-            try Outbox.settle(mutation.entrySeqs, state: "rejected", reason: reason, now: now, in: db)
+            try Outbox.settle(mutation.entrySeqs, state: .rejected, reason: reason, now: now, in: db)
         }
     }
 
@@ -96,9 +96,11 @@ struct PushRecorder {
         let scope = mutation.scope ?? userScope
         let serverRow = try result.row.map { try ServerRowRestore.encode($0) }
         for conflict in result.conflicts {
-            try Self.insert(conflict, table: mutation.table, rowID: mutation.rowID, scope: scope, mutationID: result.mutationID,
-                            serverVersion: result.version, serverRow: serverRow, rowValues: snapshot, noticeID: nil,
-                            overriddenBy: nil, now: now, db)
+            var record = try ConflictRecord(
+                conflict, table: mutation.table, rowID: mutation.rowID, scope: scope, mutationID: result.mutationID,
+                serverVersion: result.version, serverRow: serverRow, rowValues: snapshot, noticeID: nil,
+                overriddenBy: nil, detectedAt: now)
+            try record.insert(db)
         }
         try adoptServerValues(result.conflicts, of: mutation, layout: layout, db)
         if lostToDelete || overrodeUpdate {
@@ -113,9 +115,8 @@ struct PushRecorder {
             }
         }
         if lostToDelete {
-            let stillPending = try Bool.fetchOne(db, sql: """
-                SELECT 1 FROM ferry_outbox WHERE state = 'pending' AND tbl = ? AND row_id = ? LIMIT 1
-                """, arguments: [mutation.table, mutation.rowID]) ?? false
+            let stillPending = try !OutboxRecord.all().filter(state: .pending)
+                .filter(row: RowKey(table: mutation.table, rowID: mutation.rowID)).isEmpty(db)
             if !stillPending {
                 // The delete won on the server; the row's values live on in the conflict.
                 try db.execute(sql: "DELETE FROM \(SQLText.identifier(layout.table.name)) WHERE \(SQLText.identifier(layout.primaryKey)) = ?",
@@ -123,20 +124,6 @@ struct PushRecorder {
             }
         }
         return result.conflicts.count
-    }
-
-    /// Stores one reported conflict, from a push reply or a notice.
-    static func insert(_ conflict: Conflict, table: String, rowID: String, scope: String, mutationID: Int64,
-                       serverVersion: Int64?, serverRow: String?, rowValues: String?, noticeID: String?,
-                       overriddenBy: String?, now: Int64, _ db: Database) throws {
-        try db.execute(sql: """
-            INSERT INTO ferry_conflicts(tbl, row_id, scope, kind, column_name, base, local, server, resolution,
-                                        mutation_id, server_version, row_values, detected_at, notice_id, overridden_by, server_row)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [table, rowID, scope, conflict.kind.rawValue, conflict.column,
-                             try ColumnValueJSON.encode(conflict.base), try ColumnValueJSON.encode(conflict.local),
-                             try ColumnValueJSON.encode(conflict.server), conflict.resolution.rawValue,
-                             mutationID, serverVersion, rowValues, now, noticeID, overriddenBy, serverRow])
     }
 
     /// Where the server kept its value (or left it for the app), the local

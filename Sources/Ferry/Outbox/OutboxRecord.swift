@@ -1,0 +1,93 @@
+import FerryProtocol
+import Foundation
+import GRDB
+
+/// One row of `ferry_outbox`: a captured write and where it stands.
+///
+/// The capture triggers insert these rows (in SQL, in the app's own
+/// transaction); everything else reads and settles them through this record.
+///
+/// ```swift
+/// let rejected = try OutboxRecord.filter(OutboxRecord.Columns.state == OutboxRecord.State.rejected).fetchAll(db)
+/// ```
+struct OutboxRecord: FetchableRecord, TableRecord, Sendable {
+    static let databaseTableName = "ferry_outbox"
+
+    /// Where an entry stands. New entries are `pending` (the column's default).
+    enum State: String, DatabaseValueConvertible, Sendable {
+        /// Not yet acknowledged: it is pushed (again) at the next sync.
+        case pending
+        /// The server acknowledged it; kept for the outbox retention, then purged.
+        case acknowledged
+        /// Set aside with a reason: never sent again unless resent.
+        case rejected
+    }
+
+    enum Columns {
+        static let seq = Column("seq")
+        static let table = Column("tbl")
+        static let rowID = Column("row_id")
+        static let operation = Column("op")
+        static let columns = Column("columns")
+        static let scope = Column("scope")
+        static let baseVersion = Column("base_version")
+        static let hlc = Column("hlc")
+        static let mutationID = Column("mutation_id")
+        static let state = Column("state")
+        static let reason = Column("reason")
+        static let settledAt = Column("settled_at")
+        static let serverRow = Column("server_row")
+    }
+
+    var entry: OutboxEntry
+    var state: State
+    var reason: String?
+    var settledAt: Int64?
+    /// For a rejected entry: the server's row at the rejection (JSON
+    /// ``ServerRow``, or `absent`), restored when it is discarded.
+    var serverRow: String?
+
+    init(row: Row) throws {
+        let columns: Set<String>?
+        if let json: String = row[Columns.columns] {
+            columns = Set(try JSONDecoder().decode([String].self, from: Data(json.utf8)))
+        } else {
+            columns = nil
+        }
+        let seq: Int64 = row[Columns.seq]
+        let op: String = row[Columns.operation]
+        guard let operation = OutboxEntry.Operation(rawValue: op) else {
+            throw FerryError(.outboxStateMismatch, "outbox entry \(seq) has unknown operation `\(op)`")
+        }
+        let state: String = row[Columns.state]
+        guard let known = State(rawValue: state) else {
+            throw FerryError(.outboxStateMismatch, "outbox entry \(seq) has unknown state `\(state)`")
+        }
+        entry = OutboxEntry(
+            seq: seq, table: row[Columns.table], rowID: row[Columns.rowID], operation: operation,
+            columns: columns, scope: row[Columns.scope], baseVersion: row[Columns.baseVersion],
+            hlc: HLCTimestamp(rawValue: row[Columns.hlc]), mutationID: row[Columns.mutationID])
+        self.state = known
+        reason = row[Columns.reason]
+        settledAt = row[Columns.settledAt]
+        serverRow = row[Columns.serverRow]
+    }
+}
+
+extension DerivableRequest<OutboxRecord> {
+    /// Entries in `state`.
+    func filter(state: OutboxRecord.State) -> Self {
+        filter(OutboxRecord.Columns.state == state)
+    }
+
+    /// The entries numbered `seqs`, however many (one bound JSON array,
+    /// not one variable per entry).
+    func filter(seqs: [Int64]) -> Self {
+        filter(sql: "seq IN (SELECT value FROM json_each(?))", arguments: [Outbox.jsonArray(seqs)])
+    }
+
+    /// The entries of one row.
+    func filter(row: RowKey) -> Self {
+        filter(OutboxRecord.Columns.table == row.table && OutboxRecord.Columns.rowID == row.rowID)
+    }
+}

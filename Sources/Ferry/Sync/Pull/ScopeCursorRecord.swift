@@ -1,0 +1,44 @@
+import GRDB
+
+/// One row of `ferry_cursors`: where a followed scope's pull stands.
+///
+/// ```swift
+/// var record = try ScopeCursorRecord.fetchOne(db, key: scope) ?? ScopeCursorRecord(scope: scope)
+/// record.cursor = page.cursor
+/// try record.save(db)
+/// ```
+struct ScopeCursorRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
+    static let databaseTableName = "ferry_cursors"
+
+    var scope: String
+    /// The row cursor of the last page applied; `nil` starts from scratch.
+    var cursor: String?
+    /// A from-scratch fetch after a reset, finished by a sweep.
+    var refetching: Bool = false
+    /// Apart from `cursor`: a refetch after a reset does not deliver notices again.
+    var noticeCursor: String?
+
+    enum CodingKeys: String, CodingKey {
+        case scope, cursor, refetching, noticeCursor = "notice_cursor"
+    }
+
+    enum Columns {
+        static let scope = Column(CodingKeys.scope)
+        static let cursor = Column(CodingKeys.cursor)
+        static let refetching = Column(CodingKeys.refetching)
+        static let noticeCursor = Column(CodingKeys.noticeCursor)
+    }
+
+    /// The record of `scope`, or a new one that starts from scratch.
+    static func find(_ scope: String, _ db: Database) throws -> ScopeCursorRecord {
+        try fetchOne(db, key: scope) ?? ScopeCursorRecord(scope: scope)
+    }
+
+    /// Starts `scope` (or every scope) over from scratch, as after a reset:
+    /// its rows come again and a sweep at the end removes the ones that did not.
+    static func startOver(_ scope: String?, _ db: Database) throws {
+        let request = scope.map { ScopeCursorRecord.filter(key: $0) } ?? ScopeCursorRecord.all()
+        try request.updateAll(db, Columns.cursor.set(to: nil), Columns.refetching.set(to: true))
+        try db.execute(sql: "DELETE FROM ferry_refetch_seen WHERE ? IS NULL OR scope = ?", arguments: [scope, scope])
+    }
+}
