@@ -46,7 +46,7 @@ public actor SyncEngine {
     let broadcaster = StatusBroadcaster()
     let logger: Logger
     private var running: Task<SyncSummary, any Error>?
-    private var identityChecked = false
+    var identityChecked = false
     /// Waits out backoffs, debounces and periods (a test clock in tests).
     let clock: any Clock<Duration>
     /// The jitter of backoffs, in `0 ..< 1`.
@@ -127,210 +127,19 @@ public actor SyncEngine {
         }
     }
 
-    // MARK: - One sync
-
-    /// Runs one sync by performing the actions ``SyncStateMachine`` decides.
-    private func cycleWithRetries(attempts: Int?) async throws -> SyncSummary {
-        var summary = SyncSummary()
-        broadcaster.update { $0.pushed = 0; $0.pulled = 0 }
-        var machine = SyncStateMachine(
-            settings: .init(scopes: configuration.scopes, pushBatchSize: configuration.pushBatchSize, retry: configuration.retry,
-                            attempts: attempts, poisonAttempts: configuration.poisonAttempts),
-            identityChecked: identityChecked, random: random
-        )
-        let recorder = PushRecorder(database: database, userScope: configuration.userScope)
-        let applier = PageApplier(database: database, userScope: configuration.userScope)
-        var cursors = ScopeCursors()
-        /// The last batch pushed: a mutation set aside is its only one.
-        var batch: [PendingMutation] = []
-        /// The failure the machine is told of last, for the error a stop throws.
-        var lastError: (any Error)?
-        var action = machine.start()
-
-        /// The event for a failed step, remembering the error.
-        func failure(_ error: any Error) -> SyncFailure {
-            lastError = error
-            return SyncFailure(error)
-        }
-
-        while true {
-            try Task.checkCancellation()
-            switch action {
-            case .checkIdentity:
-                do {
-                    let renewed = try await checkIdentity()
-                    identityChecked = true
-                    if renewed { summary.identityRenewed = true }
-                    action = machine.handle(.identityChecked(renewed: renewed))
-                } catch {
-                    action = machine.handle(.failed(failure(error)))
-                }
-            case .refetchGrownTables:
-                let layouts = database.layouts
-                try await database.write { db in try SchemaWatch.refetchIfGrown(layouts, in: db) }
-                // Read after the refetch, which drops the grown tables' cursors.
-                cursors = try await ScopeCursors.load(database)
-                action = machine.handle(.tablesRefetched)
-            case .push(let limit):
-                broadcaster.update { $0.phase = .pushing }
-                let batchStart = ContinuousClock.now
-                let outbox = database.outbox
-                batch = try await database.write { db in try outbox.takeBatch(limit: limit, db) }
-                summary.inDatabase += ContinuousClock.now - batchStart
-                guard !batch.isEmpty else {
-                    action = machine.handle(.nothingToPush)
-                    continue
-                }
-                let request = PushRequest(clientID: try await clientID(), mutations: batch.map(wire))
-                let reply: PushResponse
-                do {
-                    reply = try await timed(&summary.waitingForServer) {
-                        try await transport.push(request, token: credentials.token)
-                    }
-                } catch {
-                    action = machine.handle(.pushFailed(size: batch.count, failure(error)))
-                    continue
-                }
-                let recordStart = ContinuousClock.now
-                let report = try await recorder.record(reply, for: batch)
-                summary.inDatabase += ContinuousClock.now - recordStart
-                if report.restoredFromBackup {
-                    _ = try await renewIfRestored(serverLastApplied: reply.lastAppliedMutationID)
-                    summary.identityRenewed = true
-                    action = machine.handle(.pushed(size: batch.count, renewed: true))
-                    continue
-                }
-                summary.pushed += report.acknowledged
-                summary.conflicts += report.conflicts
-                summary.rejected += report.rejected
-                let pushed = summary.pushed
-                let pending = try await database.read(Outbox.pendingCount)
-                broadcaster.update { $0.pushed = pushed; $0.pendingCount = pending }
-                action = machine.handle(.pushed(size: batch.count, renewed: false))
-            case .renumber(let lastApplied):
-                try await database.write { db in try Outbox.renumber(after: lastApplied, in: db) }
-                action = machine.handle(.renumbered)
-            case .setAside(let reason):
-                try await recorder.refuse(batch[0], reason: reason)
-                summary.rejected += 1
-                logger.warning("a mutation was set aside", metadata: ["mutation": "\(batch[0].mutationID ?? 0)", "reason": "\(reason)"])
-                action = machine.handle(.setAside)
-            case .probe:
-                do {
-                    _ = try await transport.push(PushRequest(clientID: try await clientID(), mutations: []), token: credentials.token)
-                    action = machine.handle(.probed(nil))
-                } catch {
-                    let probeFailure = SyncFailure(error)
-                    action = machine.handle(.probed(probeFailure))
-                }
-            case .readBackRows:
-                do {
-                    try await fetchRows()
-                    action = machine.handle(.rowsReadBack)
-                } catch {
-                    action = machine.handle(.failed(failure(error)))
-                }
-            case .pull(let asked):
-                broadcaster.update { $0.phase = .pulling }
-                let request = PullRequest(
-                    clientID: try await clientID(),
-                    scopes: asked.map { cursors.request(for: $0) },
-                    limit: configuration.pullPageSize)
-                let reply: PullResponse
-                do {
-                    reply = try await timed(&summary.waitingForServer) {
-                        try await transport.pull(request, token: credentials.token)
-                    }
-                } catch {
-                    let scope = asked[0]
-                    let failed = failure(error)
-                    let hasCursor = cursors.rows[scope] != nil, hasNoticeCursor = cursors.notices[scope] != nil
-                    if case .refused(let status, let message) = failed, asked.count == 1, !(status == 400 && (hasCursor || hasNoticeCursor)) {
-                        logger.warning("the server refuses to pull a scope; skipping it", metadata: ["scope": "\(scope)", "error": "\(message)"])
-                        broadcaster.update { $0.lastError = "pulling \(scope): HTTP \(status): \(message)" }
-                    }
-                    action = machine.handle(.pullFailed(asked: asked, failed, hasCursor: hasCursor, hasNoticeCursor: hasNoticeCursor))
-                    continue
-                }
-                let renewed = try await renewIfRestored(serverLastApplied: reply.lastAppliedMutationID)
-                if renewed { summary.identityRenewed = true }
-                var more: [String] = []
-                for page in reply.pages {
-                    try Task.checkCancellation()
-                    let applyStart = ContinuousClock.now
-                    let report = try await applier.apply(page)
-                    summary.inDatabase += ContinuousClock.now - applyStart
-                    if page.reset { summary.resets += 1 }
-                    summary.pulled += page.changes.count
-                    summary.setAside += report.setAside
-                    summary.swept += report.swept
-                    summary.conflicts += report.notices
-                    cursors.advance(page)
-                    if page.hasMore { more.append(page.scope) }
-                    if !report.setAside.isEmpty {
-                        logger.warning("pulled rows set aside", metadata: ["rows": "\(report.setAside)"])
-                    }
-                    let pulled = summary.pulled
-                    broadcaster.update { $0.pulled = pulled }
-                }
-                action = machine.handle(.pulled(asked: asked, more: more, renewed: renewed))
-            case .resetCursor(let scope):
-                try await cursors.resetRows(of: scope, in: database)
-                summary.resets += 1
-                action = machine.handle(.cursorReset)
-            case .resetNoticeCursor(let scope):
-                try await cursors.resetNotices(of: scope, in: database)
-                action = machine.handle(.cursorReset)
-            case .refreshToken:
-                action = machine.handle(.tokenRefreshed(await credentials.refresh()))
-            case .wait(let delay):
-                summary.retries += 1
-                let error = lastError.map { "\($0)" }
-                logger.info("sync failed, retrying", metadata: ["error": "\(error ?? "")", "delay": "\(delay)"])
-                broadcaster.update { $0.phase = .backingOff; $0.lastError = error }
-                try await clock.sleep(for: delay)
-                action = machine.handle(.waited)
-            case .finish(let refused):
-                summary.refusedScopes = refused
-                let now = database.wallClock.nowMilliseconds()
-                try await database.write { db in try FerryMeta.setValue(now, for: .lastSyncAt, in: db) }
-                try await refreshCounts()
-                broadcaster.update {
-                    $0.phase = .idle
-                    $0.lastError = refused.isEmpty ? nil : "the server refused to pull \(refused.joined(separator: ", "))"
-                    $0.lastSuccessfulSync = Date(timeIntervalSince1970: Double(now) / 1000)
-                }
-                return summary
-            case .fail(let stop):
-                let error = lastError ?? FerryError(.serverRefused, "the sync stopped")
-                broadcaster.update { $0.phase = stop == .unauthorized ? .unauthorized : .idle; $0.lastError = "\(error)" }
-                switch stop {
-                case .gaveUp(let attempts):
-                    throw FerryError(.serverUnavailable, "sync gave up after \(attempts) attempts; last failure: \(error)")
-                case .unauthorized:
-                    throw FerryError(.unauthorized, "the server refused the token and no new one was available: \(error)")
-                case .refused:
-                    throw FerryError(.serverRefused, "the server refused a request: \(error)")
-                case .fatal:
-                    throw error
-                }
-            }
-        }
-    }
-
-    private func clientID() async throws -> String {
+    func clientID() async throws -> String {
         try await database.read { db in try FerryDatabase.clientID(db) }
     }
 
     /// Asks the server how far it got with this client id (an empty push)
     /// before numbering new mutations, so a database file restored from an
     /// older copy takes a new identity before it sends.
-    private func checkIdentity() async throws -> Bool {
+    func checkIdentity() async throws -> Bool {
         let reply = try await transport.push(PushRequest(clientID: try await clientID(), mutations: []), token: credentials.token)
         return try await renewIfRestored(serverLastApplied: reply.lastAppliedMutationID)
     }
 
-    private func renewIfRestored(serverLastApplied: Int64) async throws -> Bool {
+    func renewIfRestored(serverLastApplied: Int64) async throws -> Bool {
         let now = database.wallClock.nowMilliseconds()
         let renewed: String? = try await database.write { db in
             guard try ClientIdentity.isRestoredCopy(serverLastApplied: serverLastApplied, in: db) else { return nil }
@@ -342,7 +151,7 @@ public actor SyncEngine {
         return renewed != nil
     }
 
-    private func wire(_ mutation: PendingMutation) -> Mutation {
+    func wire(_ mutation: PendingMutation) -> Mutation {
         let key = database.layouts[mutation.table]?.primaryKey
         return Mutation(
             mutationID: mutation.mutationID ?? 0,
@@ -360,7 +169,7 @@ public actor SyncEngine {
 
     /// Reads back the rows whose refused edits were discarded with no
     /// server version at hand, and restores them (`GET /v1/rows`).
-    private func fetchRows() async throws {
+    func fetchRows() async throws {
         let wanted = try await database.read { db in
             try RowFetchRecord.fetchAll(db)
         }
@@ -392,7 +201,7 @@ public actor SyncEngine {
         }
     }
 
-    private func timed<T>(_ total: inout Duration, _ body: () async throws -> T) async throws -> T {
+    func timed<T>(_ total: inout Duration, _ body: () async throws -> T) async throws -> T {
         let start = ContinuousClock.now
         defer { total += ContinuousClock.now - start }
         return try await body()

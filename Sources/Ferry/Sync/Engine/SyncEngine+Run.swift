@@ -1,0 +1,236 @@
+import FerryProtocol
+import Foundation
+import GRDB
+
+/// What one sync holds while it runs: the state machine that decides each
+/// step, what the steps did so far, and where each followed scope stands.
+struct SyncRun {
+    var machine: SyncStateMachine
+    var summary = SyncSummary()
+    var cursors = ScopeCursors()
+    /// The last batch pushed: a mutation set aside is its only one.
+    var batch: [PendingMutation] = []
+    /// The failure the machine was told of last, for the error a stop throws.
+    var lastError: (any Error)?
+    let recorder: PushRecorder
+    let applier: PageApplier
+
+    /// The event for a failed step, remembering the error.
+    mutating func failure(_ error: any Error) -> SyncFailure {
+        lastError = error
+        return SyncFailure(error)
+    }
+}
+
+extension SyncEngine {
+    /// Runs one sync: performs each action ``SyncStateMachine`` decides and
+    /// tells it what came of it, until it finishes or stops.
+    func cycleWithRetries(attempts: Int?) async throws -> SyncSummary {
+        broadcaster.update { $0.pushed = 0; $0.pulled = 0 }
+        var run = SyncRun(
+            machine: SyncStateMachine(
+                settings: .init(scopes: configuration.scopes, pushBatchSize: configuration.pushBatchSize,
+                                retry: configuration.retry, attempts: attempts, poisonAttempts: configuration.poisonAttempts),
+                identityChecked: identityChecked, random: random),
+            recorder: PushRecorder(database: database, userScope: configuration.userScope),
+            applier: PageApplier(database: database, userScope: configuration.userScope))
+        var action = run.machine.start()
+        while true {
+            try Task.checkCancellation()
+            let event: SyncStateMachine.Event
+            switch action {
+            case .checkIdentity: event = await checkIdentity(&run)
+            case .refetchGrownTables: event = try await refetchGrownTables(&run)
+            case .push(let limit): event = try await push(limit: limit, &run)
+            case .renumber(let lastApplied): event = try await renumber(after: lastApplied)
+            case .setAside(let reason): event = try await setAside(reason: reason, &run)
+            case .probe: event = await probe()
+            case .readBackRows: event = await readBackRows(&run)
+            case .pull(let scopes): event = try await pull(scopes, &run)
+            case .resetCursor(let scope):
+                try await run.cursors.resetRows(of: scope, in: database)
+                run.summary.resets += 1
+                event = .cursorReset
+            case .resetNoticeCursor(let scope):
+                try await run.cursors.resetNotices(of: scope, in: database)
+                event = .cursorReset
+            case .refreshToken: event = .tokenRefreshed(await credentials.refresh())
+            case .wait(let delay): event = try await wait(delay, &run)
+            case .finish(let refused): return try await finish(refusedScopes: refused, &run)
+            case .fail(let stop): throw fail(stop, run)
+            }
+            action = run.machine.handle(event)
+        }
+    }
+
+    // MARK: - Steps
+
+    private func checkIdentity(_ run: inout SyncRun) async -> SyncStateMachine.Event {
+        do {
+            let renewed = try await checkIdentity()
+            identityChecked = true
+            if renewed { run.summary.identityRenewed = true }
+            return .identityChecked(renewed: renewed)
+        } catch {
+            return .failed(run.failure(error))
+        }
+    }
+
+    private func refetchGrownTables(_ run: inout SyncRun) async throws -> SyncStateMachine.Event {
+        let layouts = database.layouts
+        try await database.write { db in try SchemaWatch.refetchIfGrown(layouts, in: db) }
+        // Read after the refetch, which drops the grown tables' cursors.
+        run.cursors = try await ScopeCursors.load(database)
+        return .tablesRefetched
+    }
+
+    private func push(limit: Int, _ run: inout SyncRun) async throws -> SyncStateMachine.Event {
+        broadcaster.update { $0.phase = .pushing }
+        let batchStart = ContinuousClock.now
+        let outbox = database.outbox
+        let batch = try await database.write { db in try outbox.takeBatch(limit: limit, db) }
+        run.batch = batch
+        run.summary.inDatabase += ContinuousClock.now - batchStart
+        guard !batch.isEmpty else { return .nothingToPush }
+        let request = PushRequest(clientID: try await clientID(), mutations: batch.map(wire))
+        let reply: PushResponse
+        do {
+            reply = try await timed(&run.summary.waitingForServer) {
+                try await transport.push(request, token: credentials.token)
+            }
+        } catch {
+            return .pushFailed(size: batch.count, run.failure(error))
+        }
+        let recordStart = ContinuousClock.now
+        let report = try await run.recorder.record(reply, for: batch)
+        run.summary.inDatabase += ContinuousClock.now - recordStart
+        if report.restoredFromBackup {
+            _ = try await renewIfRestored(serverLastApplied: reply.lastAppliedMutationID)
+            run.summary.identityRenewed = true
+            return .pushed(size: batch.count, renewed: true)
+        }
+        run.summary.pushed += report.acknowledged
+        run.summary.conflicts += report.conflicts
+        run.summary.rejected += report.rejected
+        let pushed = run.summary.pushed
+        let pending = try await database.read(Outbox.pendingCount)
+        broadcaster.update { $0.pushed = pushed; $0.pendingCount = pending }
+        return .pushed(size: batch.count, renewed: false)
+    }
+
+    private func renumber(after lastApplied: Int64) async throws -> SyncStateMachine.Event {
+        try await database.write { db in try Outbox.renumber(after: lastApplied, in: db) }
+        return .renumbered
+    }
+
+    private func setAside(reason: String, _ run: inout SyncRun) async throws -> SyncStateMachine.Event {
+        let mutation = run.batch[0]
+        try await run.recorder.refuse(mutation, reason: reason)
+        run.summary.rejected += 1
+        logger.warning("a mutation was set aside", metadata: ["mutation": "\(mutation.mutationID ?? 0)", "reason": "\(reason)"])
+        return .setAside
+    }
+
+    /// An empty push: does the server answer at all, now that the mutation it
+    /// failed on is out of the way?
+    private func probe() async -> SyncStateMachine.Event {
+        do {
+            _ = try await transport.push(PushRequest(clientID: try await clientID(), mutations: []), token: credentials.token)
+            return .probed(nil)
+        } catch {
+            return .probed(SyncFailure(error))
+        }
+    }
+
+    private func readBackRows(_ run: inout SyncRun) async -> SyncStateMachine.Event {
+        do {
+            try await fetchRows()
+            return .rowsReadBack
+        } catch {
+            return .failed(run.failure(error))
+        }
+    }
+
+    private func pull(_ asked: [String], _ run: inout SyncRun) async throws -> SyncStateMachine.Event {
+        broadcaster.update { $0.phase = .pulling }
+        let request = PullRequest(
+            clientID: try await clientID(),
+            scopes: asked.map { run.cursors.request(for: $0) },
+            limit: configuration.pullPageSize)
+        let reply: PullResponse
+        do {
+            reply = try await timed(&run.summary.waitingForServer) {
+                try await transport.pull(request, token: credentials.token)
+            }
+        } catch {
+            let scope = asked[0]
+            let failed = run.failure(error)
+            let hasCursor = run.cursors.rows[scope] != nil, hasNoticeCursor = run.cursors.notices[scope] != nil
+            if case .refused(let status, let message) = failed, asked.count == 1, !(status == 400 && (hasCursor || hasNoticeCursor)) {
+                logger.warning("the server refuses to pull a scope; skipping it", metadata: ["scope": "\(scope)", "error": "\(message)"])
+                broadcaster.update { $0.lastError = "pulling \(scope): HTTP \(status): \(message)" }
+            }
+            return .pullFailed(asked: asked, failed, hasCursor: hasCursor, hasNoticeCursor: hasNoticeCursor)
+        }
+        let renewed = try await renewIfRestored(serverLastApplied: reply.lastAppliedMutationID)
+        if renewed { run.summary.identityRenewed = true }
+        var more: [String] = []
+        for page in reply.pages {
+            try Task.checkCancellation()
+            let applyStart = ContinuousClock.now
+            let report = try await run.applier.apply(page)
+            run.summary.inDatabase += ContinuousClock.now - applyStart
+            if page.reset { run.summary.resets += 1 }
+            run.summary.pulled += page.changes.count
+            run.summary.setAside += report.setAside
+            run.summary.swept += report.swept
+            run.summary.conflicts += report.notices
+            run.cursors.advance(page)
+            if page.hasMore { more.append(page.scope) }
+            if !report.setAside.isEmpty {
+                logger.warning("pulled rows set aside", metadata: ["rows": "\(report.setAside)"])
+            }
+            let pulled = run.summary.pulled
+            broadcaster.update { $0.pulled = pulled }
+        }
+        return .pulled(asked: asked, more: more, renewed: renewed)
+    }
+
+    private func wait(_ delay: Duration, _ run: inout SyncRun) async throws -> SyncStateMachine.Event {
+        run.summary.retries += 1
+        let error = run.lastError.map { "\($0)" }
+        logger.info("sync failed, retrying", metadata: ["error": "\(error ?? "")", "delay": "\(delay)"])
+        broadcaster.update { $0.phase = .backingOff; $0.lastError = error }
+        try await clock.sleep(for: delay)
+        return .waited
+    }
+
+    private func finish(refusedScopes refused: [String], _ run: inout SyncRun) async throws -> SyncSummary {
+        run.summary.refusedScopes = refused
+        let now = database.wallClock.nowMilliseconds()
+        try await database.write { db in try FerryMeta.setValue(now, for: .lastSyncAt, in: db) }
+        try await refreshCounts()
+        broadcaster.update {
+            $0.phase = .idle
+            $0.lastError = refused.isEmpty ? nil : "the server refused to pull \(refused.joined(separator: ", "))"
+            $0.lastSuccessfulSync = Date(timeIntervalSince1970: Double(now) / 1000)
+        }
+        return run.summary
+    }
+
+    /// The error a stopped sync throws.
+    private func fail(_ stop: SyncStateMachine.Stop, _ run: SyncRun) -> any Error {
+        let error = run.lastError ?? FerryError(.serverRefused, "the sync stopped")
+        broadcaster.update { $0.phase = stop == .unauthorized ? .unauthorized : .idle; $0.lastError = "\(error)" }
+        switch stop {
+        case .gaveUp(let attempts):
+            return FerryError(.serverUnavailable, "sync gave up after \(attempts) attempts; last failure: \(error)")
+        case .unauthorized:
+            return FerryError(.unauthorized, "the server refused the token and no new one was available: \(error)")
+        case .refused:
+            return FerryError(.serverRefused, "the server refused a request: \(error)")
+        case .fatal:
+            return error
+        }
+    }
+}
