@@ -23,6 +23,14 @@ public struct ErrorResponse: Sendable, Hashable, Codable, Error {
         case mutationGap
         /// The body is larger than the server accepts (413).
         case payloadTooLarge
+        /// A resumed upload's `Upload-Offset` is not where the server's copy
+        /// ends (409); the `Upload-Offset` header of the reply says where.
+        case uploadOffsetMismatch
+        /// An upload's bytes do not hash to the SHA-256 it was sent under
+        /// (422); nothing of it was kept.
+        case hashMismatch
+        /// A `Range` outside the blob (416).
+        case rangeNotSatisfiable
         /// The body is not `application/json` (415).
         case unsupportedMediaType
         /// Too many at once: more live streams than one user may hold (429).

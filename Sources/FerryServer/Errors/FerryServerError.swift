@@ -31,8 +31,10 @@ public struct FerryServerError: Error, Sendable, Hashable, CustomStringConvertib
         case .forbidden: 403
         case .notFound: 404
         case .methodNotAllowed: 405
-        case .alreadyExists, .mutationGap: 409
+        case .alreadyExists, .mutationGap, .uploadOffsetMismatch: 409
         case .payloadTooLarge: 413
+        case .rangeNotSatisfiable: 416
+        case .hashMismatch: 422
         case .unsupportedMediaType: 415
         case .tooManyRequests: 429
         case .unavailable: 503
