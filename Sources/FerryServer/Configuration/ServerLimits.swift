@@ -7,6 +7,9 @@
 public struct ServerLimits: Sendable, Hashable {
     /// The largest request body, in bytes; larger ones get 413.
     public var maxBodyBytes = 4 << 20
+    /// The largest attachment (blob) upload, in bytes; larger ones get 413,
+    /// from `Upload-Length` or `Content-Length` before any byte is read.
+    public var maxBlobBytes: Int64 = 1 << 30
     public var maxMutationsPerPush = 1000
     public var maxColumnsPerMutation = 256
     /// The most scopes one pull or live subscription may name.

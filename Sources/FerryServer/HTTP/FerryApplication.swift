@@ -26,6 +26,8 @@ public enum FerryApplication {
     /// - Parameters:
     ///   - configuration: where it listens, its secret, limits and table rules.
     ///   - store: where rows, versions and scopes are kept.
+    ///   - blobs: where attachment bytes are kept; by default the store's
+    ///     own (``SyncStore/makeBlobStore(maxBlobBytes:)``).
     ///   - metrics: where request and sync counters go.
     ///   - logger: the server's log.
     ///   - onServerRunning: called with the bound address once the
@@ -33,11 +35,12 @@ public enum FerryApplication {
     public static func build(
         configuration: FerryServerConfiguration,
         store: any SyncStore,
+        blobs: (any BlobStore)? = nil,
         metrics: ServerMetrics = ServerMetrics(),
         logger: Logger = Logger(label: "ferry-server"),
         onServerRunning: (@Sendable (String, Int) async -> Void)? = nil
     ) async throws -> some ApplicationProtocol {
-        let router = try await makeRouter(configuration: configuration, store: store, metrics: metrics)
+        let router = try await makeRouter(configuration: configuration, store: store, blobs: blobs, metrics: metrics)
         let descriptors = DescriptorLimit.raise()
         var connections = configuration.connections
         connections.maxConnections = connections.effectiveMaxConnections(descriptorLimit: descriptors)
@@ -80,12 +83,14 @@ public enum FerryApplication {
     public static func makeRouter(
         configuration: FerryServerConfiguration,
         store: any SyncStore,
+        blobs: (any BlobStore)? = nil,
         metrics: ServerMetrics = ServerMetrics()
     ) async throws -> Router<FerryRequestContext> {
         try TokenAuthority.validate(secret: configuration.jwtSecret)
         let authority = await TokenAuthority(secret: configuration.jwtSecret)
         let document = try OpenAPIDocument.bundled()
-        let api = SyncAPI(store: store, configuration: configuration, metrics: metrics, schemas: try RequestSchemas(document: document))
+        let api = SyncAPI(store: store, blobs: try blobs ?? store.makeBlobStore(maxBlobBytes: configuration.limits.maxBlobBytes),
+                          configuration: configuration, metrics: metrics, schemas: try RequestSchemas(document: document))
 
         typealias Handler = @Sendable (Request, FerryRequestContext) async throws -> Response
         let open: [(HTTPRequest.Method, String, Handler)] = [
@@ -101,6 +106,9 @@ public enum FerryApplication {
             (.get, "scopes", api.listScopes),
             (.post, "scopes", api.createScope),
             (.put, "scopes/:scope/members/:user", api.setMember),
+            (.head, "blobs/:scope/:sha256", api.headBlob),
+            (.put, "blobs/:scope/:sha256", api.putBlob),
+            (.get, "blobs/:scope/:sha256", api.getBlob),
         ]
         let table = RouteTable(open.map { ($0.0, $0.1) } + authenticated.map { ($0.0, "/v1/" + $0.1) })
 

@@ -93,6 +93,24 @@ public final class ServerMetrics: Sendable {
         ).increment()
     }
 
+    /// Attachment bytes received by blob uploads (`direction` in) or sent by downloads (out).
+    func recordBlobBytes(_ count: Int, direction: String) {
+        guard count > 0 else { return }
+        registry.makeCounter(
+            descriptor: .init(namespace: "ferry", metricName: "blob_bytes", unitName: "total",
+                              helpText: "Attachment bytes moved by the blob endpoints"),
+            labels: [("direction", direction)]
+        ).increment(by: Int64(count))
+    }
+
+    /// A blob upload that continued a partial one (`Upload-Offset` above 0).
+    func recordResumedUpload() {
+        registry.makeCounter(
+            descriptor: .init(namespace: "ferry", metricName: "blob_uploads_resumed", unitName: "total",
+                              helpText: "Blob uploads that continued from an offset")
+        ).increment()
+    }
+
     /// The exposition text.
     public func render() -> String {
         registry.emitToString()

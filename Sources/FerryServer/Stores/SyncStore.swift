@@ -108,6 +108,10 @@ public protocol SyncStore: Sendable {
     /// last held), or `nil` when the store has no such row.
     func row(scope: String, table: String, rowID: String) async throws -> ServerRow?
 
+    /// The store's own place for attachment bytes: files beside an SQLite
+    /// store, chunks in the PostgreSQL store's database.
+    func makeBlobStore(maxBlobBytes: Int64) throws -> any BlobStore
+
     /// The last mutation id the store applied for a client (0: none).
     func lastAppliedMutationID(userID: String, clientID: String) async throws -> Int64
 

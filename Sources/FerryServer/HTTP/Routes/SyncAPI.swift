@@ -4,13 +4,16 @@ import Hummingbird
 /// The state every API route shares, and the access rule they all apply.
 struct SyncAPI: Sendable {
     let store: any SyncStore
+    let blobs: any BlobStore
     let configuration: FerryServerConfiguration
     let metrics: ServerMetrics
     let liveStreams: LiveStreamQuota
     let schemas: RequestSchemas
 
-    init(store: any SyncStore, configuration: FerryServerConfiguration, metrics: ServerMetrics, schemas: RequestSchemas) {
+    init(store: any SyncStore, blobs: any BlobStore, configuration: FerryServerConfiguration, metrics: ServerMetrics,
+         schemas: RequestSchemas) {
         self.store = store
+        self.blobs = blobs
         self.configuration = configuration
         self.metrics = metrics
         self.schemas = schemas

@@ -140,6 +140,31 @@ enum PostgresSchema {
             "CREATE INDEX ferry_notices_by_reader ON ferry_notices (user_id, scope, xid, id)",
             "CREATE INDEX ferry_notices_by_age ON ferry_notices (created_at)",
         ]),
+        Migration(version: 3, statements: [
+            // Attachment bytes (PostgresBlobStore): one row per blob, complete
+            // once every byte is in and hashed to `sha256`...
+            """
+            CREATE TABLE ferry_blobs (
+                scope text NOT NULL,
+                sha256 text NOT NULL,
+                length bigint NOT NULL,
+                received bigint NOT NULL,
+                complete boolean NOT NULL DEFAULT false,
+                modified_at timestamptz NOT NULL DEFAULT now(),
+                PRIMARY KEY (scope, sha256)
+            )
+            """,
+            // ...and its bytes in chunks, by where each starts.
+            """
+            CREATE TABLE ferry_blob_chunks (
+                scope text NOT NULL,
+                sha256 text NOT NULL,
+                start bigint NOT NULL,
+                data bytea NOT NULL,
+                PRIMARY KEY (scope, sha256, start)
+            )
+            """,
+        ]),
     ]
 
     static var latestVersion: Int { migrations.map(\.version).max() ?? 0 }

@@ -111,6 +111,11 @@ public final class PostgresSyncStore: SyncStore {
         changeFeed.close()
     }
 
+    /// Chunks in this store's database (``PostgresBlobStore``), shared by every instance.
+    public func makeBlobStore(maxBlobBytes: Int64) throws -> any BlobStore {
+        PostgresBlobStore(store: self, maxBlobBytes: maxBlobBytes)
+    }
+
     /// Stops ``run()``; later calls answer 503.
     public func close() async throws {
         phase.withLockedValue { $0 = .closed }

@@ -59,6 +59,12 @@ public final class SQLiteSyncStore: SyncStore {
     /// The store's epoch: cursors from any other epoch get a reset.
     public var epoch: String { cursors.epoch }
 
+    /// Files in `blobs/` beside the database file (``FileBlobStore``).
+    public func makeBlobStore(maxBlobBytes: Int64) throws -> any BlobStore {
+        try FileBlobStore(directory: URL(filePath: pool.path).deletingLastPathComponent().appending(path: "blobs"),
+                          maxBlobBytes: maxBlobBytes)
+    }
+
     public func close() async throws {
         changeFeed.close()
         try pool.close()

@@ -1,0 +1,123 @@
+import Foundation
+import NIOCore
+
+/// Where attachment bytes live on the server, apart from the rows.
+///
+/// A blob is named by its scope and the SHA-256 of its bytes. It is uploaded
+/// in one or more appends (a resumed upload continues where the store's copy
+/// ends) and becomes readable only once all its bytes are in and hash to
+/// its name; until then no reader sees any of it. Two implementations:
+/// ``FileBlobStore`` (files in the data directory, the embedded default)
+/// and ``PostgresBlobStore`` (chunks in a table, shared by every instance).
+///
+/// ```swift
+/// let blobs = try FileBlobStore(directory: dataDirectory.appending(path: "blobs"))
+/// let key = try BlobKey(scope: "user:alice", sha256: digest)
+/// var state = try await blobs.append(to: key, length: size, offset: 0, bytes: request.body)
+/// // state == .complete(size: size) once every byte is in and the hash matched
+/// let body = try await blobs.read(key, range: 0..<size)   // streamed, chunk by chunk
+/// ```
+public protocol BlobStore: Sendable {
+    /// How much of `key` the store holds.
+    func state(of key: BlobKey) async throws -> BlobState
+
+    /// Appends `bytes` to the upload of `key`, which is `length` bytes long
+    /// in all, starting at `offset`. When the last byte is in, the whole is
+    /// hashed: if it is `key.sha256` the blob becomes readable, if not
+    /// nothing of it is kept.
+    ///
+    /// - Returns: the state after the append; `.partial` if `bytes` ended
+    ///   before `length` (the next append continues from there).
+    /// - Throws: ``FerryServerError`` `uploadOffsetMismatch` if `offset` is
+    ///   not where the store's copy ends; `badRequest` for bytes past
+    ///   `length` or a `length` that contradicts the copy held;
+    ///   `hashMismatch` when the bytes do not hash to the name.
+    func append(to key: BlobKey, length: Int64, offset: Int64,
+                bytes: some AsyncSequence<ByteBuffer, any Error>) async throws -> BlobState
+
+    /// The bytes of a complete blob in `range`, read chunk by chunk as the
+    /// caller consumes them (never the whole blob in memory).
+    ///
+    /// - Throws: ``FerryServerError`` `notFound` if the blob is not complete.
+    func read(_ key: BlobKey, range: Range<Int64>) async throws -> BlobBytes
+
+    /// Removes the blob, complete or partial. Removing an absent blob does nothing.
+    func remove(_ key: BlobKey) async throws
+
+    /// Every blob held, complete or partial, with when it was last written.
+    func list() async throws -> [StoredBlob]
+}
+
+/// A blob's name: its scope and the SHA-256 of its bytes (lowercase hex).
+public struct BlobKey: Hashable, Sendable, CustomStringConvertible {
+    public let scope: String
+    public let sha256: String
+
+    /// - Throws: ``FerryServerError`` `badRequest` unless `sha256` is 64 hex digits.
+    public init(scope: String, sha256: String) throws(FerryServerError) {
+        guard Self.isDigest(sha256) else {
+            throw .badRequest("a blob is named by the SHA-256 of its bytes: 64 hex digits, not \(MutationCheck.quoted(sha256))")
+        }
+        self.scope = scope
+        self.sha256 = sha256.lowercased()
+    }
+
+    static func isDigest(_ text: String) -> Bool {
+        text.utf8.count == 64 && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0 | 0x20) }
+    }
+
+    public var description: String { "\(scope)/\(sha256)" }
+}
+
+/// How much of a blob a store holds.
+public enum BlobState: Hashable, Sendable {
+    case absent
+    /// An upload under way: `received` of `length` bytes are in.
+    case partial(received: Int64, length: Int64)
+    /// Every byte is in and hashed to the blob's name.
+    case complete(size: Int64)
+
+    /// Where the next append starts.
+    public var offset: Int64 {
+        switch self {
+        case .absent: 0
+        case .partial(let received, _): received
+        case .complete(let size): size
+        }
+    }
+}
+
+/// A blob a store holds, for garbage collection.
+public struct StoredBlob: Hashable, Sendable {
+    public var key: BlobKey
+    public var complete: Bool
+    public var modified: Date
+}
+
+/// The bytes of a blob, pulled chunk by chunk: each `next()` reads one
+/// chunk from the store, so a slow reader holds at most one chunk.
+public struct BlobBytes: AsyncSequence, Sendable {
+    public typealias Element = ByteBuffer
+    public typealias Failure = any Error
+
+    /// How many bytes the sequence yields.
+    public let count: Int64
+    let nextChunk: @Sendable () async throws -> ByteBuffer?
+
+    init(count: Int64, nextChunk: @escaping @Sendable () async throws -> ByteBuffer?) {
+        self.count = count
+        self.nextChunk = nextChunk
+    }
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let nextChunk: @Sendable () async throws -> ByteBuffer?
+
+        public mutating func next() async throws -> ByteBuffer? {
+            try await nextChunk()
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(nextChunk: nextChunk)
+    }
+}

@@ -1,0 +1,251 @@
+import Crypto
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Blobs as files in a directory: the embedded server's default, inside
+/// its data directory.
+///
+/// An upload grows a file under `uploads/`; the complete, verified blob is
+/// synced and renamed into `complete/`, so a reader never sees a partial
+/// file, and a server killed mid-upload leaves the upload to resume.
+/// Files are read and written on NIO's thread pool, never on a cooperative
+/// thread.
+///
+/// ```
+/// <directory>/<sha256 of the scope>/scope            the scope's name
+/// <directory>/<sha256 of the scope>/uploads/<sha256>  bytes so far (+ .length)
+/// <directory>/<sha256 of the scope>/complete/<sha256>
+/// ```
+///
+/// ```swift
+/// let blobs = try FileBlobStore(directory: dataDirectory.appending(path: "blobs"))
+/// ```
+public final class FileBlobStore: BlobStore {
+    public let directory: URL
+    /// The largest blob accepted.
+    public let maxBlobBytes: Int64
+    /// Appends under way: a second one for the same blob is refused, not interleaved.
+    private let uploading = NIOLockedValueBox(Set<BlobKey>())
+    private let pool = NIOThreadPool.singleton
+
+    public init(directory: URL, maxBlobBytes: Int64 = 1 << 30) throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        self.directory = directory
+        self.maxBlobBytes = maxBlobBytes
+    }
+
+    public func state(of key: BlobKey) async throws -> BlobState {
+        let paths = Paths(directory, key)
+        return try await pool.runIfActive { try paths.state() }
+    }
+
+    public func append(to key: BlobKey, length: Int64, offset: Int64,
+                       bytes: some AsyncSequence<ByteBuffer, any Error>) async throws -> BlobState {
+        guard uploading.withLockedValue({ $0.insert(key).inserted }) else {
+            throw FerryServerError(.alreadyExists, "another upload of this blob is under way; ask HEAD for its offset and retry")
+        }
+        defer { _ = uploading.withLockedValue { $0.remove(key) } }
+        let paths = Paths(directory, key)
+        let state = try await pool.runIfActive { try paths.state() }
+        if case .absent = state, length <= maxBlobBytes {
+            try await pool.runIfActive { try paths.startUpload(scope: key.scope, length: length) }
+        }
+        return try await BlobUpload.append(to: key, state: state, length: length, offset: offset, limit: maxBlobBytes,
+                                           bytes: bytes, target: Target(paths: paths, pool: pool))
+    }
+
+    public func read(_ key: BlobKey, range: Range<Int64>) async throws -> BlobBytes {
+        let paths = Paths(directory, key)
+        guard case .complete(let size) = try await pool.runIfActive({ try paths.state() }) else {
+            throw FerryServerError(.notFound, "no blob \(key.sha256) in scope `\(key.scope)`")
+        }
+        guard range.lowerBound >= 0, range.upperBound <= size else {
+            throw FerryServerError(.rangeNotSatisfiable, "the blob is \(size) bytes; \(range) is outside it")
+        }
+        return try await FileReader.make(paths.complete, range: range, pool: pool)
+    }
+
+    public func remove(_ key: BlobKey) async throws {
+        let paths = Paths(directory, key)
+        try await pool.runIfActive {
+            for url in [paths.complete, paths.upload, paths.uploadLength] {
+                try? FileManager.default.removeItem(at: url)
+            }
+        }
+    }
+
+    public func list() async throws -> [StoredBlob] {
+        let directory = directory
+        return try await pool.runIfActive {
+            let manager = FileManager.default
+            var blobs: [StoredBlob] = []
+            for scopeDirectory in (try? manager.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)) ?? [] {
+                guard let scope = try? String(contentsOf: scopeDirectory.appending(path: "scope"), encoding: .utf8) else { continue }
+                for (folder, complete) in [("complete", true), ("uploads", false)] {
+                    let files = (try? manager.contentsOfDirectory(at: scopeDirectory.appending(path: folder),
+                                                                  includingPropertiesForKeys: [.contentModificationDateKey])) ?? []
+                    for file in files where BlobKey.isDigest(file.lastPathComponent) {
+                        let modified = (try? file.resourceValues(forKeys: [.contentModificationDateKey]))?.contentModificationDate
+                        blobs.append(StoredBlob(key: try BlobKey(scope: scope, sha256: file.lastPathComponent),
+                                                complete: complete, modified: modified ?? .distantPast))
+                    }
+                }
+            }
+            return blobs
+        }
+    }
+
+    // MARK: - Files
+
+    /// Where one blob's files are.
+    struct Paths: Sendable {
+        let scopeDirectory: URL
+        let complete: URL
+        let upload: URL
+        let uploadLength: URL
+
+        init(_ directory: URL, _ key: BlobKey) {
+            scopeDirectory = directory.appending(path: hexDigest(SHA256.hash(data: Data(key.scope.utf8))))
+            complete = scopeDirectory.appending(path: "complete").appending(path: key.sha256)
+            upload = scopeDirectory.appending(path: "uploads").appending(path: key.sha256)
+            uploadLength = scopeDirectory.appending(path: "uploads").appending(path: key.sha256 + ".length")
+        }
+
+        func state() throws -> BlobState {
+            if let size = Self.size(of: complete) { return .complete(size: size) }
+            guard let text = try? String(contentsOf: uploadLength, encoding: .utf8), let length = Int64(text) else {
+                return .absent
+            }
+            return .partial(received: Self.size(of: upload) ?? 0, length: length)
+        }
+
+        func startUpload(scope: String, length: Int64) throws {
+            let manager = FileManager.default
+            try manager.createDirectory(at: upload.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try manager.createDirectory(at: complete.deletingLastPathComponent(), withIntermediateDirectories: true)
+            let scopeFile = scopeDirectory.appending(path: "scope")
+            if !manager.fileExists(atPath: scopeFile.path) {
+                try Data(scope.utf8).write(to: scopeFile, options: .atomic)
+            }
+            guard manager.createFile(atPath: upload.path, contents: nil) else {
+                throw FerryServerError(.internalError, "could not create an upload file in \(upload.deletingLastPathComponent().path)")
+            }
+            // The length last: an upload without it is no upload (see `state()`).
+            try Data(String(length).utf8).write(to: uploadLength, options: .atomic)
+        }
+
+        static func size(of url: URL) -> Int64? {
+            var info = stat()
+            guard stat(url.path, &info) == 0 else { return nil }
+            return Int64(info.st_size)
+        }
+    }
+
+    struct Target: BlobUploadTarget {
+        let paths: Paths
+        let pool: NIOThreadPool
+
+        func heldBytes(count: Int64) async throws -> BlobBytes {
+            try await FileReader.make(paths.upload, range: 0..<count, pool: pool)
+        }
+
+        func write(_ chunk: ByteBuffer, at position: Int64) async throws {
+            let path = paths.upload.path
+            try await pool.runIfActive {
+                let fd = open(path, O_WRONLY)
+                guard fd >= 0 else { throw FileBlobStore.failure("open", path) }
+                defer { close(fd) }
+                try chunk.withUnsafeReadableBytes { bytes in
+                    var written = 0
+                    while written < bytes.count {
+                        let result = pwrite(fd, bytes.baseAddress! + written, bytes.count - written, off_t(position) + off_t(written))
+                        guard result > 0 else { throw FileBlobStore.failure("write", path) }
+                        written += result
+                    }
+                }
+            }
+        }
+
+        func complete(size: Int64) async throws {
+            let paths = paths
+            try await pool.runIfActive {
+                let fd = open(paths.upload.path, O_RDONLY)
+                guard fd >= 0, fsync(fd) == 0 else { throw FileBlobStore.failure("sync", paths.upload.path) }
+                close(fd)
+                guard rename(paths.upload.path, paths.complete.path) == 0 else {
+                    throw FileBlobStore.failure("rename", paths.complete.path)
+                }
+                let folder = open(paths.complete.deletingLastPathComponent().path, O_RDONLY)
+                if folder >= 0 { _ = fsync(folder); close(folder) }
+                try? FileManager.default.removeItem(at: paths.uploadLength)
+            }
+        }
+
+        func discard() async throws {
+            let paths = paths
+            try await pool.runIfActive {
+                try? FileManager.default.removeItem(at: paths.uploadLength)
+                try? FileManager.default.removeItem(at: paths.upload)
+            }
+        }
+    }
+
+    static func failure(_ operation: String, _ path: String) -> FerryServerError {
+        FerryServerError(.internalError, "could not \(operation) \(path): \(String(cString: strerror(errno)))")
+    }
+}
+
+/// Reads a file's range in chunks of 256 KiB as they are asked for.
+final class FileReader: Sendable {
+    static let chunkSize: Int64 = 256 << 10
+    private let fd: Int32
+    private let end: Int64
+    private let position: NIOLockedValueBox<Int64>
+    private let pool: NIOThreadPool
+
+    private init(fd: Int32, range: Range<Int64>, pool: NIOThreadPool) {
+        self.fd = fd
+        self.end = range.upperBound
+        self.position = NIOLockedValueBox(range.lowerBound)
+        self.pool = pool
+    }
+
+    deinit { close(fd) }
+
+    static func make(_ url: URL, range: Range<Int64>, pool: NIOThreadPool) async throws -> BlobBytes {
+        let path = url.path
+        let fd = try await pool.runIfActive {
+            let fd = open(path, O_RDONLY)
+            guard fd >= 0 else { throw FileBlobStore.failure("open", path) }
+            return fd
+        }
+        let reader = FileReader(fd: fd, range: range, pool: pool)
+        return BlobBytes(count: Int64(range.count)) { try await reader.next() }
+    }
+
+    private func next() async throws -> ByteBuffer? {
+        let start = position.withLockedValue { $0 }
+        guard start < end else { return nil }
+        let count = Int(min(Self.chunkSize, end - start))
+        let fd = fd
+        let buffer = try await pool.runIfActive {
+            var buffer = ByteBuffer()
+            let read = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { bytes in
+                let result = pread(fd, bytes.baseAddress!, count, off_t(start))
+                guard result >= 0 else { throw FerryServerError(.internalError, "could not read a blob: \(String(cString: strerror(errno)))") }
+                return result
+            }
+            guard read > 0 else { throw FerryServerError(.internalError, "a blob file ended early") }
+            return buffer
+        }
+        position.withLockedValue { $0 = start + Int64(buffer.readableBytes) }
+        return buffer
+    }
+}
