@@ -90,9 +90,9 @@ enum BlobUpload {
         }
         for try await var piece in bytes {
             guard position + Int64(pending.readableBytes) + Int64(piece.readableBytes) <= length else {
-                // What arrived before stays: the client continues from there.
-                try await flush()
-                throw FerryServerError.badRequest("the body runs past Upload-Length \(length)")
+                // The declared length is wrong, so these bytes can never hash right.
+                try await target.discard()
+                throw FerryServerError.badRequest("the body runs past Upload-Length \(length); nothing of this upload was kept")
             }
             hasher.update(data: piece.readableBytesView)
             while piece.readableBytes > 0 {
