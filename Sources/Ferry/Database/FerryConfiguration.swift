@@ -40,6 +40,13 @@ public struct FerryConfiguration: Sendable {
     public var logger = Logger(label: "ferry.database")
     /// A name for the connections, shown in logs.
     public var label = "ferry"
+    /// Where attachment files live (`staging/`, `temp/`, `attachments/`);
+    /// `nil`: the database file's directory. An in-memory database needs one
+    /// to hold attachments.
+    public var attachmentsDirectory: URL?
+    /// When each table's attachments added on other devices download: at
+    /// once after a sync (`.eager`), or when first opened (the default).
+    public var attachmentDownloads: [String: AttachmentDownloadPolicy] = [:]
 
     #if DEBUG
     /// Debug builds only: called with every SQL statement run, arguments expanded.

@@ -48,6 +48,9 @@ public struct FerryDatabase: Sendable {
     let capture: ChangeCapture
     let layouts: [String: TableLayout]
     let wallClock: any WallClock
+    /// Where attachment files live, if anywhere (see ``FerryConfiguration/attachmentsDirectory``).
+    let attachmentsRoot: URL?
+    let attachmentDownloads: [String: AttachmentDownloadPolicy]
 
     /// Opens (creating if needed) the database file at `path` as a WAL
     /// `DatabasePool`, and migrates it.
@@ -150,7 +153,7 @@ public struct FerryDatabase: Sendable {
                     throw FerryError(.invalidSyncedTable, "table `\(table.name)` is declared synced twice; declare each table once")
                 }
                 return try TableLayout.read(table, in: db)
-            }
+            } + [TableLayout.attachments(in: db)]
             try ChangeCapture.installTriggers(for: layouts, in: db)
             return layouts
         }
@@ -164,6 +167,11 @@ public struct FerryDatabase: Sendable {
         self.capture = capture
         self.layouts = Dictionary(uniqueKeysWithValues: layouts.map { ($0.table.name, $0) })
         self.wallClock = configuration.wallClock
+        let path = writer.path
+        self.attachmentsRoot = configuration.attachmentsDirectory
+            ?? (path.isEmpty || path.hasPrefix(":memory:") || path.hasPrefix("file:") ? nil
+                : URL(filePath: path).deletingLastPathComponent())
+        self.attachmentDownloads = configuration.attachmentDownloads
     }
 
     private static func removeEmptyFiles(at path: String) {

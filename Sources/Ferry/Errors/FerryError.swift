@@ -33,6 +33,12 @@ public struct FerryError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let outboxStateMismatch = Code(rawValue: "outboxStateMismatch")
         /// The conflict was already resolved or dismissed.
         public static let conflictNotFound = Code(rawValue: "conflictNotFound")
+        /// An attachment file could not be written, moved or read.
+        public static let attachmentFileFailed = Code(rawValue: "attachmentFileFailed")
+        /// No such attachment, or its row or table is not synced.
+        public static let attachmentNotFound = Code(rawValue: "attachmentNotFound")
+        /// An attachment's bytes do not hash to its SHA-256: never returned.
+        public static let attachmentCorrupted = Code(rawValue: "attachmentCorrupted")
         /// The server refused the token and no refreshed one was available.
         public static let unauthorized = Code(rawValue: "unauthorized")
         /// The server could not be reached, or kept failing, within the attempts allowed.

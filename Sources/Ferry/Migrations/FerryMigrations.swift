@@ -134,6 +134,33 @@ enum FerryMigrations {
                 ) WITHOUT ROWID;
                 """)
         },
+        Migration(identifier: "ferry.v4.attachments") { db in
+            try db.execute(sql: """
+                -- Attachment metadata: a synced table Ferry manages, in the
+                -- scope of the row each belongs to (NULL: the user's own), so
+                -- other devices learn of the attachment and fetch its bytes.
+                CREATE TABLE ferry_attachments (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    tbl TEXT NOT NULL,
+                    row_id TEXT NOT NULL,
+                    scope TEXT,
+                    name TEXT,
+                    content_type TEXT,
+                    size INTEGER NOT NULL,
+                    sha256 TEXT NOT NULL,
+                    created_at INTEGER NOT NULL
+                );
+                CREATE INDEX ferry_attachments_row ON ferry_attachments(tbl, row_id);
+                -- Where this device's copy of each attachment's bytes stands (never synced).
+                CREATE TABLE ferry_attachment_files (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    state TEXT NOT NULL,
+                    transferred INTEGER NOT NULL DEFAULT 0,
+                    reason TEXT,
+                    last_opened_at INTEGER
+                );
+                """)
+        },
     ]
 
     static func migrate(_ db: Database) throws {

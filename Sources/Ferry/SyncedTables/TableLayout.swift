@@ -14,8 +14,17 @@ struct TableLayout: Sendable, Hashable {
 
     /// Reads the table's layout and checks it can be synced.
     static func read(_ table: SyncedTable, in db: Database) throws -> TableLayout {
+        try read(table, reservedAllowed: false, in: db)
+    }
+
+    /// The layout of Ferry's own synced table of attachment metadata.
+    static func attachments(in db: Database) throws -> TableLayout {
+        try read(SyncedTable(AttachmentRecord.databaseTableName, scope: .column("scope")), reservedAllowed: true, in: db)
+    }
+
+    private static func read(_ table: SyncedTable, reservedAllowed: Bool, in db: Database) throws -> TableLayout {
         let name = table.name
-        if name.lowercased().hasPrefix("ferry_") || name.lowercased().hasPrefix("sqlite_") {
+        if !reservedAllowed && (name.lowercased().hasPrefix("ferry_") || name.lowercased().hasPrefix("sqlite_")) {
             throw FerryError(.invalidSyncedTable,
                 "table `\(name)` cannot be synced: names starting with `ferry_` or `sqlite_` are reserved")
         }

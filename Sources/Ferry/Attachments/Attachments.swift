@@ -1,0 +1,203 @@
+import Foundation
+import GRDB
+
+/// Files attached to rows of synced tables: photos, audio, PDFs. The bytes
+/// live in files beside the database; their metadata is a synced table, so
+/// every device that reads the row's scope learns of them, and the sync
+/// engine moves the bytes (``SyncEngine/sync()`` uploads what was added here
+/// and downloads what eager tables gained; ``SyncEngine/open(_:)`` fetches
+/// one on demand).
+///
+/// ```swift
+/// let photo = try await database.attachments.add(file: cameraURL, to: "note", row: noteID,
+///                                                contentType: "image/jpeg")
+/// for try await list in database.attachments.observe(table: "note", row: noteID) {
+///     gallery.show(list)
+/// }
+/// let url = try await engine.open(photo)   // local, or downloaded and verified first
+/// ```
+///
+/// Adding is crash-safe in two phases: the bytes are written to `staging/`,
+/// synced and hashed, renamed into `attachments/<table>/<row>/<id>`, and
+/// only then is the metadata recorded (and its upload queued) in one
+/// transaction. ``maintain()`` removes what a crash left between the two.
+public struct Attachments: Sendable {
+    let database: FerryDatabase
+
+    /// Attaches a copy of the file at `url` to a row.
+    ///
+    /// - throws: ``FerryError`` `.attachmentNotFound` if the table is not
+    ///   synced or has no such row; `.invalidConfiguration` for an in-memory
+    ///   database with no ``FerryConfiguration/attachmentsDirectory``.
+    @discardableResult
+    public func add(file url: URL, to table: String, row rowID: String, name: String? = nil,
+                    contentType: String? = nil) async throws -> Attachment {
+        try await add(Self.chunks(of: url), to: table, row: rowID, name: name ?? url.lastPathComponent, contentType: contentType)
+    }
+
+    /// Attaches `data` to a row.
+    @discardableResult
+    public func add(data: Data, to table: String, row rowID: String, name: String? = nil,
+                    contentType: String? = nil) async throws -> Attachment {
+        let chunks = AsyncThrowingStream<Data, any Error> { continuation in
+            continuation.yield(data)
+            continuation.finish()
+        }
+        return try await add(chunks, to: table, row: rowID, name: name, contentType: contentType)
+    }
+
+    /// Attaches the bytes an async sequence yields (a recording, a
+    /// download): written as they come, never held whole.
+    @discardableResult
+    public func add(_ chunks: some AsyncSequence<Data, any Error>, to table: String, row rowID: String,
+                    name: String? = nil, contentType: String? = nil) async throws -> Attachment {
+        let files = try self.files()
+        guard let layout = database.layouts[table], table != AttachmentRecord.databaseTableName else {
+            throw FerryError(.attachmentNotFound, "table `\(table)` is not synced; attachments belong to rows of synced tables")
+        }
+        let staged = try await files.stage(chunks)
+        let id = UUID().uuidString.lowercased()
+        let destination = files.file(table: table, row: rowID, id: id)
+        do {
+            try files.place(staged.url, at: destination)
+            let now = database.wallClock.nowMilliseconds()
+            return try await database.write { db in
+                let key = SQLText.identifier(layout.primaryKey)
+                let scope: String?
+                switch layout.table.scope {
+                case .user:
+                    guard try Bool.fetchOne(db, sql: "SELECT 1 FROM \(SQLText.identifier(table)) WHERE \(key) = ?",
+                                            arguments: [rowID]) ?? false else { throw Self.noRow(table, rowID) }
+                    scope = nil
+                case .column(let column):
+                    let rows = try Row.fetchAll(db, sql: "SELECT \(SQLText.identifier(column)) FROM \(SQLText.identifier(table)) WHERE \(key) = ?",
+                                                arguments: [rowID])
+                    guard let row = rows.first else { throw Self.noRow(table, rowID) }
+                    scope = row[0]
+                }
+                let record = AttachmentRecord(id: id, table: table, rowID: rowID, scope: scope, name: name, contentType: contentType,
+                                              size: staged.size, sha256: staged.sha256, createdAt: now)
+                try record.insert(db)
+                let file = AttachmentFileRecord(id: id, state: .localOnly, lastOpenedAt: now)
+                try file.insert(db)
+                return record.attachment(file)
+            }
+        } catch {
+            try? FileManager.default.removeItem(at: staged.url)
+            try? FileManager.default.removeItem(at: destination)
+            throw error
+        }
+    }
+
+    /// A row's attachments, oldest first.
+    public func list(table: String, row rowID: String) throws -> [Attachment] {
+        try database.read { db in try Self.list(table: table, row: rowID, db) }
+    }
+
+    /// A row's attachments as an async sequence that yields after every
+    /// change, states included.
+    public func observe(table: String, row rowID: String) -> AsyncValueObservation<[Attachment]> {
+        ValueObservation.tracking { db in try Self.list(table: table, row: rowID, db) }
+            .removeDuplicates().values(in: database.writer)
+    }
+
+    /// One attachment by id, as it stands now.
+    public func attachment(id: String) throws -> Attachment? {
+        try database.read { db in
+            try AttachmentRecord.fetchOne(db, key: id).map { $0.attachment(try AttachmentFileRecord.fetchOne(db, key: id)) }
+        }
+    }
+
+    /// The file holding the attachment's bytes on this device, or `nil`
+    /// when they are not here (``SyncEngine/open(_:)`` fetches them).
+    public func localURL(for attachment: Attachment) throws -> URL? {
+        let files = try self.files()
+        let url = files.file(table: attachment.table, row: attachment.rowID, id: attachment.id)
+        guard AttachmentFiles.size(of: url) == attachment.size else { return nil }
+        let now = database.wallClock.nowMilliseconds()
+        try database.write { db in
+            try db.execute(sql: "UPDATE ferry_attachment_files SET last_opened_at = ? WHERE id = ?", arguments: [now, attachment.id])
+        }
+        return url
+    }
+
+    /// The attachment's bytes, read whole and checked against its hash.
+    ///
+    /// - throws: ``FerryError`` `.attachmentNotFound` when they are not on
+    ///   this device; `.attachmentCorrupted` when the file no longer hashes
+    ///   to the attachment's SHA-256 (it is never returned).
+    public func data(for attachment: Attachment) throws -> Data {
+        guard let url = try localURL(for: attachment) else {
+            throw FerryError(.attachmentNotFound, "attachment \(attachment.id) is not on this device; open it through the sync engine")
+        }
+        let data = try Data(contentsOf: url)
+        var hash = SHA256Digest()
+        hash.update(data)
+        guard hash.finalize() == attachment.sha256 else {
+            throw FerryError(.attachmentCorrupted, "attachment \(attachment.id)'s file does not hash to \(attachment.sha256)")
+        }
+        return data
+    }
+
+    /// Removes an attachment: its metadata (synced as a delete) and its
+    /// file here. The server's copy is collected once no row refers to it.
+    public func remove(_ attachment: Attachment) async throws {
+        let files = try self.files()
+        try await database.write { db in
+            _ = try AttachmentRecord.deleteOne(db, key: attachment.id)
+            _ = try AttachmentFileRecord.deleteOne(db, key: attachment.id)
+        }
+        try? FileManager.default.removeItem(at: files.file(table: attachment.table, row: attachment.rowID, id: attachment.id))
+    }
+
+    // MARK: - Internals
+
+    func files() throws -> AttachmentFiles {
+        guard let root = database.attachmentsRoot else {
+            throw FerryError(.invalidConfiguration,
+                "this database has no file to keep attachments beside; set FerryConfiguration.attachmentsDirectory")
+        }
+        return AttachmentFiles(root: root)
+    }
+
+    static func list(table: String, row rowID: String, _ db: Database) throws -> [Attachment] {
+        let records = try AttachmentRecord.filter(AttachmentRecord.Columns.table == table && AttachmentRecord.Columns.rowID == rowID)
+            .order(AttachmentRecord.Columns.createdAt, AttachmentRecord.Columns.id).fetchAll(db)
+        return try records.map { $0.attachment(try AttachmentFileRecord.fetchOne(db, key: $0.id)) }
+    }
+
+    static func noRow(_ table: String, _ rowID: String) -> FerryError {
+        FerryError(.attachmentNotFound, "`\(table)` has no row \(rowID) to attach a file to")
+    }
+
+    /// A file's bytes in chunks of 1 MiB, read as they are consumed.
+    static func chunks(of url: URL) -> AsyncThrowingStream<Data, any Error> {
+        let reader = FileChunks(url: url)
+        return AsyncThrowingStream { try reader.next() }
+    }
+}
+
+/// Reads a file a chunk at a time for one consumer.
+final class FileChunks: @unchecked Sendable {
+    private let url: URL
+    private var handle: FileHandle?
+    private var done = false
+
+    init(url: URL) { self.url = url }
+
+    func next() throws -> Data? {
+        guard !done else { return nil }
+        if handle == nil { handle = try FileHandle(forReadingFrom: url) }
+        guard let chunk = try handle?.read(upToCount: 1 << 20), !chunk.isEmpty else {
+            try? handle?.close()
+            done = true
+            return nil
+        }
+        return chunk
+    }
+}
+
+extension FerryDatabase {
+    /// Files attached to rows of synced tables.
+    public var attachments: Attachments { Attachments(database: self) }
+}
