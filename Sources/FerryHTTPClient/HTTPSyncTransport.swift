@@ -107,6 +107,76 @@ public struct HTTPSyncTransport: SyncTransport {
         return stream
     }
 
+    // MARK: - Blobs
+
+    public func blobOffset(scope: String, sha256: String, token: String?) async throws -> Int64? {
+        var request = HTTPClientRequest(url: SyncAPIRequests.blobURL(base: baseURL, scope: scope, sha256: sha256))
+        request.method = .HEAD
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        let client = self.client
+        let deadline = self.deadline()
+        return try await Self.mapErrors {
+            let response = try await client.execute(request, deadline: deadline)
+            if response.status == .notFound { return nil }
+            guard response.status == .ok else { throw Self.failure(response, body: nil) }
+            guard let offset = response.headers.first(name: "Upload-Offset").flatMap(Int64.init) else {
+                throw SyncTransportError.invalidResponse("HEAD /v1/blobs answered no Upload-Offset")
+            }
+            return offset
+        }
+    }
+
+    public func uploadBlob(scope: String, sha256: String, file: URL, offset: Int64, size: Int64, token: String?) async throws -> Int64 {
+        var request = HTTPClientRequest(url: SyncAPIRequests.blobURL(base: baseURL, scope: scope, sha256: sha256))
+        request.method = .PUT
+        request.headers.add(name: "Content-Type", value: "application/octet-stream")
+        request.headers.add(name: "Upload-Offset", value: String(offset))
+        request.headers.add(name: "Upload-Length", value: String(size))
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        let handle = try FileHandle(forReadingFrom: file)
+        try handle.seek(toOffset: UInt64(offset))
+        let reader = BlobFileReader(handle: handle, remaining: size - offset)
+        request.body = .stream(reader, length: .known(size - offset))
+        let client = self.client
+        return try await Self.mapErrors {
+            defer { try? handle.close() }
+            // No deadline for the whole body: a large file on a slow link takes what it takes.
+            let response = try await client.execute(request, deadline: .distantFuture)
+            let body = try await response.body.collect(upTo: 1 << 20)
+            guard [200, 201, 204].contains(Int(response.status.code)) else { throw Self.failure(response, body: body) }
+            return response.headers.first(name: "Upload-Offset").flatMap(Int64.init) ?? offset
+        }
+    }
+
+    public func downloadBlob(scope: String, sha256: String, into file: URL, from offset: Int64, token: String?) async throws {
+        var request = HTTPClientRequest(url: SyncAPIRequests.blobURL(base: baseURL, scope: scope, sha256: sha256))
+        if offset > 0 { request.headers.add(name: "Range", value: "bytes=\(offset)-") }
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        let client = self.client
+        try await Self.mapErrors {
+            let response = try await client.execute(request, deadline: .distantFuture)
+            let expected: HTTPResponseStatus = offset > 0 ? .partialContent : .ok
+            guard response.status == expected else {
+                throw Self.failure(response, body: try? await response.body.collect(upTo: 1 << 20))
+            }
+            if !FileManager.default.fileExists(atPath: file.path) {
+                FileManager.default.createFile(atPath: file.path, contents: nil)
+            }
+            let handle = try FileHandle(forWritingTo: file)
+            defer { try? handle.close() }
+            try handle.seek(toOffset: UInt64(offset))
+            for try await buffer in response.body {
+                try handle.write(contentsOf: Data(buffer.readableBytesView))
+            }
+            try handle.synchronize()
+        }
+    }
+
+    private func deadline() -> NIODeadline {
+        NIODeadline.now() + .nanoseconds(Int64(requestTimeout.components.seconds) * 1_000_000_000
+            + requestTimeout.components.attoseconds / 1_000_000_000)
+    }
+
     // MARK: - Requests
 
     private func url(_ path: String) -> URL {
@@ -158,4 +228,28 @@ public struct HTTPSyncTransport: SyncTransport {
         }
         return SyncTransportError.unreachable(String(describing: error))
     }
+}
+
+/// A file's bytes from where its handle stands, in chunks of 256 KiB, read
+/// as AsyncHTTPClient asks for them (so an upload holds one chunk at a time).
+private struct BlobFileReader: AsyncSequence, Sendable {
+    typealias Element = ByteBuffer
+    let handle: FileHandle
+    let remaining: Int64
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let handle: FileHandle
+        var remaining: Int64
+
+        mutating func next() async throws -> ByteBuffer? {
+            guard remaining > 0 else { return nil }
+            guard let chunk = try handle.read(upToCount: Int(Swift.min(remaining, 256 << 10))), !chunk.isEmpty else {
+                throw SyncTransportError.invalidResponse("the file ended \(remaining) bytes early")
+            }
+            remaining -= Int64(chunk.count)
+            return ByteBuffer(bytes: chunk)
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(handle: handle, remaining: remaining) }
 }

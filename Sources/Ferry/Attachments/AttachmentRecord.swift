@@ -41,7 +41,7 @@ struct AttachmentRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
 struct AttachmentFileRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     static let databaseTableName = "ferry_attachment_files"
 
-    enum State: String, Codable, Sendable {
+    enum State: String, Codable, DatabaseValueConvertible, Sendable {
         case localOnly, uploading, uploaded, downloading, missing, failed
     }
 

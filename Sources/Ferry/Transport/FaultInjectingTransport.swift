@@ -97,6 +97,18 @@ public final class FaultInjectingTransport: SyncTransport {
         try await inner.row(scope: scope, table: table, rowID: rowID, token: token)
     }
 
+    public func blobOffset(scope: String, sha256: String, token: String?) async throws -> Int64? {
+        try await inner.blobOffset(scope: scope, sha256: sha256, token: token)
+    }
+
+    public func uploadBlob(scope: String, sha256: String, file: URL, offset: Int64, size: Int64, token: String?) async throws -> Int64 {
+        try await inner.uploadBlob(scope: scope, sha256: sha256, file: file, offset: offset, size: size, token: token)
+    }
+
+    public func downloadBlob(scope: String, sha256: String, into file: URL, from offset: Int64, token: String?) async throws {
+        try await inner.downloadBlob(scope: scope, sha256: sha256, into: file, from: offset, token: token)
+    }
+
     public func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error> {
         inner.live(scopes: scopes, token: token)
     }

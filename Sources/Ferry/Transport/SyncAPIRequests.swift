@@ -17,6 +17,13 @@ package enum SyncAPIRequests {
         return text + "/v1/rows/" + segments.joined(separator: "/")
     }
 
+    /// `/v1/blobs/{scope}/{sha256}`, the scope percent-encoded.
+    package static func blobURL(base: URL, scope: String, sha256: String) -> String {
+        var text = base.absoluteString
+        while text.hasSuffix("/") { text.removeLast() }
+        return text + "/v1/blobs/" + (scope.addingPercentEncoding(withAllowedCharacters: pathSegment) ?? scope) + "/" + sha256
+    }
+
     /// `GET /v1/live` for `scopes`, asking for the rows of small changes.
     package static func liveURL(base: URL, scopes: [String]) -> URL {
         var components = URLComponents(url: base.appendingPathComponent("v1/live"), resolvingAgainstBaseURL: false)!

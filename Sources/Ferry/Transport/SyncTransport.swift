@@ -27,6 +27,31 @@ public protocol SyncTransport: Sendable {
     /// `GET /v1/live`: the server's news for `scopes`, until the stream ends
     /// or fails. The first message is ``LiveMessage/ready`` once subscribed.
     func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error>
+
+    /// `HEAD /v1/blobs/{scope}/{sha256}`: how many bytes of the blob the
+    /// server holds (its size once complete), or `nil` when it holds none.
+    func blobOffset(scope: String, sha256: String, token: String?) async throws -> Int64?
+    /// `PUT /v1/blobs/{scope}/{sha256}`: sends `file`'s bytes from `offset`
+    /// (streamed from the file, never read whole) of a blob of `size` bytes,
+    /// and returns how many bytes the server holds after.
+    func uploadBlob(scope: String, sha256: String, file: URL, offset: Int64, size: Int64, token: String?) async throws -> Int64
+    /// `GET /v1/blobs/{scope}/{sha256}` with `Range: bytes=offset-`: appends
+    /// the blob's bytes from `offset` to `file` as they arrive.
+    func downloadBlob(scope: String, sha256: String, into file: URL, from offset: Int64, token: String?) async throws
+}
+
+extension SyncTransport {
+    public func blobOffset(scope: String, sha256: String, token: String?) async throws -> Int64? {
+        throw SyncTransportError.invalidResponse("\(Self.self) does not move attachment bytes")
+    }
+
+    public func uploadBlob(scope: String, sha256: String, file: URL, offset: Int64, size: Int64, token: String?) async throws -> Int64 {
+        throw SyncTransportError.invalidResponse("\(Self.self) does not move attachment bytes")
+    }
+
+    public func downloadBlob(scope: String, sha256: String, into file: URL, from offset: Int64, token: String?) async throws {
+        throw SyncTransportError.invalidResponse("\(Self.self) does not move attachment bytes")
+    }
 }
 
 /// A message on the live stream.

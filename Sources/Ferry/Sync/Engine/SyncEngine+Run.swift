@@ -34,6 +34,8 @@ extension SyncEngine {
                 identityChecked: identityChecked, random: random),
             recorder: PushRecorder(database: database, userScope: configuration.userScope),
             applier: PageApplier(database: database, userScope: configuration.userScope))
+        // Bytes first, so a device that pulls the metadata finds the blob.
+        try await transferAttachments(uploading: true, &run)
         var action = run.machine.start()
         while true {
             try Task.checkCancellation()
@@ -56,7 +58,9 @@ extension SyncEngine {
                 event = .cursorReset
             case .refreshToken: event = .tokenRefreshed(await credentials.refresh())
             case .wait(let delay): event = try await wait(delay, &run)
-            case .finish(let refused): return try await finish(refusedScopes: refused, &run)
+            case .finish(let refused):
+                try await transferAttachments(uploading: false, &run)
+                return try await finish(refusedScopes: refused, &run)
             case .fail(let stop): throw fail(stop, run)
             }
             action = run.machine.handle(event)
@@ -64,6 +68,20 @@ extension SyncEngine {
     }
 
     // MARK: - Steps
+
+    /// Uploads attachments added here (before the push), or downloads those
+    /// of eager tables (after the pull). A failed transfer is recorded on its
+    /// attachment and tried again at the next sync; it does not fail the sync.
+    private func transferAttachments(uploading: Bool, _ run: inout SyncRun) async throws {
+        guard database.attachmentsRoot != nil else { return }
+        let transfer = AttachmentTransfer(database: database, transport: transport, userScope: configuration.userScope,
+                                          logger: logger)
+        let token = await credentials.token
+        let report = uploading ? try await transfer.uploadPending(token: token) : try await transfer.downloadEager(token: token)
+        run.summary.attachmentsUploaded += report.uploaded
+        run.summary.attachmentsDownloaded += report.downloaded
+        run.summary.attachmentTransfersFailed += report.failed
+    }
 
     private func checkIdentity(_ run: inout SyncRun) async -> SyncStateMachine.Event {
         do {

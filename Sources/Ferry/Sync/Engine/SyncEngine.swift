@@ -113,6 +113,27 @@ public actor SyncEngine {
         try await runExclusive(attempts: configuration.retry.attemptsPerSync)
     }
 
+    /// The file holding an attachment's bytes: this device's copy, or
+    /// downloaded now (continuing an interrupted download, verified against
+    /// its SHA-256 before it is returned).
+    ///
+    /// ```swift
+    /// let url = try await engine.open(photo)
+    /// imageView.image = UIImage(contentsOfFile: url.path)
+    /// ```
+    ///
+    /// - throws: ``FerryError`` `.attachmentNotFound` for an attachment
+    ///   removed meanwhile; `.attachmentCorrupted` when the downloaded bytes
+    ///   hash wrong; ``SyncTransportError`` when the server cannot be reached.
+    public func open(_ attachment: Attachment) async throws -> URL {
+        if let url = try database.attachments.localURL(for: attachment) { return url }
+        guard let record = try await database.read({ db in try AttachmentRecord.fetchOne(db, key: attachment.id) }) else {
+            throw FerryError(.attachmentNotFound, "attachment \(attachment.id) was removed")
+        }
+        let transfer = AttachmentTransfer(database: database, transport: transport, userScope: configuration.userScope, logger: logger)
+        return try await transfer.download(record, token: await credentials.token)
+    }
+
     func runExclusive(attempts: Int?) async throws -> SyncSummary {
         while let current = running {
             _ = try? await current.value

@@ -70,6 +70,12 @@ public struct SyncSummary: Sendable, Hashable {
     public var inDatabase: Duration = .zero
     /// Followed scopes the server refused to pull (the user is no longer a
     /// member, say); the others were pulled.
+    /// Attachments whose bytes this sync sent to the server whole.
+    public var attachmentsUploaded = 0
+    /// Attachments of eager tables whose bytes this sync fetched.
+    public var attachmentsDownloaded = 0
+    /// Attachment transfers that failed (each is retried at the next sync).
+    public var attachmentTransfersFailed = 0
     public var refusedScopes: [String] = []
 
     public init() {}
