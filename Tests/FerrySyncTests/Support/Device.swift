@@ -48,12 +48,13 @@ struct Device {
         _ name: String, user: String, server: SyncServer, directory: TemporaryDirectory,
         withPriority: Bool = false,
         configure: (inout SyncConfiguration) -> Void = { _ in },
+        configureDatabase: (inout FerryConfiguration) -> Void = { _ in },
         transport: ((any SyncTransport) -> any SyncTransport)? = nil,
         token: String? = nil, tokenRefresher: (@Sendable () async throws -> String)? = nil
     ) async throws -> Device {
         let minted = try await server.token(user)
         return try await make(name, user: user, baseURL: server.baseURL, directory: directory, withPriority: withPriority,
-                              configure: configure, transport: transport,
+                              configure: configure, configureDatabase: configureDatabase, transport: transport,
                               token: token ?? minted, tokenRefresher: tokenRefresher)
     }
 
@@ -61,11 +62,17 @@ struct Device {
         _ name: String, user: String, baseURL: URL, directory: TemporaryDirectory,
         withPriority: Bool = false,
         configure: (inout SyncConfiguration) -> Void = { _ in },
+        configureDatabase: (inout FerryConfiguration) -> Void = { _ in },
         transport: ((any SyncTransport) -> any SyncTransport)? = nil,
         token: String?, tokenRefresher: (@Sendable () async throws -> String)? = nil
     ) async throws -> Device {
         let path = directory.path("\(name).sqlite")
-        let database = try FerryDatabase(path: path, schema: SyncSchema.schema(withPriority: withPriority))
+        // Each device's attachment files apart, as on separate phones.
+        var databaseConfiguration = FerryConfiguration()
+        databaseConfiguration.attachmentsDirectory = directory.url.appending(path: "\(name)-files")
+        configureDatabase(&databaseConfiguration)
+        let database = try FerryDatabase(path: path, schema: SyncSchema.schema(withPriority: withPriority),
+                                         configuration: databaseConfiguration)
         var configuration = SyncConfiguration(userID: user)
         configuration.retry = RetryPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200), attemptsPerSync: 5)
         configuration.periodicInterval = nil

@@ -1,0 +1,163 @@
+import Ferry
+import FerryHTTPClient
+import FerryProtocol
+import FerryTestSupport
+import Foundation
+import Testing
+
+/// Attachments end to end: devices with their own files, a real
+/// `ferry-server` on loopback, on both stores.
+@Suite struct AttachmentSyncTests {
+    let directory: TemporaryDirectory
+
+    init() throws {
+        directory = try TemporaryDirectory()
+    }
+
+    static func bytes(_ count: Int, seed: UInt64) -> Data {
+        var state = seed
+        return Data((0..<count).map { _ in
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return UInt8(truncatingIfNeeded: state >> 33)
+        })
+    }
+
+    @Test(arguments: StoreKind.available) func anAttachmentAddedOfflineAppearsOnAnotherDeviceByteForByte(_ kind: StoreKind) async throws {
+        try await SyncServer.with(kind) { server in
+            let a = try await Device.make("a", user: "alice", server: server, directory: directory)
+            let eager = try await Device.make("b", user: "alice", server: server, directory: directory,
+                                              configureDatabase: { $0.attachmentDownloads = ["note": .eager] })
+            let lazy = try await Device.make("c", user: "alice", server: server, directory: directory)
+            // Offline: nothing has synced yet.
+            try a.execute("INSERT INTO note(id, title) VALUES ('n1', 'with a photo')")
+            let photo = Self.bytes(3 << 20 + 4321, seed: 1)
+            let added = try await a.database.attachments.add(data: photo, to: "note", row: "n1", name: "photo.jpg",
+                                                             contentType: "image/jpeg")
+            #expect(added.state == .localOnly && added.size == Int64(photo.count))
+            let pushed = try await a.engine.sync()
+            #expect(pushed.attachmentsUploaded == 1 && pushed.attachmentTransfersFailed == 0)
+            #expect(try a.database.attachments.attachment(id: added.id)?.state == .uploaded)
+
+            let pulled = try await eager.engine.sync()
+            #expect(pulled.attachmentsDownloaded == 1)
+            let onB = try eager.database.attachments.list(table: "note", row: "n1")
+            #expect(onB.map(\.id) == [added.id] && onB[0].name == "photo.jpg" && onB[0].state == .uploaded)
+            #expect(try eager.database.attachments.data(for: onB[0]) == photo)
+
+            // On open: known after the sync, fetched when opened.
+            try await lazy.engine.sync()
+            let onC = try #require(try lazy.database.attachments.list(table: "note", row: "n1").first)
+            #expect(onC.state == .missing)
+            #expect(try lazy.database.attachments.localURL(for: onC) == nil)
+            let url = try await lazy.engine.open(onC)
+            #expect(try Data(contentsOf: url) == photo)
+            #expect(try lazy.database.attachments.attachment(id: added.id)?.state == .uploaded)
+
+            // Removing it removes it everywhere.
+            try await a.database.attachments.remove(added)
+            try await a.engine.sync()
+            try await eager.engine.sync()
+            #expect(try eager.database.attachments.list(table: "note", row: "n1").isEmpty)
+        }
+    }
+
+    @Test(arguments: StoreKind.available) func anUploadCutHalfwayResumesFromTheServersOffset(_ kind: StoreKind) async throws {
+        try await SyncServer.with(kind) { server in
+            let cutter = UploadCutter(cutAt: 2_500_000, directory: directory.url)
+            let a = try await Device.make("a", user: "alice", server: server, directory: directory,
+                                          transport: { UploadCuttingTransport(inner: $0, cutter: cutter) })
+            try a.execute("INSERT INTO note(id, title) VALUES ('n1', 'audio')")
+            let audio = Self.bytes(3 << 20 + 999, seed: 2)
+            let added = try await a.database.attachments.add(data: audio, to: "note", row: "n1")
+            let first = try await a.engine.sync()
+            #expect(first.attachmentTransfersFailed == 1)
+            guard case .failed = try #require(try a.database.attachments.attachment(id: added.id)).state else {
+                Issue.record("the cut upload is not marked failed")
+                return
+            }
+            let second = try await a.engine.sync()
+            #expect(second.attachmentsUploaded == 1)
+            let uploads = cutter.uploads
+            // The second upload started where the server's copy ended (whole
+            // 1 MiB chunks of the 2.5 MB that arrived), not at zero.
+            #expect(uploads.count == 2)
+            #expect(uploads[0].offset == 0)
+            #expect(uploads[1].offset == 2 << 20)
+            #expect(uploads[1].sent == Int64(audio.count) - (2 << 20))
+            let b = try await Device.make("b", user: "alice", server: server, directory: directory)
+            try await b.engine.sync()
+            let onB = try #require(try b.database.attachments.list(table: "note", row: "n1").first)
+            #expect(try Data(contentsOf: try await b.engine.open(onB)) == audio)
+        }
+    }
+
+    @Test func aNonMemberCannotReadOrWriteABlob() async throws {
+        try await SyncServer.with(.sqlite) { server in
+            let a = try await Device.make("a", user: "alice", server: server, directory: directory)
+            try a.execute("INSERT INTO note(id, title) VALUES ('n1', 'private')")
+            let added = try await a.database.attachments.add(data: Self.bytes(10_000, seed: 3), to: "note", row: "n1")
+            try await a.engine.sync()
+            let transport = HTTPSyncTransport(baseURL: server.baseURL, requestTimeout: .seconds(10))
+            let mallory = try await server.token("mallory")
+            let file = directory.url.appending(path: "stolen")
+            await #expect { try await transport.downloadBlob(scope: "user:alice", sha256: added.sha256, into: file, from: 0, token: mallory) }
+                throws: { "\($0)".contains("403") }
+            await #expect { try await transport.blobOffset(scope: "user:alice", sha256: added.sha256, token: mallory) }
+                throws: { "\($0)".contains("403") }
+            try Data("forged".utf8).write(to: file)
+            await #expect { try await transport.uploadBlob(scope: "user:alice", sha256: added.sha256, file: file, offset: 0, size: 6, token: mallory) }
+                throws: { "\($0)".contains("403") }
+        }
+    }
+}
+
+/// Records each upload's offset and bytes sent; the first is cut after
+/// `cutAt` bytes, as a connection lost halfway.
+final class UploadCutter: @unchecked Sendable {
+    struct Upload: Sendable { var offset: Int64; var sent: Int64 }
+    let cutAt: Int
+    let directory: URL
+    private let lock = NSLock()
+    private var recorded: [Upload] = []
+
+    var uploads: [Upload] { lock.withLock { recorded } }
+
+    func record(_ body: (inout [Upload]) -> Bool) -> Bool { lock.withLock { body(&recorded) } }
+
+    init(cutAt: Int, directory: URL) {
+        self.cutAt = cutAt
+        self.directory = directory
+    }
+}
+
+struct UploadCuttingTransport: SyncTransport {
+    let inner: any SyncTransport
+    let cutter: UploadCutter
+
+    func push(_ request: PushRequest, token: String?) async throws -> PushResponse { try await inner.push(request, token: token) }
+    func pull(_ request: PullRequest, token: String?) async throws -> PullResponse { try await inner.pull(request, token: token) }
+    func row(scope: String, table: String, rowID: String, token: String?) async throws -> ServerRow? {
+        try await inner.row(scope: scope, table: table, rowID: rowID, token: token)
+    }
+    func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error> { inner.live(scopes: scopes, token: token) }
+    func blobOffset(scope: String, sha256: String, token: String?) async throws -> Int64? {
+        try await inner.blobOffset(scope: scope, sha256: sha256, token: token)
+    }
+    func downloadBlob(scope: String, sha256: String, into file: URL, from offset: Int64, token: String?) async throws {
+        try await inner.downloadBlob(scope: scope, sha256: sha256, into: file, from: offset, token: token)
+    }
+
+    func uploadBlob(scope: String, sha256: String, file: URL, offset: Int64, size: Int64, token: String?) async throws -> Int64 {
+        let first = cutter.record { uploads in
+            uploads.append(.init(offset: offset, sent: size - offset))
+            return uploads.count == 1
+        }
+        guard first else { return try await inner.uploadBlob(scope: scope, sha256: sha256, file: file, offset: offset, size: size, token: token) }
+        // The file as far as the connection got: the request says the whole
+        // size, and the body stops short.
+        let truncated = cutter.directory.appending(path: "cut-\(sha256)")
+        try Data(try Data(contentsOf: file).prefix(cutter.cutAt)).write(to: truncated)
+        _ = cutter.record { $0[0].sent = Int64(cutter.cutAt); return true }
+        return try await inner.uploadBlob(scope: scope, sha256: sha256, file: truncated, offset: offset, size: size, token: token)
+    }
+}
