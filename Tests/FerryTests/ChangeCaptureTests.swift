@@ -239,7 +239,9 @@ import FerryTestSupport
         let names = try database.read { db in
             try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name")
         }
-        #expect(names == ["ferry_capture_note_delete", "ferry_capture_note_insert", "ferry_capture_note_key", "ferry_capture_note_update"])
+        // Ferry's own synced table of attachment metadata keeps its triggers.
+        #expect(names.filter { !$0.hasPrefix("ferry_capture_ferry_attachments_") }
+                == ["ferry_capture_note_delete", "ferry_capture_note_insert", "ferry_capture_note_key", "ferry_capture_note_update"])
     }
 
     @Test func aConnectionWithoutFerryCannotWriteASyncedTableSilently() throws {
