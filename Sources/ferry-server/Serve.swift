@@ -38,6 +38,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Live streams one user may hold open at once; more get 429.")
     var maxLiveStreams: Int = 16
 
+    @Option(help: "The largest attachment (blob) upload, in bytes; larger ones get 413 before any byte is read.")
+    var maxBlobBytes: Int64 = 1 << 30
+
     @Option(help: "Seconds a stopping server waits for requests in flight and its store before it exits anyway.")
     var shutdownGrace: Double = 10
 
@@ -80,6 +83,7 @@ struct Serve: AsyncParsableCommand {
         configuration.connections.bodyReadTimeout = .seconds(bodyTimeout)
         configuration.connections.idleTimeout = .seconds(idleTimeout)
         configuration.connections.maxConnections = maxConnections
+        configuration.limits.maxBlobBytes = maxBlobBytes
         configuration.connections.maxLiveStreamsPerUser = maxLiveStreams
         configuration.shutdownGracePeriod = .seconds(shutdownGrace)
         let store: any SyncStore
