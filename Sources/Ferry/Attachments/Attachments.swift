@@ -20,7 +20,8 @@ import GRDB
 /// Adding is crash-safe in two phases: the bytes are written to `staging/`,
 /// synced and hashed, renamed into `attachments/<table>/<row>/<id>`, and
 /// only then is the metadata recorded (and its upload queued) in one
-/// transaction. ``maintain()`` removes what a crash left between the two.
+/// transaction. A crash between the two leaves a file in `staging/` or a
+/// file without metadata, never metadata without its file.
 public struct Attachments: Sendable {
     let database: FerryDatabase
 
