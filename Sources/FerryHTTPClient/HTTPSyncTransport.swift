@@ -61,8 +61,7 @@ public struct HTTPSyncTransport: SyncTransport {
     public func row(scope: String, table: String, rowID: String, token: String?) async throws -> ServerRow? {
         var request = HTTPClientRequest(url: SyncAPIRequests.rowURL(base: baseURL, scope: scope, table: table, rowID: rowID))
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
-        let deadline = NIODeadline.now() + .nanoseconds(Int64(requestTimeout.components.seconds) * 1_000_000_000
-            + requestTimeout.components.attoseconds / 1_000_000_000)
+        let deadline = self.deadline()
         let client = self.client
         return try await Self.mapErrors {
             let response = try await client.execute(request, deadline: deadline)
@@ -189,8 +188,7 @@ public struct HTTPSyncTransport: SyncTransport {
         request.headers.add(name: "Content-Type", value: "application/json")
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
         request.body = .bytes(ByteBuffer(bytes: try JSONEncoder().encode(body)))
-        let deadline = NIODeadline.now() + .nanoseconds(Int64(requestTimeout.components.seconds) * 1_000_000_000
-            + requestTimeout.components.attoseconds / 1_000_000_000)
+        let deadline = self.deadline()
         let maxBytes = maxResponseBytes
         let client = self.client
         return try await Self.mapErrors {

@@ -30,7 +30,8 @@ public protocol BlobStore: Sendable {
     ///   before `length` (the next append continues from there).
     /// - Throws: ``FerryServerError`` `uploadOffsetMismatch` if `offset` is
     ///   not where the store's copy ends; `badRequest` for bytes past
-    ///   `length` or a `length` that contradicts the copy held;
+    ///   `length` (nothing of the upload is kept) or a `length` that
+    ///   contradicts the copy held;
     ///   `hashMismatch` when the bytes do not hash to the name.
     func append(to key: BlobKey, length: Int64, offset: Int64,
                 bytes: some AsyncSequence<ByteBuffer, any Error>) async throws -> BlobState

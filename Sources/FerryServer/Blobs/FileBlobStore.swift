@@ -54,7 +54,7 @@ public final class FileBlobStore: BlobStore {
         defer { _ = uploading.withLockedValue { $0.remove(key) } }
         let paths = Paths(directory, key)
         let state = try await pool.runIfActive { try paths.state() }
-        if case .absent = state, length <= maxBlobBytes {
+        if case .absent = state, length <= maxBlobBytes, offset == 0 {
             try await pool.runIfActive { try paths.startUpload(scope: key.scope, length: length) }
         }
         return try await BlobUpload.append(to: key, state: state, length: length, offset: offset, limit: maxBlobBytes,

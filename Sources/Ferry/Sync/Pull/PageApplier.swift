@@ -92,13 +92,12 @@ struct PageApplier {
     private func apply(_ page: PullPage, now: Int64, movesCursor: Bool = true, _ db: Database) throws -> Report {
         do {
             var report = Report()
+            var cursorRecord = try ScopeCursorRecord.find(page.scope, db)
             if page.reset && movesCursor {
-                var record = try ScopeCursorRecord.find(page.scope, db)
-                record.refetching = true
-                try record.save(db)
+                cursorRecord.refetching = true
+                try cursorRecord.save(db)
                 try db.execute(sql: "DELETE FROM ferry_refetch_seen WHERE scope = ?", arguments: [page.scope])
             }
-            var cursorRecord = try ScopeCursorRecord.find(page.scope, db)
             let refetching = cursorRecord.refetching
             let pending = try Outbox.pendingEdits(db)
             let context = PageContext(setAsideRows: try !SetAsideRecord.all().isEmpty(db))

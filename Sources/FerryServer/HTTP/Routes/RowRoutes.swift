@@ -26,13 +26,4 @@ extension SyncAPI {
         }
         return JSONResponse.make(row)
     }
-
-    /// A path parameter, percent-decoded.
-    static func pathParameter(_ name: String, _ context: FerryRequestContext) throws -> String {
-        let raw = try context.parameters.require(name)
-        guard let decoded = raw.removingPercentEncoding, !decoded.isEmpty else {
-            throw FerryServerError.badRequest("the path's \(name) \(MutationCheck.quoted(raw)) is not valid percent-encoding")
-        }
-        return decoded
-    }
 }

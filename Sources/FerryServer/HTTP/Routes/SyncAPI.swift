@@ -42,4 +42,13 @@ struct SyncAPI: Sendable {
         }
         guard Set(scopes).count == scopes.count else { throw .badRequest("a scope is named twice") }
     }
+
+    /// A path parameter, percent-decoded.
+    static func pathParameter(_ name: String, _ context: FerryRequestContext) throws -> String {
+        let raw = try context.parameters.require(name)
+        guard let decoded = raw.removingPercentEncoding, !decoded.isEmpty else {
+            throw FerryServerError.badRequest("the path's \(name) \(MutationCheck.quoted(raw)) is not valid percent-encoding")
+        }
+        return decoded
+    }
 }
