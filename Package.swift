@@ -111,7 +111,7 @@ let package = Package(
         // writing the same database file.
         .executableTarget(
             name: "ferry-test-worker",
-            dependencies: ["Ferry"]
+            dependencies: ["Ferry", "FerryHTTPClient"]
         ),
         .testTarget(
             name: "FerryProtocolTests",
@@ -143,6 +143,8 @@ let package = Package(
         .target(
             name: "FerryTestSupport",
             dependencies: [
+                "Ferry",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             path: "Tests/FerryTestSupport"
@@ -157,6 +159,7 @@ let package = Package(
                 "FerryTestSupport",
                 "FerryServer",
                 "ferry-server",
+                "ferry-test-worker",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

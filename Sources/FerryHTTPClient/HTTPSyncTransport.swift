@@ -125,7 +125,8 @@ public struct HTTPSyncTransport: SyncTransport {
         }
     }
 
-    public func uploadBlob(scope: String, sha256: String, file: URL, offset: Int64, size: Int64, token: String?) async throws -> Int64 {
+    public func uploadBlob(scope: String, sha256: String, file: URL, offset: Int64, size: Int64, token: String?,
+                           progress: @escaping BlobProgress) async throws -> Int64 {
         var request = HTTPClientRequest(url: SyncAPIRequests.blobURL(base: baseURL, scope: scope, sha256: sha256))
         request.method = .PUT
         request.headers.add(name: "Content-Type", value: "application/octet-stream")
@@ -134,7 +135,7 @@ public struct HTTPSyncTransport: SyncTransport {
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
         let handle = try FileHandle(forReadingFrom: file)
         try handle.seek(toOffset: UInt64(offset))
-        let reader = BlobFileReader(handle: handle, remaining: size - offset)
+        let reader = BlobFileReader(handle: handle, sent: offset, size: size, progress: progress)
         request.body = .stream(reader, length: .known(size - offset))
         let client = self.client
         return try await Self.mapErrors {
@@ -147,7 +148,8 @@ public struct HTTPSyncTransport: SyncTransport {
         }
     }
 
-    public func downloadBlob(scope: String, sha256: String, into file: URL, from offset: Int64, token: String?) async throws {
+    public func downloadBlob(scope: String, sha256: String, into file: URL, from offset: Int64, token: String?,
+                             progress: @escaping BlobProgress) async throws {
         var request = HTTPClientRequest(url: SyncAPIRequests.blobURL(base: baseURL, scope: scope, sha256: sha256))
         if offset > 0 { request.headers.add(name: "Range", value: "bytes=\(offset)-") }
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
@@ -164,8 +166,11 @@ public struct HTTPSyncTransport: SyncTransport {
             let handle = try FileHandle(forWritingTo: file)
             defer { try? handle.close() }
             try handle.seek(toOffset: UInt64(offset))
+            var held = offset
             for try await buffer in response.body {
                 try handle.write(contentsOf: Data(buffer.readableBytesView))
+                held += Int64(buffer.readableBytes)
+                progress(held)
             }
             try handle.synchronize()
         }
@@ -229,25 +234,31 @@ public struct HTTPSyncTransport: SyncTransport {
 }
 
 /// A file's bytes from where its handle stands, in chunks of 256 KiB, read
-/// as AsyncHTTPClient asks for them (so an upload holds one chunk at a time).
+/// as AsyncHTTPClient asks for them (so an upload holds one chunk at a time),
+/// telling `progress` how far into the blob each chunk reaches.
 private struct BlobFileReader: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
     let handle: FileHandle
-    let remaining: Int64
+    let sent: Int64
+    let size: Int64
+    let progress: BlobProgress
 
     struct AsyncIterator: AsyncIteratorProtocol {
         let handle: FileHandle
-        var remaining: Int64
+        var sent: Int64
+        let size: Int64
+        let progress: BlobProgress
 
         mutating func next() async throws -> ByteBuffer? {
-            guard remaining > 0 else { return nil }
-            guard let chunk = try handle.read(upToCount: Int(Swift.min(remaining, 256 << 10))), !chunk.isEmpty else {
-                throw SyncTransportError.invalidResponse("the file ended \(remaining) bytes early")
+            guard sent < size else { return nil }
+            guard let chunk = try handle.read(upToCount: Int(Swift.min(size - sent, 256 << 10))), !chunk.isEmpty else {
+                throw SyncTransportError.invalidResponse("the file ended \(size - sent) bytes early")
             }
-            remaining -= Int64(chunk.count)
+            sent += Int64(chunk.count)
+            progress(sent)
             return ByteBuffer(bytes: chunk)
         }
     }
 
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(handle: handle, remaining: remaining) }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(handle: handle, sent: sent, size: size, progress: progress) }
 }

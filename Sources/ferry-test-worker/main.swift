@@ -5,7 +5,15 @@
 //   ferry-test-worker crash-writer <path>          insert and update rows until killed
 //   ferry-test-worker timed-writer <path> <secs>   insert rows one per transaction for <secs>
 //   ferry-test-worker migrate-and-hang <path>      stop forever inside migration "v2"
-import Ferry
+//   ferry-test-worker attach <path> <files> <step>  add a 2 MiB attachment to row `r1`,
+//                                                   killing itself (SIGKILL) at <step>:
+//                                                   staged, placed, recorded, committed
+//   ferry-test-worker transfer <path> <files> <server> <token> <user> upload|download <bytes>
+//                                                   sync (and open every attachment); once a
+//                                                   transfer has moved <bytes>, a download kills
+//                                                   itself and an upload prints `paused` and hangs
+@_spi(Testing) import Ferry
+import FerryHTTPClient
 import Foundation
 import GRDB
 
@@ -91,6 +99,51 @@ do {
         }
         _ = try FerryDatabase(path: path, schema: FerrySchema(migrator: migrator, syncedTables: [SyncedTable("item")]))
         fail("migration v2 returned; it should hang until killed")
+    case "attach":
+        guard arguments.count >= 4 else { fail("attach needs <path> <files> <step>") }
+        let files = URL(filePath: arguments[arguments.startIndex + 2])
+        let killAt = arguments[arguments.startIndex + 3]
+        var configuration = FerryConfiguration()
+        configuration.attachmentsDirectory = files
+        configuration.attachmentSteps = { step in
+            if "\(step)" == killAt { raise(SIGKILL) }
+        }
+        let database = try FerryDatabase(path: path, schema: schema, configuration: configuration)
+        try database.write { db in
+            try db.execute(sql: "INSERT OR IGNORE INTO item(id, writer, revision) VALUES ('r1', 'attach', 0)")
+        }
+        let bytes = Data((0..<(2 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        let attachment = try await database.attachments.add(data: bytes, to: "item", row: "r1", name: "scan.pdf")
+        emit("added \(attachment.id)")
+    case "transfer":
+        guard arguments.count >= 8, let killAt = Int64(arguments[arguments.startIndex + 7]),
+              let server = URL(string: arguments[arguments.startIndex + 3]) else {
+            fail("transfer needs <path> <files> <server> <token> <user> upload|download <bytes>")
+        }
+        let direction = arguments[arguments.startIndex + 6]
+        var configuration = FerryConfiguration()
+        configuration.attachmentsDirectory = URL(filePath: arguments[arguments.startIndex + 2])
+        configuration.attachmentSteps = { step in
+            switch step {
+            // An upload pauses instead: the test waits until the server holds
+            // some of it (bytes read from the file may not have left yet), then kills.
+            case .uploaded(let sent) where direction == "upload" && sent >= killAt:
+                emit("paused \(sent)")
+                while true { sleep(60) }
+            case .downloaded(let held) where direction == "download" && held >= killAt: raise(SIGKILL)
+            default: break
+            }
+        }
+        let database = try FerryDatabase(path: path, schema: schema, configuration: configuration)
+        var syncConfiguration = SyncConfiguration(userID: arguments[arguments.startIndex + 5])
+        syncConfiguration.periodicInterval = nil
+        let engine = try SyncEngine(database: database, transport: HTTPSyncTransport(baseURL: server),
+                                    configuration: syncConfiguration, token: arguments[arguments.startIndex + 4])
+        let summary = try await engine.sync()
+        for attachment in try database.attachments.list(table: "item", row: "r1") {
+            _ = try await engine.open(attachment)
+        }
+        emit("synced uploaded=\(summary.attachmentsUploaded)")
     default:
         fail("unknown mode \(mode)")
     }

@@ -12,7 +12,7 @@ import Darwin
 ///
 /// ```swift
 /// let files = AttachmentFiles(root: directory)
-/// let staged = try files.stage(from: source)          // (url, size, sha256)
+/// let staged = try await files.stage(chunks, as: id)   // (url, size, sha256)
 /// try files.place(staged.url, at: files.file(table: "note", row: "n1", id: id))
 /// ```
 struct AttachmentFiles: Sendable {
@@ -47,11 +47,11 @@ struct AttachmentFiles: Sendable {
         var sha256: String
     }
 
-    /// Writes `chunks` to a new file in `staging/`, hashing as it goes,
-    /// and syncs it to disk.
-    func stage(_ chunks: some AsyncSequence<Data, any Error>) async throws -> Staged {
+    /// Writes `chunks` to `staging/<name>`, hashing as it goes, and syncs
+    /// it to disk.
+    func stage(_ chunks: some AsyncSequence<Data, any Error>, as name: String) async throws -> Staged {
         try FileManager.default.createDirectory(at: staging, withIntermediateDirectories: true)
-        let url = staging.appending(path: UUID().uuidString.lowercased())
+        let url = staging.appending(path: Self.component(name))
         let fd = open(url.path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
         guard fd >= 0 else { throw Self.failure("create", url) }
         var hash = SHA256Digest()
@@ -75,8 +75,14 @@ struct AttachmentFiles: Sendable {
     /// the folder so the rename survives a crash.
     func place(_ source: URL, at destination: URL) throws {
         let folder = destination.deletingLastPathComponent()
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        guard rename(source.path, destination.path) == 0 else { throw Self.failure("move into place", destination) }
+        // Maintenance removes empty folders: one removed between the two calls is made again.
+        var attempts = 0
+        while true {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            if rename(source.path, destination.path) == 0 { break }
+            attempts += 1
+            guard errno == ENOENT, attempts < 3 else { throw Self.failure("move into place", destination) }
+        }
         let descriptor = open(folder.path, O_RDONLY)
         if descriptor >= 0 { _ = fsync(descriptor); close(descriptor) }
     }
@@ -98,6 +104,11 @@ struct AttachmentFiles: Sendable {
         var info = stat()
         guard stat(url.path, &info) == 0 else { return nil }
         return Int64(info.st_size)
+    }
+
+    static func isFolder(_ url: URL) -> Bool {
+        var info = stat()
+        return stat(url.path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
     }
 
     static func write(_ data: Data, to fd: Int32, _ url: URL) throws {

@@ -56,37 +56,51 @@ public struct Attachments: Sendable {
         guard let layout = database.layouts[table], table != AttachmentRecord.databaseTableName else {
             throw FerryError(.attachmentNotFound, "table `\(table)` is not synced; attachments belong to rows of synced tables")
         }
-        let staged = try await files.stage(chunks)
+        let settings = database.attachmentSettings
         let id = UUID().uuidString.lowercased()
-        let destination = files.file(table: table, row: rowID, id: id)
-        do {
-            try files.place(staged.url, at: destination)
-            let now = database.wallClock.nowMilliseconds()
-            return try await database.write { db in
-                let key = SQLText.identifier(layout.primaryKey)
-                let scope: String?
-                switch layout.table.scope {
-                case .user:
-                    guard try Bool.fetchOne(db, sql: "SELECT 1 FROM \(SQLText.identifier(table)) WHERE \(key) = ?",
-                                            arguments: [rowID]) ?? false else { throw Self.noRow(table, rowID) }
-                    scope = nil
-                case .column(let column):
-                    let rows = try Row.fetchAll(db, sql: "SELECT \(SQLText.identifier(column)) FROM \(SQLText.identifier(table)) WHERE \(key) = ?",
-                                                arguments: [rowID])
-                    guard let row = rows.first else { throw Self.noRow(table, rowID) }
-                    scope = row[0]
+        return try await settings.working(on: [id]) {
+            let staged = try await files.stage(chunks, as: id)
+            settings.steps?(.staged)
+            let destination = files.file(table: table, row: rowID, id: id)
+            do {
+                try files.place(staged.url, at: destination)
+                settings.steps?(.placed)
+                let now = database.wallClock.nowMilliseconds()
+                let attachment = try await database.write { db in
+                    let scope = try Self.scope(of: rowID, in: layout, db)
+                    let record = AttachmentRecord(id: id, table: table, rowID: rowID, scope: scope, name: name,
+                                                  contentType: contentType, size: staged.size, sha256: staged.sha256,
+                                                  createdAt: now)
+                    try record.insert(db)
+                    let file = AttachmentFileRecord(id: id, state: .localOnly, lastOpenedAt: now)
+                    try file.insert(db)
+                    settings.steps?(.recorded)
+                    return record.attachment(file)
                 }
-                let record = AttachmentRecord(id: id, table: table, rowID: rowID, scope: scope, name: name, contentType: contentType,
-                                              size: staged.size, sha256: staged.sha256, createdAt: now)
-                try record.insert(db)
-                let file = AttachmentFileRecord(id: id, state: .localOnly, lastOpenedAt: now)
-                try file.insert(db)
-                return record.attachment(file)
+                settings.steps?(.committed)
+                return attachment
+            } catch {
+                try? FileManager.default.removeItem(at: staged.url)
+                try? FileManager.default.removeItem(at: destination)
+                throw error
             }
-        } catch {
-            try? FileManager.default.removeItem(at: staged.url)
-            try? FileManager.default.removeItem(at: destination)
-            throw error
+        }
+    }
+
+    /// The scope of the row an attachment is added to (`nil`: the user's own).
+    private static func scope(of rowID: String, in layout: TableLayout, _ db: Database) throws -> String? {
+        let table = layout.table.name
+        let key = SQLText.identifier(layout.primaryKey)
+        switch layout.table.scope {
+        case .user:
+            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM \(SQLText.identifier(table)) WHERE \(key) = ?",
+                                    arguments: [rowID]) ?? false else { throw noRow(table, rowID) }
+            return nil
+        case .column(let column):
+            let rows = try Row.fetchAll(db, sql: "SELECT \(SQLText.identifier(column)) FROM \(SQLText.identifier(table)) WHERE \(key) = ?",
+                                        arguments: [rowID])
+            guard let row = rows.first else { throw noRow(table, rowID) }
+            return row[0]
         }
     }
 
@@ -154,7 +168,7 @@ public struct Attachments: Sendable {
     // MARK: - Internals
 
     func files() throws -> AttachmentFiles {
-        guard let root = database.attachmentsRoot else {
+        guard let root = database.attachmentSettings.root else {
             throw FerryError(.invalidConfiguration,
                 "this database has no file to keep attachments beside; set FerryConfiguration.attachmentsDirectory")
         }

@@ -48,9 +48,8 @@ public struct FerryDatabase: Sendable {
     let capture: ChangeCapture
     let layouts: [String: TableLayout]
     let wallClock: any WallClock
-    /// Where attachment files live, if anywhere (see ``FerryConfiguration/attachmentsDirectory``).
-    let attachmentsRoot: URL?
-    let attachmentDownloads: [String: AttachmentDownloadPolicy]
+    /// Where attachment files live, if anywhere, and how they are kept.
+    let attachmentSettings: AttachmentSettings
 
     /// Opens (creating if needed) the database file at `path` as a WAL
     /// `DatabasePool`, and migrates it.
@@ -168,10 +167,13 @@ public struct FerryDatabase: Sendable {
         self.layouts = Dictionary(uniqueKeysWithValues: layouts.map { ($0.table.name, $0) })
         self.wallClock = configuration.wallClock
         let path = writer.path
-        self.attachmentsRoot = configuration.attachmentsDirectory
-            ?? (path.isEmpty || path.hasPrefix(":memory:") || path.hasPrefix("file:") ? nil
-                : URL(filePath: path).deletingLastPathComponent())
-        self.attachmentDownloads = configuration.attachmentDownloads
+        self.attachmentSettings = AttachmentSettings(
+            root: configuration.attachmentsDirectory
+                ?? (path.isEmpty || path.hasPrefix(":memory:") || path.hasPrefix("file:") ? nil
+                    : URL(filePath: path).deletingLastPathComponent()),
+            downloads: configuration.attachmentDownloads,
+            cacheLimit: configuration.attachmentCacheLimit,
+            steps: configuration.attachmentSteps)
     }
 
     private static func removeEmptyFiles(at path: String) {

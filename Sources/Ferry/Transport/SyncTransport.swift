@@ -33,11 +33,32 @@ public protocol SyncTransport: Sendable {
     func blobOffset(scope: String, sha256: String, token: String?) async throws -> Int64?
     /// `PUT /v1/blobs/{scope}/{sha256}`: sends `file`'s bytes from `offset`
     /// (streamed from the file, never read whole) of a blob of `size` bytes,
-    /// and returns how many bytes the server holds after.
-    func uploadBlob(scope: String, sha256: String, file: URL, offset: Int64, size: Int64, token: String?) async throws -> Int64
+    /// and returns how many bytes the server holds after. `progress` is
+    /// told, as the body goes out, how many of the blob's bytes are sent
+    /// (counting from the start of the blob, not from `offset`).
+    func uploadBlob(scope: String, sha256: String, file: URL, offset: Int64, size: Int64, token: String?,
+                    progress: @escaping BlobProgress) async throws -> Int64
     /// `GET /v1/blobs/{scope}/{sha256}` with `Range: bytes=offset-`: appends
-    /// the blob's bytes from `offset` to `file` as they arrive.
-    func downloadBlob(scope: String, sha256: String, into file: URL, from offset: Int64, token: String?) async throws
+    /// the blob's bytes from `offset` to `file` as they arrive, telling
+    /// `progress` how many of the blob's bytes `file` holds.
+    func downloadBlob(scope: String, sha256: String, into file: URL, from offset: Int64, token: String?,
+                      progress: @escaping BlobProgress) async throws
+}
+
+/// Told how many bytes of a blob a transfer has moved so far, counted from
+/// the start of the blob. Called often (per buffer): keep it cheap.
+public typealias BlobProgress = @Sendable (Int64) -> Void
+
+extension SyncTransport {
+    /// ``uploadBlob(scope:sha256:file:offset:size:token:progress:)`` with no one told of its progress.
+    public func uploadBlob(scope: String, sha256: String, file: URL, offset: Int64, size: Int64, token: String?) async throws -> Int64 {
+        try await uploadBlob(scope: scope, sha256: sha256, file: file, offset: offset, size: size, token: token, progress: { _ in })
+    }
+
+    /// ``downloadBlob(scope:sha256:into:from:token:progress:)`` with no one told of its progress.
+    public func downloadBlob(scope: String, sha256: String, into file: URL, from offset: Int64, token: String?) async throws {
+        try await downloadBlob(scope: scope, sha256: sha256, into: file, from: offset, token: token, progress: { _ in })
+    }
 }
 
 extension SyncTransport {
@@ -45,11 +66,13 @@ extension SyncTransport {
         throw SyncTransportError.invalidResponse("\(Self.self) does not move attachment bytes")
     }
 
-    public func uploadBlob(scope: String, sha256: String, file: URL, offset: Int64, size: Int64, token: String?) async throws -> Int64 {
+    public func uploadBlob(scope: String, sha256: String, file: URL, offset: Int64, size: Int64, token: String?,
+                           progress: @escaping BlobProgress) async throws -> Int64 {
         throw SyncTransportError.invalidResponse("\(Self.self) does not move attachment bytes")
     }
 
-    public func downloadBlob(scope: String, sha256: String, into file: URL, from offset: Int64, token: String?) async throws {
+    public func downloadBlob(scope: String, sha256: String, into file: URL, from offset: Int64, token: String?,
+                             progress: @escaping BlobProgress) async throws {
         throw SyncTransportError.invalidResponse("\(Self.self) does not move attachment bytes")
     }
 }

@@ -1,21 +1,6 @@
 import Ferry
 import GRDB
 
-/// The schema `ferry-test-worker` opens; tests open the same file with it.
-enum ItemSchema {
-    static func migrator() -> DatabaseMigrator {
-        var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in
-            try db.execute(sql: """
-                CREATE TABLE item (id TEXT PRIMARY KEY NOT NULL, writer TEXT NOT NULL, revision INTEGER NOT NULL, payload TEXT)
-                """)
-        }
-        return migrator
-    }
-
-    static let schema = FerrySchema(migrator: migrator(), syncedTables: [SyncedTable("item")])
-}
-
 /// A small app schema for capture tests: a private table and a shared one.
 enum NotesAndTasks {
     static func migrator() -> DatabaseMigrator {

@@ -7,6 +7,8 @@ import Logging
 /// uploads resume from the server's offset, downloads from the bytes
 /// already in `temp/`, and a download is verified against its SHA-256
 /// before it is renamed into place (a file that fails is never returned).
+/// A transfer cut by the network is retried at once with the engine's
+/// backoff, each retry continuing where the last one stopped.
 ///
 /// ```swift
 /// let transfer = AttachmentTransfer(database: database, transport: transport, userScope: "user:alice", logger: logger)
@@ -17,6 +19,7 @@ struct AttachmentTransfer: Sendable {
     let database: FerryDatabase
     let transport: any SyncTransport
     let userScope: String
+    var retry = RetryPolicy()
     let logger: Logger
 
     struct Report: Sendable, Equatable {
@@ -45,11 +48,15 @@ struct AttachmentTransfer: Sendable {
             guard AttachmentFiles.size(of: file) == record.size else { continue }
             do {
                 let scope = record.scope ?? userScope
-                var offset = try await transport.blobOffset(scope: scope, sha256: record.sha256, token: token) ?? 0
-                if offset < record.size {
-                    try await setState(record.id, .uploading, transferred: offset)
-                    offset = try await transport.uploadBlob(scope: scope, sha256: record.sha256, file: file, offset: offset,
-                                                            size: record.size, token: token)
+                var offset: Int64 = 0
+                try await retrying {
+                    offset = try await transport.blobOffset(scope: scope, sha256: record.sha256, token: token) ?? 0
+                    if offset < record.size {
+                        try await setState(record.id, .uploading, transferred: offset)
+                        let progress = progressRecorder(record, .uploading, step: AttachmentStep.uploaded)
+                        offset = try await transport.uploadBlob(scope: scope, sha256: record.sha256, file: file, offset: offset,
+                                                                size: record.size, token: token, progress: progress)
+                    }
                 }
                 if offset >= record.size {
                     try await setState(record.id, .uploaded, transferred: record.size)
@@ -70,7 +77,7 @@ struct AttachmentTransfer: Sendable {
 
     /// Downloads every attachment of an eager table that is not on this device.
     func downloadEager(token: String?) async throws -> Report {
-        let eager = database.attachmentDownloads.filter { $0.value == .eager }.map(\.key)
+        let eager = database.attachmentSettings.downloads.filter { $0.value == .eager }.map(\.key)
         guard !eager.isEmpty else { return Report() }
         let files = try database.attachments.files()
         let wanted = try await database.read { db in
@@ -99,36 +106,104 @@ struct AttachmentTransfer: Sendable {
     ///   hash to the attachment's SHA-256 (the partial file is removed).
     func download(_ record: AttachmentRecord, token: String?) async throws -> URL {
         let files = try database.attachments.files()
-        let destination = files.file(of: record)
-        if AttachmentFiles.size(of: destination) == record.size { return destination }
-        let temp = files.download(of: record)
-        try FileManager.default.createDirectory(at: files.temp, withIntermediateDirectories: true)
-        var held = AttachmentFiles.size(of: temp) ?? 0
-        if held > record.size {
-            try? FileManager.default.removeItem(at: temp)
-            held = 0
-        }
-        do {
-            try await setState(record.id, .downloading, transferred: held)
-            if held < record.size {
-                try await transport.downloadBlob(scope: record.scope ?? userScope, sha256: record.sha256, into: temp,
-                                                 from: held, token: token)
-            }
-            let (size, digest) = try AttachmentFiles.digest(of: temp)
-            guard size == record.size, digest == record.sha256 else {
+        let settings = database.attachmentSettings
+        return try await settings.working(on: [record.id]) {
+            let destination = files.file(of: record)
+            if AttachmentFiles.size(of: destination) == record.size { return destination }
+            let temp = files.download(of: record)
+            try FileManager.default.createDirectory(at: files.temp, withIntermediateDirectories: true)
+            var held = AttachmentFiles.size(of: temp) ?? 0
+            if held > record.size {
                 try? FileManager.default.removeItem(at: temp)
-                throw FerryError(.attachmentCorrupted,
-                    "attachment \(record.id) downloaded as \(size) bytes hashing to \(digest), not \(record.size) bytes hashing to \(record.sha256); it was discarded")
+                held = 0
             }
-            try files.place(temp, at: destination)
-            try await setState(record.id, .uploaded, transferred: record.size)
+            do {
+                try await setState(record.id, .downloading, transferred: held)
+                try await retrying {
+                    // A retry continues from the bytes the last attempt wrote.
+                    let held = AttachmentFiles.size(of: temp) ?? 0
+                    guard held < record.size else { return }
+                    try await transport.downloadBlob(scope: record.scope ?? userScope, sha256: record.sha256, into: temp,
+                                                     from: held, token: token,
+                                                     progress: progressRecorder(record, .downloading, step: AttachmentStep.downloaded))
+                }
+                let (size, digest) = try AttachmentFiles.digest(of: temp)
+                guard size == record.size, digest == record.sha256 else {
+                    try? FileManager.default.removeItem(at: temp)
+                    throw FerryError(.attachmentCorrupted,
+                        "attachment \(record.id) downloaded as \(size) bytes hashing to \(digest), not \(record.size) bytes hashing to \(record.sha256); it was discarded")
+                }
+                try files.place(temp, at: destination)
+                let now = database.wallClock.nowMilliseconds()
+                try await database.write { db in
+                    var file = try AttachmentFileRecord.fetchOne(db, key: record.id) ?? AttachmentFileRecord(id: record.id, state: .uploaded)
+                    file.state = .uploaded
+                    file.transferred = record.size
+                    file.reason = nil
+                    file.lastOpenedAt = now
+                    try file.save(db)
+                }
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                let missing = (error as? SyncTransportError).map { if case .http(404, _, _) = $0 { true } else { false } } ?? false
+                try await setState(record.id, missing ? .missing : .failed, transferred: 0, reason: "download: \(error)")
+                throw error
+            }
+            // Over the cache limit: make room, keeping the file just fetched.
+            try await AttachmentCache(database: database).enforceLimit(keeping: record.id)
             return destination
-        } catch is CancellationError {
-            throw CancellationError()
-        } catch {
-            let missing = (error as? SyncTransportError).map { if case .http(404, _, _) = $0 { true } else { false } } ?? false
-            try await setState(record.id, missing ? .missing : .failed, transferred: 0, reason: "download: \(error)")
-            throw error
+        }
+    }
+
+    /// Records a transfer's progress on the attachment as it goes: a write
+    /// queued (never awaited) each time another 1 MiB, or 1/100 of the
+    /// file, has moved.
+    private func progressRecorder(_ record: AttachmentRecord, _ state: AttachmentFileRecord.State,
+                                  step: @escaping @Sendable (Int64) -> AttachmentStep) -> BlobProgress {
+        let writer = database.writer
+        let steps = database.attachmentSettings.steps
+        let stride = max(1 << 20, record.size / 100)
+        let lastRecorded = Locked<Int64>(0)
+        let id = record.id
+        return { moved in
+            steps?(step(moved))
+            let due = lastRecorded.withLock { last in
+                guard moved - last >= stride || moved == record.size else { return false }
+                last = moved
+                return true
+            }
+            guard due else { return }
+            writer.asyncWriteWithoutTransaction { db in
+                try? db.execute(sql: "UPDATE ferry_attachment_files SET transferred = ? WHERE id = ? AND state = ?",
+                                arguments: [moved, id, state])
+            }
+        }
+    }
+
+    /// Runs `body` again after a transient failure (the network, a busy
+    /// server), waiting as the retry policy says, up to its attempts per sync.
+    private func retrying(_ body: () async throws -> Void) async throws {
+        var attempt = 0
+        while true {
+            do {
+                return try await body()
+            } catch {
+                attempt += 1
+                guard attempt < retry.attemptsPerSync else { throw error }
+                let retryAfter: Duration?
+                switch (SyncFailure(error), error as? SyncTransportError) {
+                case (.transient(let after), _): retryAfter = after
+                // An upload the server has not yet seen cut still holds the
+                // blob, or moved its offset since the HEAD: ask again.
+                case (_, .http(409, let body, _)?) where body?.code == .uploadOffsetMismatch || body?.code == .alreadyExists:
+                    retryAfter = nil
+                default: throw error
+                }
+                let delay = retry.delay(attempt: attempt - 1, retryAfter: retryAfter, unit: Double.random(in: 0..<1))
+                logger.debug("an attachment transfer is retried", metadata: ["error": "\(error)", "delay": "\(delay)"])
+                try await Task.sleep(for: delay)
+            }
         }
     }
 

@@ -70,17 +70,25 @@ extension SyncEngine {
     // MARK: - Steps
 
     /// Uploads attachments added here (before the push), or downloads those
-    /// of eager tables (after the pull). A failed transfer is recorded on its
-    /// attachment and tried again at the next sync; it does not fail the sync.
+    /// of eager tables and then tidies the files (after the pull: the files
+    /// of attachments removed elsewhere go, the cache keeps its limit). A
+    /// failed transfer is recorded on its attachment and tried again at the
+    /// next sync; it does not fail the sync.
     private func transferAttachments(uploading: Bool, _ run: inout SyncRun) async throws {
-        guard database.attachmentsRoot != nil else { return }
+        guard database.attachmentSettings.root != nil else { return }
         let transfer = AttachmentTransfer(database: database, transport: transport, userScope: configuration.userScope,
-                                          logger: logger)
+                                          retry: configuration.retry, logger: logger)
         let token = await credentials.token
         let report = uploading ? try await transfer.uploadPending(token: token) : try await transfer.downloadEager(token: token)
         run.summary.attachmentsUploaded += report.uploaded
         run.summary.attachmentsDownloaded += report.downloaded
         run.summary.attachmentTransfersFailed += report.failed
+        guard !uploading else { return }
+        do {
+            try await database.attachments.maintain()
+        } catch {
+            logger.warning("attachment maintenance failed", metadata: ["error": "\(error)"])
+        }
     }
 
     private func checkIdentity(_ run: inout SyncRun) async -> SyncStateMachine.Event {

@@ -130,7 +130,8 @@ public actor SyncEngine {
         guard let record = try await database.read({ db in try AttachmentRecord.fetchOne(db, key: attachment.id) }) else {
             throw FerryError(.attachmentNotFound, "attachment \(attachment.id) was removed")
         }
-        let transfer = AttachmentTransfer(database: database, transport: transport, userScope: configuration.userScope, logger: logger)
+        let transfer = AttachmentTransfer(database: database, transport: transport, userScope: configuration.userScope,
+                                          retry: configuration.retry, logger: logger)
         return try await transfer.download(record, token: await credentials.token)
     }
 

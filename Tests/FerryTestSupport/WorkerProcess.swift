@@ -1,15 +1,14 @@
-@testable import Ferry
 import Foundation
 
 /// `ferry-test-worker` running as a child process, its stdout read line by line.
-final class WorkerProcess: @unchecked Sendable {
+public final class WorkerProcess: @unchecked Sendable {
     // @unchecked: after init, only one thread reads the pipe at a time (the test, or the drain thread).
-    let process = Process()
+    public let process = Process()
     private let output = Pipe()
     private var buffer = Data()
     private var finished = false
 
-    init(_ arguments: [String]) throws {
+    public init(_ arguments: [String]) throws {
         process.executableURL = try Self.executable()
         process.arguments = arguments
         process.standardOutput = output
@@ -17,7 +16,7 @@ final class WorkerProcess: @unchecked Sendable {
     }
 
     /// The next line the worker printed, or nil once it exited and all output is read.
-    func readLine() -> String? {
+    public func readLine() -> String? {
         while true {
             if let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
                 let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
@@ -38,7 +37,7 @@ final class WorkerProcess: @unchecked Sendable {
     }
 
     /// Every remaining line, until the worker's stdout closes.
-    func readRemainingLines() -> [String] {
+    public func readRemainingLines() -> [String] {
         var lines: [String] = []
         while let line = readLine() { lines.append(line) }
         return lines
@@ -46,22 +45,22 @@ final class WorkerProcess: @unchecked Sendable {
 
     /// Reads every line on a background thread until the worker's stdout
     /// closes, so a chatty worker never blocks on a full pipe.
-    func drainInBackground() -> @Sendable () -> [String] {
-        let lines = Locked<[String]>([])
+    public func drainInBackground() -> @Sendable () -> [String] {
+        let lines = LinesBox()
         let done = DispatchSemaphore(value: 0)
         let reader = Thread { [self] in
-            let all = readRemainingLines()
-            lines.withLock { $0 = all }
+            lines.lines = readRemainingLines()
             done.signal()
         }
         reader.start()
         return {
             done.wait()
-            return lines.withLock { $0 }
+            return lines.lines
         }
     }
 
-    func kill() {
+    /// Kills it with SIGKILL and waits for it.
+    public func kill() {
         Foundation.kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
     }
@@ -86,8 +85,18 @@ final class WorkerProcess: @unchecked Sendable {
         throw WorkerNotFound(searched: candidates.map(\.path))
     }
 
+    /// Waits for it to end on its own (or by a signal it sent itself).
+    public func wait() {
+        process.waitUntilExit()
+    }
+
     struct WorkerNotFound: Error, CustomStringConvertible {
         var searched: [String]
         var description: String { "ferry-test-worker not found in \(searched); run `swift build --build-tests`" }
     }
+}
+
+/// The lines a drain thread read; the semaphore orders its one write before the read.
+private final class LinesBox: @unchecked Sendable {
+    var lines: [String] = []
 }
