@@ -29,12 +29,12 @@ public struct ServerRoundTripBenchmark: Sendable {
         let data: String
     }
 
-    static func startServer(in directory: URL, name: String) throws -> Server {
+    static func startServer(in directory: URL, name: String, arguments: [String] = []) throws -> Server {
         let binary = try InitialSyncBenchmark.sibling("ferry-server")
         let data = directory.appendingPathComponent(name).path
         let process = Process()
         process.executableURL = binary
-        process.arguments = ["serve", "--port", "0", "--data-dir", data, "--jwt-secret", InitialSyncBenchmark.secret]
+        process.arguments = ["serve", "--port", "0", "--data-dir", data, "--jwt-secret", InitialSyncBenchmark.secret] + arguments
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice

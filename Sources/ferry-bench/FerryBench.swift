@@ -18,6 +18,7 @@ struct FerryBench: AsyncParsableCommand {
         case emptyPulls = "empty-pulls"
         case deviceScale = "device-scale"
         case postgresStore = "postgres-store"
+        case attachments = "attachments"
     }
 
     @Argument(help: "Scenarios to run (default: all).")
@@ -50,6 +51,14 @@ struct FerryBench: AsyncParsableCommand {
     @Option(help: "Rows pushed per side in the postgres-store scenario.")
     var postgresPushRows = 20_000
 
+    @Option(help: "Bytes of the file the attachments scenario uploads and downloads.")
+    var attachmentBytes: Int64 = 1 << 30
+
+    // The attachments scenario runs its devices in a child process.
+    @Option(help: .hidden) var attachmentClientURL: String?
+    @Option(help: .hidden) var attachmentClientToken: String?
+    @Option(help: .hidden) var attachmentClientDirectory: String?
+
     // The initial-sync scenario runs the syncing device in a child process.
     @Option(help: .hidden) var syncClientURL: String?
     @Option(help: .hidden) var syncClientToken: String?
@@ -62,6 +71,13 @@ struct FerryBench: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let url = attachmentClientURL.flatMap(URL.init(string:)), let token = attachmentClientToken,
+           let directory = attachmentClientDirectory {
+            let report = try await AttachmentBenchmark.runClient(url: url, token: token, directory: URL(fileURLWithPath: directory),
+                                                                 bytes: attachmentBytes)
+            print(String(decoding: try JSONEncoder().encode(report), as: UTF8.self))
+            return
+        }
         if let url = syncClientURL.flatMap(URL.init(string:)), let token = syncClientToken, let directory = syncClientDirectory {
             let report = try await InitialSyncBenchmark.runClient(url: url, token: token, directory: URL(fileURLWithPath: directory),
                                                                   pageSize: syncPageSize)
@@ -101,6 +117,8 @@ struct FerryBench: AsyncParsableCommand {
                     continue
                 }
                 results += try await PostgresStoreBenchmark(bigScopeRows: postgresScopeRows, pushRows: postgresPushRows).run()
+            case .attachments:
+                results += try await AttachmentBenchmark(bytes: attachmentBytes).run(in: directory)
             }
         }
         print(BenchmarkResult.table(results))

@@ -1,6 +1,7 @@
 import Ferry
 import FerryHTTPClient
 import FerryProtocol
+@testable import FerryServer
 import FerryTestSupport
 import Foundation
 import Testing
@@ -146,6 +147,37 @@ import Testing
             let progress = try await seen.value
             #expect(progress.contains { $0 > 0 && $0 < Int64(size) }, "no progress seen between 0 and the size: \(progress)")
             #expect(progress == progress.sorted())
+        }
+    }
+
+    @Test(arguments: StoreKind.available) func aBlobNoRowRefersToIsCollectedAfterTheTombstoneRetention(_ kind: StoreKind) async throws {
+        try await SyncServer.with(kind) { server in
+            let a = try await Device.make("a", user: "alice", server: server, directory: directory)
+            try a.execute("INSERT INTO note(id, title) VALUES ('n1', 'two scans')")
+            let kept = try await a.database.attachments.add(data: Self.bytes(50_000, seed: 5), to: "note", row: "n1")
+            let removed = try await a.database.attachments.add(data: Self.bytes(60_000, seed: 6), to: "note", row: "n1")
+            try await a.engine.sync()
+            try await a.database.attachments.remove(removed)
+            try await a.engine.sync()
+            let future = Date().addingTimeInterval(60)
+            func held() async throws -> Set<String> { Set(try await server.blobs.list().map(\.key.sha256)) }
+            #expect(try await held() == [kept.sha256, removed.sha256])
+            // The tombstone still names the blob: a device behind may still need it.
+            #expect(try await BlobGarbageRules.collect(store: server.store, blobs: server.blobs, before: future) == 0)
+            // Once the tombstone is collected, so is the blob; a referenced one never is.
+            _ = try await server.store.collectGarbage(before: future)
+            #expect(try await BlobGarbageRules.collect(store: server.store, blobs: server.blobs, before: future) == 1)
+            #expect(try await held() == [kept.sha256])
+            // Nor is a blob newer than the cutoff, though no row names it yet (its row is pushed after it).
+            let early = try await a.database.attachments.add(data: Self.bytes(70_000, seed: 7), to: "note", row: "n1")
+            _ = try await server.blobs.list()
+            let transport = HTTPSyncTransport(baseURL: server.baseURL, requestTimeout: .seconds(10))
+            let file = directory.url.appending(path: "early")
+            try Self.bytes(70_000, seed: 7).write(to: file)
+            _ = try await transport.uploadBlob(scope: "user:alice", sha256: early.sha256, file: file, offset: 0, size: 70_000,
+                                               token: try await server.token("alice"))
+            #expect(try await BlobGarbageRules.collect(store: server.store, blobs: server.blobs, before: Date().addingTimeInterval(-60)) == 0)
+            #expect(try await held() == [kept.sha256, early.sha256])
         }
     }
 

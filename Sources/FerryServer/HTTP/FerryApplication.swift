@@ -40,6 +40,7 @@ public enum FerryApplication {
         logger: Logger = Logger(label: "ferry-server"),
         onServerRunning: (@Sendable (String, Int) async -> Void)? = nil
     ) async throws -> some ApplicationProtocol {
+        let blobs = try blobs ?? store.makeBlobStore(maxBlobBytes: configuration.limits.maxBlobBytes)
         let router = try await makeRouter(configuration: configuration, store: store, blobs: blobs, metrics: metrics)
         let descriptors = DescriptorLimit.raise()
         var connections = configuration.connections
@@ -68,7 +69,7 @@ public enum FerryApplication {
             ),
             services: [
                 StoreService(store: store),
-                GarbageCollector(store: store, configuration: configuration, logger: logger),
+                GarbageCollector(store: store, blobs: blobs, configuration: configuration, logger: logger),
             ],
             onServerRunning: { channel in
                 if let address = channel.localAddress {
@@ -135,9 +136,11 @@ struct StoreService: Service {
     }
 }
 
-/// Removes old tombstones on a schedule (DESIGN.md server semantic 6).
+/// Removes old tombstones on a schedule (DESIGN.md server semantic 6),
+/// then the blobs no attachment row refers to any more.
 struct GarbageCollector: Service {
     let store: any SyncStore
+    let blobs: any BlobStore
     let configuration: FerryServerConfiguration
     let logger: Logger
 
@@ -152,6 +155,8 @@ struct GarbageCollector: Service {
             do {
                 let report = try await store.collectGarbage(before: cutoff)
                 logger.info("garbage collected", metadata: ["tombstones": "\(report.tombstonesRemoved)", "horizon": "\(report.horizon)"])
+                let removed = try await BlobGarbageRules.collect(store: store, blobs: blobs, before: cutoff)
+                logger.info("blobs collected", metadata: ["blobs": "\(removed)"])
             } catch {
                 logger.error("garbage collection failed", metadata: ["error": "\(error)"])
             }

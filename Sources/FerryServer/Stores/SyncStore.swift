@@ -133,6 +133,10 @@ public protocol SyncStore: Sendable {
     /// moves the horizon past the tombstones.
     func collectGarbage(before cutoff: Date) async throws -> GarbageReport
 
+    /// The blobs attachment rows refer to: a live row's `sha256`, or a
+    /// deleted row's until its tombstone is collected (see `BlobGarbageRules`).
+    func blobReferences() async throws -> Set<BlobKey>
+
     /// Runs what the store needs in the background (connections, listeners)
     /// until a graceful shutdown or ``close()``, then closes it. The
     /// application runs it as a service, after the HTTP server has drained.

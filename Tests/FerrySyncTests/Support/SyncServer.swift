@@ -15,6 +15,8 @@ final class SyncServer: Sendable {
 
     let directory: TemporaryDirectory
     let store: any SyncStore
+    /// Where the server keeps attachment bytes.
+    let blobs: any BlobStore
     /// The store when it is the SQLite one, for tests that read its tables.
     let sqlite: SQLiteSyncStore?
     /// The PostgreSQL database, dropped by ``stop()``.
@@ -65,7 +67,8 @@ final class SyncServer: Sendable {
         var logger = Logger(label: "sync-test-server")
         logger.logLevel = .error
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
-        let app = try await FerryApplication.build(configuration: configuration, store: store, logger: logger) { _, port in
+        let blobs = try store.makeBlobStore(maxBlobBytes: configuration.limits.maxBlobBytes)
+        let app = try await FerryApplication.build(configuration: configuration, store: store, blobs: blobs, logger: logger) { _, port in
             portContinuation.yield(port)
         }
         let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
@@ -73,14 +76,15 @@ final class SyncServer: Sendable {
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else { throw CancellationError() }
         if let store = store as? PostgresSyncStore { try await store.waitUntilReady() }
-        return SyncServer(directory: directory, store: store, postgres: postgres, port: port, group: group, running: running,
+        return SyncServer(directory: directory, store: store, blobs: blobs, postgres: postgres, port: port, group: group, running: running,
                           authority: await TokenAuthority(secret: secret))
     }
 
-    private init(directory: TemporaryDirectory, store: any SyncStore, postgres: PostgresTestDatabase?, port: Int, group: ServiceGroup,
+    private init(directory: TemporaryDirectory, store: any SyncStore, blobs: any BlobStore, postgres: PostgresTestDatabase?, port: Int, group: ServiceGroup,
                  running: Task<Void, any Error>, authority: TokenAuthority) {
         self.directory = directory
         self.store = store
+        self.blobs = blobs
         self.sqlite = store as? SQLiteSyncStore
         self.postgres = postgres
         self.port = port

@@ -1,3 +1,4 @@
+import FerryProtocol
 import Foundation
 import PostgresNIO
 
@@ -57,6 +58,25 @@ extension PostgresSyncStore {
                 UPDATE ferry_meta SET horizon_version = \(horizon), horizon_xid = \(position.major), horizon_seq = \(position.minor)
                 """, logger: logger)
             return GarbageReport(horizon: horizon, tombstonesRemoved: removed)
+        }
+    }
+
+    public func blobReferences() async throws -> Set<BlobKey> {
+        let logger = self.logger
+        let table = BlobGarbageRules.attachmentTable, column = BlobGarbageRules.hashColumn
+        return try await transaction(.snapshot) { connection, _ in
+            var keys = Set<BlobKey>()
+            let live: PostgresQuery = "SELECT scope, cells FROM ferry_rows WHERE tbl = \(table) AND NOT deleted"
+            for try await (scope, cells) in try await connection.query(live, logger: logger).decode((String, String).self) {
+                if let key = BlobGarbageRules.key(scope: scope, hash: try StoreCoding.cells(cells)[column]?.value) { keys.insert(key) }
+            }
+            // A deleted row's values live on in its history until its tombstone is collected.
+            let deleted: PostgresQuery = "SELECT scope, value FROM ferry_history WHERE tbl = \(table) AND col = \(column)"
+            for try await (scope, value) in try await connection.query(deleted, logger: logger).decode((String, String).self) {
+                let decoded = try? JSONDecoder().decode(ColumnValue.self, from: Data(value.utf8))
+                if let key = BlobGarbageRules.key(scope: scope, hash: decoded) { keys.insert(key) }
+            }
+            return keys
         }
     }
 }

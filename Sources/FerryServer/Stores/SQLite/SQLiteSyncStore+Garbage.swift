@@ -1,3 +1,4 @@
+import FerryProtocol
 import Foundation
 import GRDB
 
@@ -40,6 +41,23 @@ extension SQLiteSyncStore {
             )
             try db.execute(sql: "UPDATE store_meta SET value = ? WHERE key = 'horizon'", arguments: [horizon])
             return GarbageReport(horizon: horizon, tombstonesRemoved: removed)
+        }
+    }
+
+    public func blobReferences() async throws -> Set<BlobKey> {
+        try await read { db in
+            var keys = Set<BlobKey>()
+            let table = BlobGarbageRules.attachmentTable, column = BlobGarbageRules.hashColumn
+            for row in try Row.fetchAll(db, sql: "SELECT scope, cells FROM rows WHERE tbl = ? AND deleted = 0", arguments: [table]) {
+                let cells = try StoreCoding.cells(row["cells"])
+                if let key = BlobGarbageRules.key(scope: row["scope"], hash: cells[column]?.value) { keys.insert(key) }
+            }
+            // A deleted row's values live on in its history until its tombstone is collected.
+            for row in try Row.fetchAll(db, sql: "SELECT scope, value FROM history WHERE tbl = ? AND col = ?", arguments: [table, column]) {
+                let value = try? JSONDecoder().decode(ColumnValue.self, from: Data((row["value"] as String).utf8))
+                if let key = BlobGarbageRules.key(scope: row["scope"], hash: value) { keys.insert(key) }
+            }
+            return keys
         }
     }
 }
