@@ -173,3 +173,50 @@ import FerryTestSupport
         }
     }
 }
+
+/// The README's "Attachments" guide, as written, with two devices.
+@Suite struct ReadmeAttachmentsGuideTests {
+    @Test func theAttachmentsGuideWorksAsWritten() async throws {
+        try await SyncServer.with(.sqlite) { server in
+            let directory = try TemporaryDirectory()
+            let schema = SyncSchema.schema()
+            let cameraURL = directory.url.appending(path: "IMG_0001.jpg")
+            let photoBytes = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+            try photoBytes.write(to: cameraURL)
+            func engine(for database: FerryDatabase) async throws -> SyncEngine {
+                try SyncEngine(database: database, transport: HTTPSyncTransport(baseURL: server.baseURL),
+                               configuration: SyncConfiguration(userID: "alice"), token: try await server.token("alice"))
+            }
+            var listOnB: [Ferry.Attachment] = []
+            var bytesOnB = Data()
+            for device in ["a", "b"] {
+                let path = directory.path("\(device).sqlite")
+                var configuration = FerryConfiguration()
+                configuration.attachmentsDirectory = directory.url.appending(path: "\(device)-files")
+                // --- the guide ---
+                configuration.attachmentDownloads = ["note": .eager]      // the default is on first open
+                configuration.attachmentCacheLimit = 500_000_000          // bytes of downloads kept; nil: no limit
+                let database = try FerryDatabase(path: path, schema: schema, configuration: configuration)
+                let engine = try await engine(for: database)
+                if device == "a" {
+                    try await database.write { db in try db.execute(sql: "INSERT INTO note(id, title) VALUES ('n1', 'with a photo')") }
+                    let photo = try await database.attachments.add(file: cameraURL, to: "note", row: "n1", contentType: "image/jpeg")
+                    try await engine.sync()                                    // photo.state: .localOnly → .uploading(sent:) → .uploaded
+                    #expect(try database.attachments.attachment(id: photo.id)?.state == .uploaded)
+                } else {
+                    try await engine.sync()
+                    // On another device, after its sync:
+                    let list = try database.attachments.list(table: "note", row: "n1")
+                    let url = try await engine.open(list[0])                   // local, or downloaded and verified first
+                    let bytes = try database.attachments.data(for: list[0])    // read whole, checked against its hash
+                    // --- end of the guide ---
+                    #expect(try Data(contentsOf: url) == photoBytes)
+                    listOnB = list
+                    bytesOnB = bytes
+                }
+            }
+            #expect(listOnB.map(\.name) == ["IMG_0001.jpg"] && listOnB.first?.contentType == "image/jpeg")
+            #expect(bytesOnB == photoBytes)
+        }
+    }
+}

@@ -7,8 +7,10 @@ import FoundationNetworking
 /// The `/v1` HTTP API over `URLSession`: the transport an iOS or macOS app
 /// uses, shipped in `Ferry` itself so the app links no SwiftNIO.
 ///
-/// Push, pull and row reads work wherever Foundation has `URLSession`
-/// (on Linux through FoundationNetworking, which is how its tests run). The
+/// Push, pull, row reads and attachment transfers work wherever Foundation
+/// has `URLSession` (on Linux through FoundationNetworking, which is how its
+/// tests run); attachment bytes go through upload and download tasks, from
+/// and to files, never held whole. The
 /// live stream needs `URLSession.bytes(for:)`, which Apple platforms have;
 /// elsewhere ``live(scopes:token:)`` ends at once and the engine relies on
 /// its periodic sync (or use `HTTPSyncTransport` from `FerryHTTPClient`).
@@ -99,6 +101,128 @@ public struct URLSessionSyncTransport: SyncTransport {
         continuation.onTermination = { _ in task.cancel() }
         return stream
         #endif
+    }
+
+    // MARK: - Blobs
+
+    public func blobOffset(scope: String, sha256: String, token: String?) async throws -> Int64? {
+        var request = try blobRequest(scope: scope, sha256: sha256, token: token)
+        request.httpMethod = "HEAD"
+        let (body, response) = try await send(request)
+        if response.statusCode == 404 { return nil }
+        guard response.statusCode == 200 else { throw Self.failure(response, body: body) }
+        guard let offset = response.value(forHTTPHeaderField: "Upload-Offset").flatMap(Int64.init) else {
+            throw SyncTransportError.invalidResponse("HEAD /v1/blobs answered no Upload-Offset")
+        }
+        return offset
+    }
+
+    /// Sends the file's bytes from `offset` with an upload task, which
+    /// streams them from disk. A resumed upload first copies the rest of the
+    /// file (1 MiB at a time) to a temporary file, since an upload task
+    /// sends a whole file. `progress` is told once the server answers.
+    public func uploadBlob(scope: String, sha256: String, file: URL, offset: Int64, size: Int64, token: String?,
+                           progress: @escaping BlobProgress) async throws -> Int64 {
+        var request = try blobRequest(scope: scope, sha256: sha256, token: token)
+        request.httpMethod = "PUT"
+        request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
+        request.setValue(String(offset), forHTTPHeaderField: "Upload-Offset")
+        request.setValue(String(size), forHTTPHeaderField: "Upload-Length")
+        var body = file
+        if offset > 0 {
+            body = FileManager.default.temporaryDirectory.appending(path: "ferry-upload-\(UUID().uuidString)")
+            try Self.copy(file, from: offset, count: size - offset, to: body)
+        }
+        defer { if body != file { try? FileManager.default.removeItem(at: body) } }
+        let session = self.session
+        let (data, response): (Data, URLResponse) = try await Self.mapErrors {
+            try await withCheckedThrowingContinuation { continuation in
+                session.uploadTask(with: request, fromFile: body) { data, response, error in
+                    if let error { return continuation.resume(throwing: error) }
+                    guard let response else { return continuation.resume(throwing: SyncTransportError.invalidResponse("no response")) }
+                    continuation.resume(returning: (data ?? Data(), response))
+                }.resume()
+            }
+        }
+        guard let http = response as? HTTPURLResponse else {
+            throw SyncTransportError.invalidResponse("PUT /v1/blobs answered no HTTP response")
+        }
+        guard [200, 201, 204].contains(http.statusCode) else { throw Self.failure(http, body: data) }
+        let held = http.value(forHTTPHeaderField: "Upload-Offset").flatMap(Int64.init) ?? offset
+        progress(held)
+        return held
+    }
+
+    /// Fetches the bytes from `offset` with a download task (written to a
+    /// temporary file as they arrive), then appends them to `file` 1 MiB at
+    /// a time. `progress` is told once they are appended.
+    public func downloadBlob(scope: String, sha256: String, into file: URL, from offset: Int64, token: String?,
+                             progress: @escaping BlobProgress) async throws {
+        var request = try blobRequest(scope: scope, sha256: sha256, token: token)
+        request.httpMethod = "GET"
+        if offset > 0 { request.setValue("bytes=\(offset)-", forHTTPHeaderField: "Range") }
+        let session = self.session
+        // The task's file is removed when its handler returns: it is moved aside there.
+        let (downloaded, response): (URL, URLResponse) = try await Self.mapErrors {
+            try await withCheckedThrowingContinuation { continuation in
+                session.downloadTask(with: request) { location, response, error in
+                    if let error { return continuation.resume(throwing: error) }
+                    guard let location, let response else {
+                        return continuation.resume(throwing: SyncTransportError.invalidResponse("no download"))
+                    }
+                    let kept = FileManager.default.temporaryDirectory.appending(path: "ferry-download-\(UUID().uuidString)")
+                    do {
+                        try FileManager.default.moveItem(at: location, to: kept)
+                        continuation.resume(returning: (kept, response))
+                    } catch {
+                        continuation.resume(throwing: error)
+                    }
+                }.resume()
+            }
+        }
+        defer { try? FileManager.default.removeItem(at: downloaded) }
+        guard let http = response as? HTTPURLResponse else {
+            throw SyncTransportError.invalidResponse("GET /v1/blobs answered no HTTP response")
+        }
+        guard http.statusCode == (offset > 0 ? 206 : 200) else {
+            let body = (try? FileHandle(forReadingFrom: downloaded)).flatMap { try? $0.read(upToCount: 1 << 20) } ?? Data()
+            throw Self.failure(http, body: body)
+        }
+        if !FileManager.default.fileExists(atPath: file.path) {
+            FileManager.default.createFile(atPath: file.path, contents: nil)
+        }
+        let count = (try FileManager.default.attributesOfItem(atPath: downloaded.path)[.size] as? NSNumber)?.int64Value ?? 0
+        try Self.copy(downloaded, from: 0, count: count, to: file, at: offset)
+        progress(offset + count)
+    }
+
+    private func blobRequest(scope: String, sha256: String, token: String?) throws -> URLRequest {
+        let address = SyncAPIRequests.blobURL(base: baseURL, scope: scope, sha256: sha256)
+        guard let url = URL(string: address) else { throw SyncTransportError.invalidResponse("cannot form a blob URL: \(address)") }
+        var request = self.request(url, token: token)
+        // A large file takes what it takes; the timeout bounds silence, not the whole transfer.
+        request.timeoutInterval = max(request.timeoutInterval, 60)
+        return request
+    }
+
+    /// Copies `count` bytes of `source` from `offset` into `destination`
+    /// at `position` (a new file when `position` is nil), 1 MiB at a time,
+    /// and syncs it.
+    private static func copy(_ source: URL, from offset: Int64, count: Int64, to destination: URL, at position: Int64? = nil) throws {
+        let input = try FileHandle(forReadingFrom: source)
+        defer { try? input.close() }
+        try input.seek(toOffset: UInt64(offset))
+        if position == nil { FileManager.default.createFile(atPath: destination.path, contents: nil) }
+        let output = try FileHandle(forWritingTo: destination)
+        defer { try? output.close() }
+        try output.seek(toOffset: UInt64(position ?? 0))
+        var left = count
+        while left > 0, let chunk = try input.read(upToCount: Int(min(left, 1 << 20))), !chunk.isEmpty {
+            try output.write(contentsOf: chunk)
+            left -= Int64(chunk.count)
+        }
+        guard left == 0 else { throw SyncTransportError.invalidResponse("the file ended \(left) bytes early") }
+        try output.synchronize()
     }
 
     // MARK: - Requests
