@@ -202,9 +202,9 @@ public final class FileBlobStore: BlobStore {
     }
 }
 
-/// Reads a file's range in chunks of 256 KiB as they are asked for.
+/// Reads a file's range in chunks of 64 KiB as they are asked for.
 final class FileReader: Sendable {
-    static let chunkSize: Int64 = 256 << 10
+    static let chunkSize: Int64 = 64 << 10
     private let fd: Int32
     private let end: Int64
     private let position: NIOLockedValueBox<Int64>
