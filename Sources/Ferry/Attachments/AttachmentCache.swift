@@ -4,7 +4,9 @@ import GRDB
 /// Keeps downloaded attachment files within
 /// ``FerryConfiguration/attachmentCacheLimit``: the files opened least
 /// recently go first (their state becomes ``AttachmentState/missing``, and
-/// they download again when opened); a file not yet uploaded never goes.
+/// they download again when opened); a file whose bytes or row the server
+/// does not hold yet never goes. The limit counts every attachment file on
+/// the device, this device's own adds included.
 struct AttachmentCache: Sendable {
     let database: FerryDatabase
 
@@ -17,9 +19,11 @@ struct AttachmentCache: Sendable {
         let settings = database.attachmentSettings
         let entries = try await database.read { db in
             try Row.fetchAll(db, sql: """
-                SELECT a.id, a.tbl, a.row_id, a.size, f.state, f.last_opened_at
+                SELECT a.id, a.tbl, a.row_id, a.size, f.state, f.last_opened_at,
+                       EXISTS (SELECT 1 FROM ferry_outbox o WHERE o.tbl = 'ferry_attachments' AND o.row_id = a.id
+                               AND o.state = ?) AS unpushed
                 FROM ferry_attachments a JOIN ferry_attachment_files f ON f.id = a.id
-                """)
+                """, arguments: [OutboxRecord.State.pending])
         }
         var onDevice: [AttachmentEviction.File] = []
         var paths: [String: URL] = [:]
@@ -30,20 +34,27 @@ struct AttachmentCache: Sendable {
             guard AttachmentFiles.size(of: url) == size else { continue }
             let state: AttachmentFileRecord.State? = entry["state"]
             paths[id] = url
-            onDevice.append(.init(id: id, size: size, uploaded: state == .uploaded && !settings.isInFlight(id),
+            // Evictable once the server holds both the bytes and the row that names them.
+            let unpushed: Bool = entry["unpushed"]
+            onDevice.append(.init(id: id, size: size, uploaded: state == .uploaded && !unpushed && !settings.isInFlight(id),
                                   lastOpenedAt: entry["last_opened_at"]))
         }
         let evicted = AttachmentEviction(limit: limit, keeping: kept).evict(onDevice)
         guard !evicted.isEmpty else { return 0 }
-        try await database.write { db in
-            for id in evicted {
-                try db.execute(sql: "UPDATE ferry_attachment_files SET state = ?, transferred = 0, reason = NULL WHERE id = ? AND state = ?",
-                               arguments: [AttachmentFileRecord.State.missing, id, AttachmentFileRecord.State.uploaded])
+        // Only what is still as read (uploaded, not opened since) is evicted.
+        let opened = Dictionary(onDevice.map { ($0.id, $0.lastOpenedAt) }, uniquingKeysWith: { first, _ in first })
+        let gone = try await database.write { db in
+            try evicted.filter { id in
+                try db.execute(sql: """
+                    UPDATE ferry_attachment_files SET state = ?, transferred = 0, reason = NULL
+                    WHERE id = ? AND state = ? AND last_opened_at IS ?
+                    """, arguments: [AttachmentFileRecord.State.missing, id, AttachmentFileRecord.State.uploaded, opened[id] ?? nil])
+                return db.changesCount == 1
             }
         }
-        for id in evicted {
+        for id in gone {
             if let url = paths[id] { try? FileManager.default.removeItem(at: url) }
         }
-        return evicted.count
+        return gone.count
     }
 }

@@ -33,12 +33,18 @@ extension Attachments {
     /// print(report.filesRemoved, report.markedMissing)
     /// ```
     ///
-    /// Adds and downloads running in this process are left alone; do not
-    /// run it while another process adds attachments to the same directory.
+    /// Adds and downloads running in this process are left alone (and those
+    /// that finish while it runs); another process adding attachments to the
+    /// same directory (an app extension) must use its own directory.
     @discardableResult
     public func maintain() async throws -> AttachmentMaintenanceReport {
         let files = try self.files()
-        let settings = database.attachmentSettings
+        return try await database.attachmentSettings.maintenancePass { protected in
+            try await maintain(files, protected: protected)
+        }
+    }
+
+    private func maintain(_ files: AttachmentFiles, protected: () -> Set<String>) async throws -> AttachmentMaintenanceReport {
         let (records, fileStates) = try await database.read { db in
             let rows = try Row.fetchAll(db, sql: """
                 SELECT a.id, a.tbl, a.row_id, a.size, f.state
@@ -53,11 +59,12 @@ extension Attachments {
                 id: row["id"], path: String(files.file(table: row["tbl"], row: row["row_id"], id: row["id"]).path.dropFirst(attachmentsPrefix.count)),
                 size: row["size"], state: row["state"])
         }
-        // Read the disk after the database: a file added since is in flight, or committed and known.
-        let inFlight = settings.inFlight.withLock { Set($0.keys) }
+        // Read the disk after the database, and what is protected after the disk: a file found there that the
+        // database did not know belongs to an add or a download in flight, or finished during this pass.
         let disk = AttachmentMaintenancePlan.Disk(
             staging: Self.files(in: files.staging, depth: 1), temp: Self.files(in: files.temp, depth: 1),
             attachments: Self.files(in: files.attachments, depth: 3))
+        let inFlight = protected()
         let plan = AttachmentMaintenancePlan(records: known, fileStates: fileStates, disk: disk, inFlight: inFlight)
         var report = AttachmentMaintenanceReport()
         for path in plan.remove where (try? FileManager.default.removeItem(at: files.root.appending(path: path))) != nil {
@@ -66,13 +73,19 @@ extension Attachments {
         Self.removeEmptyFolders(in: files.attachments, depth: 2)
         if !plan.markMissing.isEmpty || !plan.markPresent.isEmpty || !plan.forget.isEmpty {
             try await database.write { db in
+                let byID = Dictionary(known.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+                // Each only if the state is still the one read: a transfer may have moved it since.
                 for id in plan.markMissing {
-                    try db.execute(sql: "UPDATE ferry_attachment_files SET state = ?, transferred = 0, reason = NULL WHERE id = ?",
-                                   arguments: [AttachmentFileRecord.State.missing, id])
+                    try db.execute(sql: "UPDATE ferry_attachment_files SET state = ?, transferred = 0, reason = NULL WHERE id = ? AND state = ?",
+                                   arguments: [AttachmentFileRecord.State.missing, id, byID[id]?.state])
                 }
-                let sizes = Dictionary(known.map { ($0.id, $0.size) }, uniquingKeysWith: { first, _ in first })
                 for id in plan.markPresent {
-                    try AttachmentFileRecord(id: id, state: .uploaded, transferred: sizes[id] ?? 0).save(db)
+                    let size = byID[id]?.size ?? 0
+                    try db.execute(sql: """
+                        INSERT INTO ferry_attachment_files(id, state, transferred) VALUES (?, ?, ?)
+                        ON CONFLICT(id) DO UPDATE SET state = excluded.state, transferred = excluded.transferred, reason = NULL
+                        WHERE state IS NOT excluded.state
+                        """, arguments: [id, AttachmentFileRecord.State.uploaded, size])
                 }
                 for id in plan.forget {
                     _ = try AttachmentFileRecord.deleteOne(db, key: id)

@@ -8,9 +8,17 @@ final class AttachmentSettings: Sendable {
     let downloads: [String: AttachmentDownloadPolicy]
     let cacheLimit: Int64?
     let steps: (@Sendable (AttachmentStep) -> Void)?
-    /// Attachment ids and staged file names an add or a download of this
-    /// process is working on.
-    let inFlight = Locked<[String: Int]>([:])
+    /// Attachment ids an add or a download of this process is working on,
+    /// and, while a maintenance pass runs, the ids that finished since it
+    /// began (their files may be on disk though the pass read the database
+    /// before they committed).
+    let inFlight = Locked<Work>(Work())
+
+    struct Work: Sendable {
+        var marks: [String: Int] = [:]
+        var passes = 0
+        var finishedDuringPass: Set<String> = []
+    }
 
     init(root: URL?, downloads: [String: AttachmentDownloadPolicy], cacheLimit: Int64?,
          steps: (@Sendable (AttachmentStep) -> Void)?) {
@@ -22,12 +30,13 @@ final class AttachmentSettings: Sendable {
 
     /// Runs `body` with `names` marked as in flight (nested marks count).
     func working<T>(on names: [String], _ body: () async throws -> T) async rethrows -> T {
-        inFlight.withLock { marks in for name in names { marks[name, default: 0] += 1 } }
+        inFlight.withLock { work in for name in names { work.marks[name, default: 0] += 1 } }
         defer {
-            inFlight.withLock { marks in
+            inFlight.withLock { work in
                 for name in names {
-                    marks[name, default: 1] -= 1
-                    if marks[name] == 0 { marks[name] = nil }
+                    work.marks[name, default: 1] -= 1
+                    if work.marks[name] == 0 { work.marks[name] = nil }
+                    if work.passes > 0 { work.finishedDuringPass.insert(name) }
                 }
             }
         }
@@ -35,7 +44,21 @@ final class AttachmentSettings: Sendable {
     }
 
     func isInFlight(_ name: String) -> Bool {
-        inFlight.withLock { $0[name] != nil }
+        inFlight.withLock { $0.marks[name] != nil }
+    }
+
+    /// Runs a maintenance pass: `body` is given, when it asks, every id in
+    /// flight now or finished since the pass began, so it never takes the
+    /// file of an add that committed after it read the database for orphan.
+    func maintenancePass<T>(_ body: (_ protected: () -> Set<String>) async throws -> T) async rethrows -> T {
+        inFlight.withLock { $0.passes += 1 }
+        defer {
+            inFlight.withLock { work in
+                work.passes -= 1
+                if work.passes == 0 { work.finishedDuringPass = [] }
+            }
+        }
+        return try await body { self.inFlight.withLock { Set($0.marks.keys).union($0.finishedDuringPass) } }
     }
 }
 

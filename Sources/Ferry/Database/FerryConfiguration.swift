@@ -47,11 +47,11 @@ public struct FerryConfiguration: Sendable {
     /// When each table's attachments added on other devices download: at
     /// once after a sync (`.eager`), or when first opened (the default).
     public var attachmentDownloads: [String: AttachmentDownloadPolicy] = [:]
-    /// The most bytes of downloaded attachment files kept on this device;
-    /// `nil` (the default): no limit. Past it, the files opened least
-    /// recently are evicted (they download again when opened). A file not
-    /// yet on the server is never evicted, and eviction never touches the
-    /// server's copy.
+    /// The most bytes of attachment files kept on this device; `nil` (the
+    /// default): no limit. Past it, the files opened least recently are
+    /// evicted (they download again when opened). A file whose bytes or row
+    /// the server does not hold yet is never evicted, and eviction never
+    /// touches the server's copy.
     public var attachmentCacheLimit: Int64?
     /// Tests only: told of each step of adding and transferring an
     /// attachment, so a crash test can kill the process at that step.
