@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "FerryProtocol", targets: ["FerryProtocol"]),
         .library(name: "Ferry", targets: ["Ferry"]),
         .library(name: "FerryHTTPClient", targets: ["FerryHTTPClient"]),
+        .library(name: "FerryAttachmentEncryption", targets: ["FerryAttachmentEncryption"]),
         .library(name: "FerryServer", targets: ["FerryServer"]),
         .executable(name: "ferry-server", targets: ["ferry-server"]),
         .executable(name: "ferry-bench", targets: ["ferry-bench"]),
@@ -56,6 +57,15 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        // AES-GCM for attachment files at rest: a product of its own, so
+        // `Ferry` links no crypto library.
+        .target(
+            name: "FerryAttachmentEncryption",
+            dependencies: [
+                "Ferry",
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .target(
@@ -155,6 +165,7 @@ let package = Package(
             name: "FerrySyncTests",
             dependencies: [
                 "Ferry",
+                "FerryAttachmentEncryption",
                 "FerryHTTPClient",
                 "FerryTestSupport",
                 "FerryServer",
@@ -170,6 +181,7 @@ let package = Package(
             name: "FerryTests",
             dependencies: [
                 "Ferry",
+                "FerryAttachmentEncryption",
                 "FerryTestSupport",
                 "ferry-test-worker",
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -125,21 +125,18 @@ public struct HTTPSyncTransport: SyncTransport {
         }
     }
 
-    public func uploadBlob(scope: String, sha256: String, file: URL, offset: Int64, size: Int64, token: String?,
+    public func uploadBlob(scope: String, sha256: String, from reader: BlobReader, size: Int64, token: String?,
                            progress: @escaping BlobProgress) async throws -> Int64 {
+        let offset = reader.offset
         var request = HTTPClientRequest(url: SyncAPIRequests.blobURL(base: baseURL, scope: scope, sha256: sha256))
         request.method = .PUT
         request.headers.add(name: "Content-Type", value: "application/octet-stream")
         request.headers.add(name: "Upload-Offset", value: String(offset))
         request.headers.add(name: "Upload-Length", value: String(size))
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
-        let handle = try FileHandle(forReadingFrom: file)
-        try handle.seek(toOffset: UInt64(offset))
-        let reader = BlobFileReader(handle: handle, sent: offset, size: size, progress: progress)
-        request.body = .stream(reader, length: .known(size - offset))
+        request.body = .stream(BlobBody(reader: reader, size: size, progress: progress), length: .known(size - offset))
         let client = self.client
         return try await Self.mapErrors {
-            defer { try? handle.close() }
             // No deadline for the whole body: a large file on a slow link takes what it takes.
             let response = try await client.execute(request, deadline: .distantFuture)
             let body = try await response.body.collect(upTo: 1 << 20)
@@ -148,8 +145,9 @@ public struct HTTPSyncTransport: SyncTransport {
         }
     }
 
-    public func downloadBlob(scope: String, sha256: String, into file: URL, from offset: Int64, token: String?,
+    public func downloadBlob(scope: String, sha256: String, into writer: BlobWriter, token: String?,
                              progress: @escaping BlobProgress) async throws {
+        let offset = writer.held
         var request = HTTPClientRequest(url: SyncAPIRequests.blobURL(base: baseURL, scope: scope, sha256: sha256))
         if offset > 0 { request.headers.add(name: "Range", value: "bytes=\(offset)-") }
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
@@ -160,19 +158,11 @@ public struct HTTPSyncTransport: SyncTransport {
             guard response.status == expected else {
                 throw Self.failure(response, body: try? await response.body.collect(upTo: 1 << 20))
             }
-            if !FileManager.default.fileExists(atPath: file.path) {
-                FileManager.default.createFile(atPath: file.path, contents: nil)
-            }
-            let handle = try FileHandle(forWritingTo: file)
-            defer { try? handle.close() }
-            try handle.seek(toOffset: UInt64(offset))
-            var held = offset
             for try await buffer in response.body {
-                try handle.write(contentsOf: Data(buffer.readableBytesView))
-                held += Int64(buffer.readableBytes)
-                progress(held)
+                try writer.write(Data(buffer.readableBytesView))
+                progress(writer.held)
             }
-            try handle.synchronize()
+            try writer.flush()
         }
     }
 
@@ -236,22 +226,23 @@ public struct HTTPSyncTransport: SyncTransport {
 /// A file's bytes from where its handle stands, in chunks of 256 KiB, read
 /// as AsyncHTTPClient asks for them (so an upload holds one chunk at a time),
 /// telling `progress` how far into the blob each chunk reaches.
-private struct BlobFileReader: AsyncSequence, Sendable {
+/// An upload's body: the reader's chunks as buffers, `progress` told as
+/// each goes out.
+private struct BlobBody: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
-    let handle: FileHandle
-    let sent: Int64
+    let reader: BlobReader
     let size: Int64
     let progress: BlobProgress
 
     struct AsyncIterator: AsyncIteratorProtocol {
-        let handle: FileHandle
+        let reader: BlobReader
         var sent: Int64
         let size: Int64
         let progress: BlobProgress
 
         mutating func next() async throws -> ByteBuffer? {
             guard sent < size else { return nil }
-            guard let chunk = try handle.read(upToCount: Int(Swift.min(size - sent, 256 << 10))), !chunk.isEmpty else {
+            guard let chunk = try reader.next() else {
                 throw SyncTransportError.invalidResponse("the file ended \(size - sent) bytes early")
             }
             sent += Int64(chunk.count)
@@ -260,5 +251,5 @@ private struct BlobFileReader: AsyncSequence, Sendable {
         }
     }
 
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(handle: handle, sent: sent, size: size, progress: progress) }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(reader: reader, sent: reader.offset, size: size, progress: progress) }
 }

@@ -69,7 +69,7 @@ import Testing
 
             let recorder = BlobRecorder()
             let reader = try await Self.device("b", server: server, directory: directory,
-                                               transport: { BlobRecordingTransport(inner: $0, recorder: recorder) })
+                                               transport: { ForwardingTransport.recording($0, recorder) })
             try await reader.database.attachments.maintain()
             try Self.checkConsistent(reader.database, files: files, context: "after the kill")
             let attachment = try #require(try reader.database.attachments.list(table: "item", row: "r1").first)
@@ -116,7 +116,7 @@ import Testing
 
             let recorder = BlobRecorder()
             let writer = try await Self.device("a", server: server, directory: directory,
-                                               transport: { BlobRecordingTransport(inner: $0, recorder: recorder) })
+                                               transport: { ForwardingTransport.recording($0, recorder) })
             let summary = try await writer.engine.sync()
             #expect(summary.attachmentsUploaded == 1)
             // The server kept what reached it (in whole 1 MiB chunks on
@@ -199,27 +199,12 @@ final class BlobRecorder: @unchecked Sendable {
     func download(from offset: Int64) { lock.withLock { recordedDownloads.append(offset) } }
 }
 
-struct BlobRecordingTransport: SyncTransport {
-    let inner: any SyncTransport
-    let recorder: BlobRecorder
-
-    func push(_ request: PushRequest, token: String?) async throws -> PushResponse { try await inner.push(request, token: token) }
-    func pull(_ request: PullRequest, token: String?) async throws -> PullResponse { try await inner.pull(request, token: token) }
-    func row(scope: String, table: String, rowID: String, token: String?) async throws -> ServerRow? {
-        try await inner.row(scope: scope, table: table, rowID: rowID, token: token)
-    }
-    func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error> { inner.live(scopes: scopes, token: token) }
-    func blobOffset(scope: String, sha256: String, token: String?) async throws -> Int64? {
-        try await inner.blobOffset(scope: scope, sha256: sha256, token: token)
-    }
-    func uploadBlob(scope: String, sha256: String, file: URL, offset: Int64, size: Int64, token: String?,
-                    progress: @escaping BlobProgress) async throws -> Int64 {
-        recorder.upload(.init(offset: offset, size: size))
-        return try await inner.uploadBlob(scope: scope, sha256: sha256, file: file, offset: offset, size: size, token: token, progress: progress)
-    }
-    func downloadBlob(scope: String, sha256: String, into file: URL, from offset: Int64, token: String?,
-                      progress: @escaping BlobProgress) async throws {
-        recorder.download(from: offset)
-        try await inner.downloadBlob(scope: scope, sha256: sha256, into: file, from: offset, token: token, progress: progress)
+extension ForwardingTransport {
+    /// Records where each blob transfer starts.
+    static func recording(_ inner: any SyncTransport, _ recorder: BlobRecorder) -> ForwardingTransport {
+        ForwardingTransport(inner, onUpload: { reader, size in
+            recorder.upload(.init(offset: reader.offset, size: size))
+            return reader
+        }, onDownload: { recorder.download(from: $0) })
     }
 }

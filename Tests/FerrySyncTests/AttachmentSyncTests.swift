@@ -66,7 +66,7 @@ import Testing
         try await SyncServer.with(kind) { server in
             let cutter = UploadCutter(cutAt: 2_500_000, directory: directory.url)
             let a = try await Device.make("a", user: "alice", server: server, directory: directory,
-                                          transport: { UploadCuttingTransport(inner: $0, cutter: cutter) })
+                                          transport: { ForwardingTransport.cutting($0, cutter) })
             try a.execute("INSERT INTO note(id, title) VALUES ('n1', 'audio')")
             let audio = Self.bytes(3 << 20 + 999, seed: 2)
             let added = try await a.database.attachments.add(data: audio, to: "note", row: "n1")
@@ -129,7 +129,7 @@ import Testing
     @Test func aTransferReportsItsProgressOnTheAttachment() async throws {
         try await SyncServer.with(.sqlite) { server in
             let a = try await Device.make("a", user: "alice", server: server, directory: directory,
-                                          transport: { SlowBlobTransport(inner: $0) })
+                                          transport: { ForwardingTransport.slow($0) })
             try a.execute("INSERT INTO note(id, title) VALUES ('n1', 'video')")
             let size = 4 << 20
             let added = try await a.database.attachments.add(data: Self.bytes(size, seed: 4), to: "note", row: "n1")
@@ -190,11 +190,11 @@ import Testing
             let transport = HTTPSyncTransport(baseURL: server.baseURL, requestTimeout: .seconds(10))
             let mallory = try await server.token("mallory")
             let file = directory.url.appending(path: "stolen")
-            await #expect { try await transport.downloadBlob(scope: "user:alice", sha256: added.sha256, into: file, from: 0, token: mallory) }
+            await #expect { try await transport.downloadBlob(scope: "user:alice", sha256: added.sha256, into: file, token: mallory) }
                 throws: { "\($0)".contains("403") }
             await #expect { try await transport.blobOffset(scope: "user:alice", sha256: added.sha256, token: mallory) }
                 throws: { "\($0)".contains("403") }
-            try Data("forged".utf8).write(to: file)
+            try Data("forged".utf8).write(to: file, options: .atomic)
             await #expect { try await transport.uploadBlob(scope: "user:alice", sha256: added.sha256, file: file, offset: 0, size: 6, token: mallory) }
                 throws: { "\($0)".contains("403") }
         }
@@ -220,63 +220,38 @@ final class UploadCutter: @unchecked Sendable {
     }
 }
 
-struct UploadCuttingTransport: SyncTransport {
-    let inner: any SyncTransport
-    let cutter: UploadCutter
+extension ForwardingTransport {
+    /// Cuts the first upload after `cutter.cutAt` bytes: the request says
+    /// the whole size, and the body stops short.
+    static func cutting(_ inner: any SyncTransport, _ cutter: UploadCutter) -> ForwardingTransport {
+        ForwardingTransport(inner, onUpload: { reader, size in
+            let first = cutter.record { uploads in
+                uploads.append(.init(offset: reader.offset, sent: size - reader.offset))
+                return uploads.count == 1
+            }
+            guard first else { return reader }
+            var head = Data()
+            while head.count < cutter.cutAt, let chunk = try reader.next() { head.append(chunk) }
+            let truncated = cutter.directory.appending(path: "cut-\(UUID().uuidString)")
+            try Data(head.prefix(cutter.cutAt)).write(to: truncated)
+            _ = cutter.record { $0[0].sent = Int64(cutter.cutAt); return true }
+            return try BlobReader(file: truncated, from: reader.offset)
+        })
+    }
 
-    func push(_ request: PushRequest, token: String?) async throws -> PushResponse { try await inner.push(request, token: token) }
-    func pull(_ request: PullRequest, token: String?) async throws -> PullResponse { try await inner.pull(request, token: token) }
-    func row(scope: String, table: String, rowID: String, token: String?) async throws -> ServerRow? {
-        try await inner.row(scope: scope, table: table, rowID: rowID, token: token)
-    }
-    func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error> { inner.live(scopes: scopes, token: token) }
-    func blobOffset(scope: String, sha256: String, token: String?) async throws -> Int64? {
-        try await inner.blobOffset(scope: scope, sha256: sha256, token: token)
-    }
-    func downloadBlob(scope: String, sha256: String, into file: URL, from offset: Int64, token: String?,
-                      progress: @escaping BlobProgress) async throws {
-        try await inner.downloadBlob(scope: scope, sha256: sha256, into: file, from: offset, token: token, progress: progress)
-    }
-
-    func uploadBlob(scope: String, sha256: String, file: URL, offset: Int64, size: Int64, token: String?,
-                    progress: @escaping BlobProgress) async throws -> Int64 {
-        let first = cutter.record { uploads in
-            uploads.append(.init(offset: offset, sent: size - offset))
-            return uploads.count == 1
-        }
-        guard first else { return try await inner.uploadBlob(scope: scope, sha256: sha256, file: file, offset: offset, size: size, token: token, progress: progress) }
-        // The file as far as the connection got: the request says the whole
-        // size, and the body stops short.
-        let truncated = cutter.directory.appending(path: "cut-\(sha256)")
-        try Data(try Data(contentsOf: file).prefix(cutter.cutAt)).write(to: truncated)
-        _ = cutter.record { $0[0].sent = Int64(cutter.cutAt); return true }
-        return try await inner.uploadBlob(scope: scope, sha256: sha256, file: truncated, offset: offset, size: size, token: token, progress: progress)
-    }
-}
-
-/// Slows an upload to about 5 MB/s (a pause per 256 KiB), so progress has
-/// time to show.
-struct SlowBlobTransport: SyncTransport {
-    let inner: any SyncTransport
-
-    func push(_ request: PushRequest, token: String?) async throws -> PushResponse { try await inner.push(request, token: token) }
-    func pull(_ request: PullRequest, token: String?) async throws -> PullResponse { try await inner.pull(request, token: token) }
-    func row(scope: String, table: String, rowID: String, token: String?) async throws -> ServerRow? {
-        try await inner.row(scope: scope, table: table, rowID: rowID, token: token)
-    }
-    func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error> { inner.live(scopes: scopes, token: token) }
-    func blobOffset(scope: String, sha256: String, token: String?) async throws -> Int64? {
-        try await inner.blobOffset(scope: scope, sha256: sha256, token: token)
-    }
-    func uploadBlob(scope: String, sha256: String, file: URL, offset: Int64, size: Int64, token: String?,
-                    progress: @escaping BlobProgress) async throws -> Int64 {
-        try await inner.uploadBlob(scope: scope, sha256: sha256, file: file, offset: offset, size: size, token: token) { sent in
-            usleep(50_000)
-            progress(sent)
-        }
-    }
-    func downloadBlob(scope: String, sha256: String, into file: URL, from offset: Int64, token: String?,
-                      progress: @escaping BlobProgress) async throws {
-        try await inner.downloadBlob(scope: scope, sha256: sha256, into: file, from: offset, token: token, progress: progress)
+    /// Slows an upload to about 5 MB/s (a pause per 256 KiB), so progress
+    /// has time to show.
+    static func slow(_ inner: any SyncTransport) -> ForwardingTransport {
+        ForwardingTransport(inner, onUploadProgress: { progress in
+            let last = Reported()
+            return { sent in
+                // Called by one upload at a time, in order.
+                if sent - last.value >= 256 << 10 {
+                    last.value = sent
+                    usleep(50_000)
+                }
+                progress(sent)
+            }
+        })
     }
 }

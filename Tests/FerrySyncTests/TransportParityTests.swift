@@ -126,15 +126,15 @@ import FerryTestSupport
             #expect(after == Int64(bytes.count) && reported.value == Int64(bytes.count))
             // Downloaded whole, then the tail again with a Range request.
             let copy = directory.url.appending(path: "copy")
-            try await transport.downloadBlob(scope: "user:alice", sha256: sha256, into: copy, from: 0, token: token)
+            try await transport.downloadBlob(scope: "user:alice", sha256: sha256, into: copy, token: token)
             #expect(try Data(contentsOf: copy) == bytes)
             let resumed = directory.url.appending(path: "resumed")
             try bytes.prefix(2_000_000).write(to: resumed)
-            try await transport.downloadBlob(scope: "user:alice", sha256: sha256, into: resumed, from: 2_000_000, token: token)
+            try await transport.downloadBlob(scope: "user:alice", sha256: sha256, into: resumed, token: token)
             #expect(try Data(contentsOf: resumed) == bytes)
             do {
                 try await transport.downloadBlob(scope: "user:alice", sha256: String(repeating: "0", count: 64),
-                                                 into: directory.url.appending(path: "none"), from: 0, token: token)
+                                                 into: directory.url.appending(path: "none"), token: token)
                 Issue.record("an absent blob must be a 404")
             } catch let error as SyncTransportError {
                 guard case .http(404, _, _) = error else { Issue.record("expected 404, got \(error)"); return }
@@ -143,7 +143,7 @@ import FerryTestSupport
     }
 }
 
-private final class Reported: @unchecked Sendable {
+final class Reported: @unchecked Sendable {
     // @unchecked: written by the transport before the call returns, read after.
     var value: Int64 = 0
 }

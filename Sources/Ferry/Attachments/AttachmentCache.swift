@@ -31,7 +31,7 @@ struct AttachmentCache: Sendable {
             let id: String = entry["id"]
             let size: Int64 = entry["size"]
             let url = files.file(table: entry["tbl"], row: entry["row_id"], id: id)
-            guard AttachmentFiles.size(of: url) == size else { continue }
+            guard files.isWhole(url, size: size) else { continue }
             let state: AttachmentFileRecord.State? = entry["state"]
             paths[id] = url
             // Evictable once the server holds both the bytes and the row that names them.

@@ -57,7 +57,7 @@ extension Attachments {
         let known = records.map { row in
             AttachmentMaintenancePlan.Record(
                 id: row["id"], path: String(files.file(table: row["tbl"], row: row["row_id"], id: row["id"]).path.dropFirst(attachmentsPrefix.count)),
-                size: row["size"], state: row["state"])
+                size: files.format.storedSize(plain: row["size"]), state: row["state"])
         }
         // Read the disk after the database, and what is protected after the disk: a file found there that the
         // database did not know belongs to an add or a download in flight, or finished during this pass.
@@ -71,6 +71,8 @@ extension Attachments {
             report.filesRemoved += 1
         }
         Self.removeEmptyFolders(in: files.attachments, depth: 2)
+        let plainSizes = Dictionary(records.map { (row: Row) -> (String, Int64) in (row["id"], row["size"]) },
+                                    uniquingKeysWith: { first, _ in first })
         if !plan.markMissing.isEmpty || !plan.markPresent.isEmpty || !plan.forget.isEmpty {
             try await database.write { db in
                 let byID = Dictionary(known.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
@@ -80,7 +82,7 @@ extension Attachments {
                                    arguments: [AttachmentFileRecord.State.missing, id, byID[id]?.state])
                 }
                 for id in plan.markPresent {
-                    let size = byID[id]?.size ?? 0
+                    let size = plainSizes[id] ?? 0
                     try db.execute(sql: """
                         INSERT INTO ferry_attachment_files(id, state, transferred) VALUES (?, ?, ?)
                         ON CONFLICT(id) DO UPDATE SET state = excluded.state, transferred = excluded.transferred, reason = NULL

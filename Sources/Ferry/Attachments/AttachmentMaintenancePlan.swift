@@ -12,6 +12,7 @@ struct AttachmentMaintenancePlan: Sendable, Equatable {
         var id: String
         /// Its file's path under `attachments/`.
         var path: String
+        /// Its whole file's size on disk (sealed files are larger than their bytes).
         var size: Int64
         /// Its local state (`nil`: never on this device).
         var state: AttachmentFileRecord.State?

@@ -5,6 +5,7 @@ import Foundation
 /// writing right now (which maintenance must not take for orphans).
 final class AttachmentSettings: Sendable {
     let root: URL?
+    let format: AttachmentFileFormat
     let downloads: [String: AttachmentDownloadPolicy]
     let cacheLimit: Int64?
     let steps: (@Sendable (AttachmentStep) -> Void)?
@@ -13,6 +14,8 @@ final class AttachmentSettings: Sendable {
     /// began (their files may be on disk though the pass read the database
     /// before they committed).
     let inFlight = Locked<Work>(Work())
+    /// Downloads of one attachment take turns.
+    let downloadTurns = KeyedTurns()
 
     struct Work: Sendable {
         var marks: [String: Int] = [:]
@@ -20,12 +23,55 @@ final class AttachmentSettings: Sendable {
         var finishedDuringPass: Set<String> = []
     }
 
-    init(root: URL?, downloads: [String: AttachmentDownloadPolicy], cacheLimit: Int64?,
+    /// Whether the directory's `format` file has been checked against `format`.
+    private let formatChecked = Locked<Bool>(false)
+
+    init(root: URL?, cipher: (any AttachmentCipher)?, downloads: [String: AttachmentDownloadPolicy], cacheLimit: Int64?,
          steps: (@Sendable (AttachmentStep) -> Void)?) {
         self.root = root
+        self.format = AttachmentFileFormat(cipher: cipher)
         self.downloads = downloads
         self.cacheLimit = cacheLimit
         self.steps = steps
+    }
+
+    /// The attachment files, once the directory is known to be in this
+    /// database's format.
+    ///
+    /// - throws: ``FerryError`` `.invalidConfiguration` with no directory, or
+    ///   one whose files are in the other format (sealed, or plain).
+    func files() throws -> AttachmentFiles {
+        guard let root else {
+            throw FerryError(.invalidConfiguration,
+                "this database has no file to keep attachments beside; set FerryConfiguration.attachmentsDirectory")
+        }
+        let files = AttachmentFiles(root: root, format: format)
+        guard !formatChecked.withLock({ $0 }) else { return files }
+        try checkFormat(of: files)
+        formatChecked.withLock { $0 = true }
+        return files
+    }
+
+    /// Reads the directory's `format` file, or writes it for a new directory.
+    private func checkFormat(of files: AttachmentFiles) throws {
+        let marker = files.root.appending(path: "format")
+        let setting = format.isSealed ? "sealed (an attachmentCipher is set)" : "plain (no attachmentCipher is set)"
+        if let found = try? String(contentsOf: marker, encoding: .utf8) {
+            guard found == format.marker else {
+                let written = found.hasPrefix("sealed") ? "sealed" : "plain"
+                throw FerryError(.invalidConfiguration,
+                    "the attachment files in \(files.root.path) are \(written), but this database opened them as \(setting); open it as they were written")
+            }
+            return
+        }
+        // A directory from before the `format` file holds plain files.
+        let existing = (try? FileManager.default.contentsOfDirectory(atPath: files.attachments.path)) ?? []
+        if format.isSealed, !existing.isEmpty {
+            throw FerryError(.invalidConfiguration,
+                "\(files.root.path) already holds plain attachment files; sealing applies to a new attachments directory")
+        }
+        try FileManager.default.createDirectory(at: files.root, withIntermediateDirectories: true)
+        try Data(format.marker.utf8).write(to: marker, options: .atomic)
     }
 
     /// Runs `body` with `names` marked as in flight (nested marks count).

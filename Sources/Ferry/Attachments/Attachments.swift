@@ -1,5 +1,10 @@
 import Foundation
 import GRDB
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Files attached to rows of synced tables: photos, audio, PDFs. The bytes
 /// live in files beside the database; their metadata is a synced table, so
@@ -125,33 +130,77 @@ public struct Attachments: Sendable {
 
     /// The file holding the attachment's bytes on this device, or `nil`
     /// when they are not here (``SyncEngine/open(_:)`` fetches them).
+    ///
+    /// - throws: ``FerryError`` `.invalidConfiguration` when attachment files
+    ///   are sealed at rest (``FerryConfiguration/attachmentCipher``): their
+    ///   files hold no readable bytes; use ``data(for:)`` or
+    ///   ``export(_:to:)``.
     public func localURL(for attachment: Attachment) throws -> URL? {
         let files = try self.files()
-        let url = files.file(table: attachment.table, row: attachment.rowID, id: attachment.id)
-        guard AttachmentFiles.size(of: url) == attachment.size else { return nil }
-        let now = database.wallClock.nowMilliseconds()
-        try database.write { db in
-            try db.execute(sql: "UPDATE ferry_attachment_files SET last_opened_at = ? WHERE id = ?", arguments: [now, attachment.id])
+        guard !files.format.isSealed else {
+            throw FerryError(.invalidConfiguration,
+                "attachment files are sealed at rest; read attachment \(attachment.id) with data(for:), or export(_:to:) a checked copy")
         }
-        return url
+        return try wholeFile(of: attachment, in: files)
     }
 
-    /// The attachment's bytes, read whole and checked against its hash.
+    /// The attachment's bytes, read whole and checked against its hash
+    /// (and, for a sealed file, chunk by chunk as it is opened).
     ///
     /// - throws: ``FerryError`` `.attachmentNotFound` when they are not on
     ///   this device; `.attachmentCorrupted` when the file no longer hashes
-    ///   to the attachment's SHA-256 (it is never returned).
+    ///   to the attachment's SHA-256, or a sealed chunk fails to open (it is
+    ///   never returned).
     public func data(for attachment: Attachment) throws -> Data {
-        guard let url = try localURL(for: attachment) else {
-            throw FerryError(.attachmentNotFound, "attachment \(attachment.id) is not on this device; open it through the sync engine")
-        }
-        let data = try Data(contentsOf: url)
+        let files = try self.files()
+        let reader = try files.reader(try here(attachment, in: files))
+        defer { reader.close() }
+        var data = Data(capacity: Int(attachment.size))
         var hash = SHA256Digest()
-        hash.update(data)
-        guard hash.finalize() == attachment.sha256 else {
-            throw FerryError(.attachmentCorrupted, "attachment \(attachment.id)'s file does not hash to \(attachment.sha256)")
+        while let chunk = try reader.next() {
+            hash.update(chunk)
+            data.append(chunk)
         }
+        try Self.check(hash.finalize(), size: Int64(data.count), of: attachment)
         return data
+    }
+
+    /// Writes a copy of the attachment's bytes to `destination` (replacing
+    /// what is there), streamed a chunk at a time and checked before it
+    /// appears: a copy that fails the check is deleted, never left behind.
+    /// The way to hand a sealed attachment to code that wants a file (a
+    /// video player, a share sheet); the copy is not sealed, so remove it
+    /// when done.
+    ///
+    /// ```swift
+    /// let copy = FileManager.default.temporaryDirectory.appending(path: attachment.name ?? attachment.id)
+    /// try database.attachments.export(attachment, to: copy)
+    /// defer { try? FileManager.default.removeItem(at: copy) }
+    /// ```
+    ///
+    /// - throws: as ``data(for:)``.
+    public func export(_ attachment: Attachment, to destination: URL) throws {
+        let files = try self.files()
+        let reader = try files.reader(try here(attachment, in: files))
+        defer { reader.close() }
+        let partial = destination.deletingLastPathComponent().appending(path: ".\(destination.lastPathComponent).ferry-partial")
+        try? FileManager.default.removeItem(at: partial)
+        let writer = try BlobWriter(appendingTo: partial)
+        var hash = SHA256Digest()
+        do {
+            while let chunk = try reader.next() {
+                hash.update(chunk)
+                try writer.write(chunk)
+            }
+            try writer.finish()
+            try Self.check(hash.finalize(), size: writer.held, of: attachment)
+            // rename(2) replaces what is there in one step.
+            guard rename(partial.path, destination.path) == 0 else { throw AttachmentFiles.failure("move into place", destination) }
+        } catch {
+            writer.close()
+            try? FileManager.default.removeItem(at: partial)
+            throw error
+        }
     }
 
     /// Removes an attachment: its metadata (synced as a delete) and its
@@ -168,11 +217,32 @@ public struct Attachments: Sendable {
     // MARK: - Internals
 
     func files() throws -> AttachmentFiles {
-        guard let root = database.attachmentSettings.root else {
-            throw FerryError(.invalidConfiguration,
-                "this database has no file to keep attachments beside; set FerryConfiguration.attachmentsDirectory")
+        try database.attachmentSettings.files()
+    }
+
+    /// The attachment's whole file here, marked as opened now, or `nil`.
+    func wholeFile(of attachment: Attachment, in files: AttachmentFiles) throws -> URL? {
+        let url = files.file(table: attachment.table, row: attachment.rowID, id: attachment.id)
+        guard files.isWhole(url, size: attachment.size) else { return nil }
+        let now = database.wallClock.nowMilliseconds()
+        try database.write { db in
+            try db.execute(sql: "UPDATE ferry_attachment_files SET last_opened_at = ? WHERE id = ?", arguments: [now, attachment.id])
         }
-        return AttachmentFiles(root: root)
+        return url
+    }
+
+    private func here(_ attachment: Attachment, in files: AttachmentFiles) throws -> URL {
+        guard let url = try wholeFile(of: attachment, in: files) else {
+            throw FerryError(.attachmentNotFound, "attachment \(attachment.id) is not on this device; fetch it through the sync engine")
+        }
+        return url
+    }
+
+    private static func check(_ sha256: String, size: Int64, of attachment: Attachment) throws {
+        guard size == attachment.size, sha256 == attachment.sha256 else {
+            throw FerryError(.attachmentCorrupted,
+                "attachment \(attachment.id)'s file holds \(size) bytes hashing to \(sha256), not \(attachment.size) hashing to \(attachment.sha256)")
+        }
     }
 
     static func list(table: String, row rowID: String, _ db: Database) throws -> [Attachment] {

@@ -53,6 +53,14 @@ public struct FerryConfiguration: Sendable {
     /// the server does not hold yet is never evicted, and eviction never
     /// touches the server's copy.
     public var attachmentCacheLimit: Int64?
+    /// Seals attachment files at rest, chunk by chunk (`nil`, the default:
+    /// files hold the bytes as they are). `AESGCMAttachmentCipher`, in the
+    /// `FerryAttachmentEncryption` product, is AES-GCM with a key from a key
+    /// provider. Sealed files are read back with ``Attachments/data(for:)``
+    /// and ``Attachments/export(_:to:)``, which check every chunk: a
+    /// changed or cut file is refused, never returned. Set it when the
+    /// attachments directory is first used.
+    public var attachmentCipher: (any AttachmentCipher)?
     /// Tests only: told of each step of adding and transferring an
     /// attachment, so a crash test can kill the process at that step.
     @_spi(Testing) public var attachmentSteps: (@Sendable (AttachmentStep) -> Void)?

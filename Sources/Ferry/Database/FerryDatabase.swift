@@ -171,6 +171,7 @@ public struct FerryDatabase: Sendable {
             root: configuration.attachmentsDirectory
                 ?? (path.isEmpty || path.hasPrefix(":memory:") || path.hasPrefix("file:") ? nil
                     : URL(filePath: path).deletingLastPathComponent()),
+            cipher: configuration.attachmentCipher,
             downloads: configuration.attachmentDownloads,
             cacheLimit: configuration.attachmentCacheLimit,
             steps: configuration.attachmentSteps)

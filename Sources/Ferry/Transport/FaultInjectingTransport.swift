@@ -101,14 +101,14 @@ public final class FaultInjectingTransport: SyncTransport {
         try await inner.blobOffset(scope: scope, sha256: sha256, token: token)
     }
 
-    public func uploadBlob(scope: String, sha256: String, file: URL, offset: Int64, size: Int64, token: String?,
+    public func uploadBlob(scope: String, sha256: String, from reader: BlobReader, size: Int64, token: String?,
                            progress: @escaping BlobProgress) async throws -> Int64 {
-        try await inner.uploadBlob(scope: scope, sha256: sha256, file: file, offset: offset, size: size, token: token, progress: progress)
+        try await inner.uploadBlob(scope: scope, sha256: sha256, from: reader, size: size, token: token, progress: progress)
     }
 
-    public func downloadBlob(scope: String, sha256: String, into file: URL, from offset: Int64, token: String?,
+    public func downloadBlob(scope: String, sha256: String, into writer: BlobWriter, token: String?,
                              progress: @escaping BlobProgress) async throws {
-        try await inner.downloadBlob(scope: scope, sha256: sha256, into: file, from: offset, token: token, progress: progress)
+        try await inner.downloadBlob(scope: scope, sha256: sha256, into: writer, token: token, progress: progress)
     }
 
     public func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error> {

@@ -31,17 +31,18 @@ public protocol SyncTransport: Sendable {
     /// `HEAD /v1/blobs/{scope}/{sha256}`: how many bytes of the blob the
     /// server holds (its size once complete), or `nil` when it holds none.
     func blobOffset(scope: String, sha256: String, token: String?) async throws -> Int64?
-    /// `PUT /v1/blobs/{scope}/{sha256}`: sends `file`'s bytes from `offset`
-    /// (streamed from the file, never read whole) of a blob of `size` bytes,
-    /// and returns how many bytes the server holds after. `progress` is
-    /// told, as the body goes out, how many of the blob's bytes are sent
-    /// (counting from the start of the blob, not from `offset`).
-    func uploadBlob(scope: String, sha256: String, file: URL, offset: Int64, size: Int64, token: String?,
+    /// `PUT /v1/blobs/{scope}/{sha256}`: sends the bytes `reader` yields
+    /// (from its ``BlobReader/offset``, as they are read, never whole) of a
+    /// blob of `size` bytes, and returns how many bytes the server holds
+    /// after. `progress` is told, as the body goes out, how many of the
+    /// blob's bytes are sent (counting from the start of the blob).
+    func uploadBlob(scope: String, sha256: String, from reader: BlobReader, size: Int64, token: String?,
                     progress: @escaping BlobProgress) async throws -> Int64
-    /// `GET /v1/blobs/{scope}/{sha256}` with `Range: bytes=offset-`: appends
-    /// the blob's bytes from `offset` to `file` as they arrive, telling
-    /// `progress` how many of the blob's bytes `file` holds.
-    func downloadBlob(scope: String, sha256: String, into file: URL, from offset: Int64, token: String?,
+    /// `GET /v1/blobs/{scope}/{sha256}` with `Range: bytes=held-` (from
+    /// the bytes `writer` already ``BlobWriter/held``): writes the blob's
+    /// bytes to `writer` as they arrive, then ``BlobWriter/flush()``es it,
+    /// telling `progress` how many of the blob's bytes it holds.
+    func downloadBlob(scope: String, sha256: String, into writer: BlobWriter, token: String?,
                       progress: @escaping BlobProgress) async throws
 }
 
@@ -50,14 +51,23 @@ public protocol SyncTransport: Sendable {
 public typealias BlobProgress = @Sendable (Int64) -> Void
 
 extension SyncTransport {
-    /// ``uploadBlob(scope:sha256:file:offset:size:token:progress:)`` with no one told of its progress.
-    public func uploadBlob(scope: String, sha256: String, file: URL, offset: Int64, size: Int64, token: String?) async throws -> Int64 {
-        try await uploadBlob(scope: scope, sha256: sha256, file: file, offset: offset, size: size, token: token, progress: { _ in })
+    /// Uploads the plain file at `file` from `offset`: ``uploadBlob(scope:sha256:from:size:token:progress:)``
+    /// with a ``BlobReader`` of it.
+    public func uploadBlob(scope: String, sha256: String, file: URL, offset: Int64 = 0, size: Int64, token: String?,
+                           progress: @escaping BlobProgress = { _ in }) async throws -> Int64 {
+        let reader = try BlobReader(file: file, from: offset)
+        defer { reader.close() }
+        return try await uploadBlob(scope: scope, sha256: sha256, from: reader, size: size, token: token, progress: progress)
     }
 
-    /// ``downloadBlob(scope:sha256:into:from:token:progress:)`` with no one told of its progress.
-    public func downloadBlob(scope: String, sha256: String, into file: URL, from offset: Int64, token: String?) async throws {
-        try await downloadBlob(scope: scope, sha256: sha256, into: file, from: offset, token: token, progress: { _ in })
+    /// Downloads into the plain file at `file`, continuing from the bytes it
+    /// holds: ``downloadBlob(scope:sha256:into:token:progress:)`` with a
+    /// ``BlobWriter`` appending to it.
+    public func downloadBlob(scope: String, sha256: String, into file: URL, token: String?,
+                             progress: @escaping BlobProgress = { _ in }) async throws {
+        let writer = try BlobWriter(appendingTo: file)
+        defer { writer.close() }
+        try await downloadBlob(scope: scope, sha256: sha256, into: writer, token: token, progress: progress)
     }
 }
 
@@ -66,12 +76,12 @@ extension SyncTransport {
         throw SyncTransportError.invalidResponse("\(Self.self) does not move attachment bytes")
     }
 
-    public func uploadBlob(scope: String, sha256: String, file: URL, offset: Int64, size: Int64, token: String?,
+    public func uploadBlob(scope: String, sha256: String, from reader: BlobReader, size: Int64, token: String?,
                            progress: @escaping BlobProgress) async throws -> Int64 {
         throw SyncTransportError.invalidResponse("\(Self.self) does not move attachment bytes")
     }
 
-    public func downloadBlob(scope: String, sha256: String, into file: URL, from offset: Int64, token: String?,
+    public func downloadBlob(scope: String, sha256: String, into writer: BlobWriter, token: String?,
                              progress: @escaping BlobProgress) async throws {
         throw SyncTransportError.invalidResponse("\(Self.self) does not move attachment bytes")
     }

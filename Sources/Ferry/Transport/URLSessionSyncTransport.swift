@@ -9,8 +9,8 @@ import FoundationNetworking
 ///
 /// Push, pull, row reads and attachment transfers work wherever Foundation
 /// has `URLSession` (on Linux through FoundationNetworking, which is how its
-/// tests run); attachment bytes go through upload and download tasks, from
-/// and to files, never held whole. The
+/// tests run); attachment bytes move in windows of 4 MiB, never held whole.
+/// The
 /// live stream needs `URLSession.bytes(for:)`, which Apple platforms have;
 /// elsewhere ``live(scopes:token:)`` ends at once and the engine relies on
 /// its periodic sync (or use `HTTPSyncTransport` from `FerryHTTPClient`).
@@ -117,84 +117,66 @@ public struct URLSessionSyncTransport: SyncTransport {
         return offset
     }
 
-    /// Sends the file's bytes from `offset` with an upload task, which
-    /// streams them from disk. A resumed upload first copies the rest of the
-    /// file (1 MiB at a time) to a temporary file, since an upload task
-    /// sends a whole file. `progress` is told once the server answers.
-    public func uploadBlob(scope: String, sha256: String, file: URL, offset: Int64, size: Int64, token: String?,
+    /// Sends the blob in windows of up to 4 MiB, one `PUT` each at its
+    /// `Upload-Offset` (the server keeps each window and answers 204 until
+    /// the last): only the window is in memory, never the file, and
+    /// `progress` is told after each. Cancelling the task cancels the
+    /// request under way.
+    public func uploadBlob(scope: String, sha256: String, from reader: BlobReader, size: Int64, token: String?,
                            progress: @escaping BlobProgress) async throws -> Int64 {
-        var request = try blobRequest(scope: scope, sha256: sha256, token: token)
-        request.httpMethod = "PUT"
-        request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
-        request.setValue(String(offset), forHTTPHeaderField: "Upload-Offset")
-        request.setValue(String(size), forHTTPHeaderField: "Upload-Length")
-        var body = file
-        if offset > 0 {
-            body = FileManager.default.temporaryDirectory.appending(path: "ferry-upload-\(UUID().uuidString)")
-            try Self.copy(file, from: offset, count: size - offset, to: body)
-        }
-        defer { if body != file { try? FileManager.default.removeItem(at: body) } }
-        let session = self.session
-        let (data, response): (Data, URLResponse) = try await Self.mapErrors {
-            try await withCheckedThrowingContinuation { continuation in
-                session.uploadTask(with: request, fromFile: body) { data, response, error in
-                    if let error { return continuation.resume(throwing: error) }
-                    guard let response else { return continuation.resume(throwing: SyncTransportError.invalidResponse("no response")) }
-                    continuation.resume(returning: (data ?? Data(), response))
-                }.resume()
+        var offset = reader.offset
+        while true {
+            var window = Data()
+            while window.count < Self.blobWindow, let chunk = try reader.next() { window.append(chunk) }
+            var request = try blobRequest(scope: scope, sha256: sha256, token: token)
+            request.httpMethod = "PUT"
+            request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
+            request.setValue(String(offset), forHTTPHeaderField: "Upload-Offset")
+            request.setValue(String(size), forHTTPHeaderField: "Upload-Length")
+            let session = self.session
+            let body = window
+            let (data, response) = try await Self.mapErrors { try await session.upload(for: request, from: body) }
+            guard let http = response as? HTTPURLResponse else {
+                throw SyncTransportError.invalidResponse("PUT /v1/blobs answered no HTTP response")
             }
+            guard [200, 201, 204].contains(http.statusCode) else { throw Self.failure(http, body: data) }
+            let held = http.value(forHTTPHeaderField: "Upload-Offset").flatMap(Int64.init) ?? offset + Int64(window.count)
+            progress(held)
+            // Done, or out of step with the reader (the caller asks the server again).
+            guard http.statusCode == 204, !window.isEmpty, held == offset + Int64(window.count), held < size else { return held }
+            offset = held
         }
-        guard let http = response as? HTTPURLResponse else {
-            throw SyncTransportError.invalidResponse("PUT /v1/blobs answered no HTTP response")
-        }
-        guard [200, 201, 204].contains(http.statusCode) else { throw Self.failure(http, body: data) }
-        let held = http.value(forHTTPHeaderField: "Upload-Offset").flatMap(Int64.init) ?? offset
-        progress(held)
-        return held
     }
 
-    /// Fetches the bytes from `offset` with a download task (written to a
-    /// temporary file as they arrive), then appends them to `file` 1 MiB at
-    /// a time. `progress` is told once they are appended.
-    public func downloadBlob(scope: String, sha256: String, into file: URL, from offset: Int64, token: String?,
+    /// Fetches the blob in `Range` windows of up to 4 MiB, each written to
+    /// `writer` (and synced) before the next is asked for: only the window
+    /// is in memory, nothing lands in a temporary file, and `progress` is
+    /// told after each. Cancelling the task cancels the request under way.
+    public func downloadBlob(scope: String, sha256: String, into writer: BlobWriter, token: String?,
                              progress: @escaping BlobProgress) async throws {
-        var request = try blobRequest(scope: scope, sha256: sha256, token: token)
-        request.httpMethod = "GET"
-        if offset > 0 { request.setValue("bytes=\(offset)-", forHTTPHeaderField: "Range") }
-        let session = self.session
-        // The task's file is removed when its handler returns: it is moved aside there.
-        let (downloaded, response): (URL, URLResponse) = try await Self.mapErrors {
-            try await withCheckedThrowingContinuation { continuation in
-                session.downloadTask(with: request) { location, response, error in
-                    if let error { return continuation.resume(throwing: error) }
-                    guard let location, let response else {
-                        return continuation.resume(throwing: SyncTransportError.invalidResponse("no download"))
-                    }
-                    let kept = FileManager.default.temporaryDirectory.appending(path: "ferry-download-\(UUID().uuidString)")
-                    do {
-                        try FileManager.default.moveItem(at: location, to: kept)
-                        continuation.resume(returning: (kept, response))
-                    } catch {
-                        continuation.resume(throwing: error)
-                    }
-                }.resume()
+        while true {
+            let start = writer.held
+            var request = try blobRequest(scope: scope, sha256: sha256, token: token)
+            request.httpMethod = "GET"
+            request.setValue("bytes=\(start)-\(start + Int64(Self.blobWindow) - 1)", forHTTPHeaderField: "Range")
+            var (data, http) = try await send(request)
+            // A range of an empty blob is unsatisfiable: ask for all of it.
+            if http.statusCode == 416, start == 0 {
+                request.setValue(nil, forHTTPHeaderField: "Range")
+                (data, http) = try await send(request)
             }
+            guard http.statusCode == 200 || http.statusCode == 206 else { throw Self.failure(http, body: data) }
+            try writer.write(data)
+            try writer.flush()
+            progress(writer.held)
+            guard http.statusCode == 206, !data.isEmpty,
+                  let total = http.value(forHTTPHeaderField: "Content-Range")?.split(separator: "/").last.flatMap({ Int64($0) }),
+                  writer.held < total else { return }
         }
-        defer { try? FileManager.default.removeItem(at: downloaded) }
-        guard let http = response as? HTTPURLResponse else {
-            throw SyncTransportError.invalidResponse("GET /v1/blobs answered no HTTP response")
-        }
-        guard http.statusCode == (offset > 0 ? 206 : 200) else {
-            let body = (try? FileHandle(forReadingFrom: downloaded)).flatMap { try? $0.read(upToCount: 1 << 20) } ?? Data()
-            throw Self.failure(http, body: body)
-        }
-        if !FileManager.default.fileExists(atPath: file.path) {
-            FileManager.default.createFile(atPath: file.path, contents: nil)
-        }
-        let count = (try FileManager.default.attributesOfItem(atPath: downloaded.path)[.size] as? NSNumber)?.int64Value ?? 0
-        try Self.copy(downloaded, from: 0, count: count, to: file, at: offset)
-        progress(offset + count)
     }
+
+    /// The most bytes of a blob one request carries.
+    static let blobWindow = 4 << 20
 
     private func blobRequest(scope: String, sha256: String, token: String?) throws -> URLRequest {
         let address = SyncAPIRequests.blobURL(base: baseURL, scope: scope, sha256: sha256)
@@ -203,26 +185,6 @@ public struct URLSessionSyncTransport: SyncTransport {
         // A large file takes what it takes; the timeout bounds silence, not the whole transfer.
         request.timeoutInterval = max(request.timeoutInterval, 60)
         return request
-    }
-
-    /// Copies `count` bytes of `source` from `offset` into `destination`
-    /// at `position` (a new file when `position` is nil), 1 MiB at a time,
-    /// and syncs it.
-    private static func copy(_ source: URL, from offset: Int64, count: Int64, to destination: URL, at position: Int64? = nil) throws {
-        let input = try FileHandle(forReadingFrom: source)
-        defer { try? input.close() }
-        try input.seek(toOffset: UInt64(offset))
-        if position == nil { FileManager.default.createFile(atPath: destination.path, contents: nil) }
-        let output = try FileHandle(forWritingTo: destination)
-        defer { try? output.close() }
-        try output.seek(toOffset: UInt64(position ?? 0))
-        var left = count
-        while left > 0, let chunk = try input.read(upToCount: Int(min(left, 1 << 20))), !chunk.isEmpty {
-            try output.write(contentsOf: chunk)
-            left -= Int64(chunk.count)
-        }
-        guard left == 0 else { throw SyncTransportError.invalidResponse("the file ended \(left) bytes early") }
-        try output.synchronize()
     }
 
     // MARK: - Requests

@@ -45,7 +45,7 @@ struct AttachmentTransfer: Sendable {
             try Task.checkCancellation()
             let file = files.file(of: record)
             // A failed download has no file here: it is fetched, not sent.
-            guard AttachmentFiles.size(of: file) == record.size else { continue }
+            guard files.isWhole(file, size: record.size) else { continue }
             do {
                 let scope = record.scope ?? userScope
                 var offset: Int64 = 0
@@ -54,7 +54,9 @@ struct AttachmentTransfer: Sendable {
                     if offset < record.size {
                         try await setState(record.id, .uploading, transferred: offset)
                         let progress = progressRecorder(record, .uploading, step: AttachmentStep.uploaded)
-                        offset = try await transport.uploadBlob(scope: scope, sha256: record.sha256, file: file, offset: offset,
+                        let reader = try files.reader(file, from: offset)
+                        defer { reader.close() }
+                        offset = try await transport.uploadBlob(scope: scope, sha256: record.sha256, from: reader,
                                                                 size: record.size, token: token, progress: progress)
                     }
                 }
@@ -70,6 +72,8 @@ struct AttachmentTransfer: Sendable {
                 report.failed += 1
                 logger.warning("an attachment upload failed", metadata: ["attachment": "\(record.id)", "error": "\(error)"])
                 try await setState(record.id, .failed, transferred: 0, reason: "upload: \(error)")
+                // Out of reach after every retry: the others would fail the same way.
+                if case .transient = SyncFailure(error) { break }
             }
         }
         return report
@@ -84,7 +88,7 @@ struct AttachmentTransfer: Sendable {
             try AttachmentRecord.filter(eager.contains(AttachmentRecord.Columns.table)).fetchAll(db)
         }
         var report = Report()
-        for record in wanted where AttachmentFiles.size(of: files.file(of: record)) != record.size {
+        for record in wanted where !files.isWhole(files.file(of: record), size: record.size) {
             try Task.checkCancellation()
             do {
                 _ = try await download(record, token: token)
@@ -94,66 +98,76 @@ struct AttachmentTransfer: Sendable {
             } catch {
                 report.failed += 1
                 logger.warning("an attachment download failed", metadata: ["attachment": "\(record.id)", "error": "\(error)"])
+                if case .transient = SyncFailure(error) { break }
             }
         }
         return report
     }
 
     /// Fetches one attachment's bytes into place, continuing a download
-    /// interrupted before, and returns its file.
+    /// interrupted before, and returns its file. Two downloads of one
+    /// attachment (an open during a sync) take turns: the second finds the
+    /// file in place.
     ///
     /// - throws: ``FerryError`` `.attachmentCorrupted` when the bytes do not
     ///   hash to the attachment's SHA-256 (the partial file is removed).
     func download(_ record: AttachmentRecord, token: String?) async throws -> URL {
         let files = try database.attachments.files()
         let settings = database.attachmentSettings
-        return try await settings.working(on: [record.id]) {
-            let destination = files.file(of: record)
-            if AttachmentFiles.size(of: destination) == record.size { return destination }
-            let temp = files.download(of: record)
-            try FileManager.default.createDirectory(at: files.temp, withIntermediateDirectories: true)
-            var held = AttachmentFiles.size(of: temp) ?? 0
-            if held > record.size {
-                try? FileManager.default.removeItem(at: temp)
-                held = 0
+        return try await settings.downloadTurns.run(record.id) {
+            try await settings.working(on: [record.id]) {
+                try await fetch(record, files: files, token: token)
             }
-            do {
-                try await setState(record.id, .downloading, transferred: held)
-                try await retrying {
-                    // A retry continues from the bytes the last attempt wrote.
-                    let held = AttachmentFiles.size(of: temp) ?? 0
-                    guard held < record.size else { return }
-                    try await transport.downloadBlob(scope: record.scope ?? userScope, sha256: record.sha256, into: temp,
-                                                     from: held, token: token,
-                                                     progress: progressRecorder(record, .downloading, step: AttachmentStep.downloaded))
-                }
-                let (size, digest) = try AttachmentFiles.digest(of: temp)
-                guard size == record.size, digest == record.sha256 else {
-                    try? FileManager.default.removeItem(at: temp)
-                    throw FerryError(.attachmentCorrupted,
-                        "attachment \(record.id) downloaded as \(size) bytes hashing to \(digest), not \(record.size) bytes hashing to \(record.sha256); it was discarded")
-                }
-                try files.place(temp, at: destination)
-                let now = database.wallClock.nowMilliseconds()
-                try await database.write { db in
-                    var file = try AttachmentFileRecord.fetchOne(db, key: record.id) ?? AttachmentFileRecord(id: record.id, state: .uploaded)
-                    file.state = .uploaded
-                    file.transferred = record.size
-                    file.reason = nil
-                    file.lastOpenedAt = now
-                    try file.save(db)
-                }
-            } catch is CancellationError {
-                throw CancellationError()
-            } catch {
-                let missing = (error as? SyncTransportError).map { if case .http(404, _, _) = $0 { true } else { false } } ?? false
-                try await setState(record.id, missing ? .missing : .failed, transferred: 0, reason: "download: \(error)")
-                throw error
-            }
-            // Over the cache limit: make room, keeping the file just fetched.
-            try await AttachmentCache(database: database).enforceLimit(keeping: record.id)
-            return destination
         }
+    }
+
+    private func fetch(_ record: AttachmentRecord, files: AttachmentFiles, token: String?) async throws -> URL {
+        let destination = files.file(of: record)
+        if files.isWhole(destination, size: record.size) { return destination }
+        let temp = files.download(of: record)
+        try FileManager.default.createDirectory(at: files.temp, withIntermediateDirectories: true)
+        if (AttachmentFiles.size(of: temp) ?? 0) > files.format.storedSize(plain: record.size) {
+            try? FileManager.default.removeItem(at: temp)
+        }
+        do {
+            let writer = try files.writer(appendingTo: temp)
+            defer { writer.close() }
+            try await setState(record.id, .downloading, transferred: writer.held)
+            try await retrying {
+                // A retry continues from the bytes the last attempt wrote.
+                guard writer.held < record.size else { return }
+                try await transport.downloadBlob(scope: record.scope ?? userScope, sha256: record.sha256, into: writer,
+                                                 token: token,
+                                                 progress: progressRecorder(record, .downloading, step: AttachmentStep.downloaded))
+            }
+            try writer.finish()
+            let (size, digest) = try files.digest(of: temp)
+            guard size == record.size, digest == record.sha256 else {
+                try? FileManager.default.removeItem(at: temp)
+                throw FerryError(.attachmentCorrupted,
+                    "attachment \(record.id) downloaded as \(size) bytes hashing to \(digest), not \(record.size) bytes hashing to \(record.sha256); it was discarded")
+            }
+            try files.place(temp, at: destination)
+            let now = database.wallClock.nowMilliseconds()
+            try await database.write { db in
+                var file = try AttachmentFileRecord.fetchOne(db, key: record.id) ?? AttachmentFileRecord(id: record.id, state: .uploaded)
+                file.state = .uploaded
+                file.transferred = record.size
+                file.reason = nil
+                file.lastOpenedAt = now
+                try file.save(db)
+            }
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            if (error as? FerryError)?.code == .attachmentCorrupted { try? FileManager.default.removeItem(at: temp) }
+            let missing = (error as? SyncTransportError).map { if case .http(404, _, _) = $0 { true } else { false } } ?? false
+            try await setState(record.id, missing ? .missing : .failed, transferred: 0, reason: "download: \(error)")
+            throw error
+        }
+        // Over the cache limit: make room, keeping the file just fetched.
+        try await AttachmentCache(database: database).enforceLimit(keeping: record.id)
+        return destination
     }
 
     /// Records a transfer's progress on the attachment as it goes: a write

@@ -127,6 +127,27 @@ public actor SyncEngine {
     ///   hash wrong; ``SyncTransportError`` when the server cannot be reached.
     public func open(_ attachment: Attachment) async throws -> URL {
         if let url = try database.attachments.localURL(for: attachment) { return url }
+        return try await transfer(attachment)
+    }
+
+    /// Makes sure the attachment's bytes are on this device, downloading
+    /// and verifying them if not: the way to fetch an attachment whose
+    /// files are sealed at rest (``FerryConfiguration/attachmentCipher``)
+    /// before reading it.
+    ///
+    /// ```swift
+    /// try await engine.fetch(photo)
+    /// let image = UIImage(data: try database.attachments.data(for: photo))
+    /// ```
+    ///
+    /// - throws: as ``open(_:)``.
+    public func fetch(_ attachment: Attachment) async throws {
+        let files = try database.attachments.files()
+        if try database.attachments.wholeFile(of: attachment, in: files) != nil { return }
+        _ = try await transfer(attachment)
+    }
+
+    private func transfer(_ attachment: Attachment) async throws -> URL {
         guard let record = try await database.read({ db in try AttachmentRecord.fetchOne(db, key: attachment.id) }) else {
             throw FerryError(.attachmentNotFound, "attachment \(attachment.id) was removed")
         }

@@ -8,15 +8,18 @@ import Darwin
 /// Where attachment files live under one root, and the file operations
 /// that keep them safe: a new file is written in `staging/`, synced, hashed
 /// while written and renamed into `attachments/<table>/<row>/<id>`; a
-/// download grows in `temp/` and is renamed in only once verified.
+/// download grows in `temp/` and is renamed in only once verified. Every
+/// file is in the directory's ``AttachmentFileFormat`` (plain, or sealed by
+/// an ``AttachmentCipher``).
 ///
 /// ```swift
-/// let files = AttachmentFiles(root: directory)
+/// let files = AttachmentFiles(root: directory, format: .plain)
 /// let staged = try await files.stage(chunks, as: id)   // (url, size, sha256)
 /// try files.place(staged.url, at: files.file(table: "note", row: "n1", id: id))
 /// ```
 struct AttachmentFiles: Sendable {
     let root: URL
+    let format: AttachmentFileFormat
 
     var staging: URL { root.appending(path: "staging") }
     var temp: URL { root.appending(path: "temp") }
@@ -52,23 +55,35 @@ struct AttachmentFiles: Sendable {
     func stage(_ chunks: some AsyncSequence<Data, any Error>, as name: String) async throws -> Staged {
         try FileManager.default.createDirectory(at: staging, withIntermediateDirectories: true)
         let url = staging.appending(path: Self.component(name))
-        let fd = open(url.path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
-        guard fd >= 0 else { throw Self.failure("create", url) }
+        let writer = try BlobWriter(creating: url, format: format)
         var hash = SHA256Digest()
-        var size: Int64 = 0
         do {
-            defer { close(fd) }
             for try await chunk in chunks {
-                try Self.write(chunk, to: fd, url)
+                try writer.write(chunk)
                 hash.update(chunk)
-                size += Int64(chunk.count)
             }
-            guard fsync(fd) == 0 else { throw Self.failure("sync", url) }
+            try writer.finish()
         } catch {
+            writer.close()
             try? FileManager.default.removeItem(at: url)
             throw error
         }
-        return Staged(url: url, size: size, sha256: hash.finalize())
+        return Staged(url: url, size: writer.held, sha256: hash.finalize())
+    }
+
+    /// Whether `url` holds a whole file of an attachment of `size` bytes.
+    func isWhole(_ url: URL, size: Int64) -> Bool {
+        Self.size(of: url) == format.storedSize(plain: size)
+    }
+
+    /// The blob's bytes in `url` from `offset`.
+    func reader(_ url: URL, from offset: Int64 = 0) throws -> BlobReader {
+        try BlobReader(file: url, from: offset, format: format)
+    }
+
+    /// Appends to `url`, continuing what it holds.
+    func writer(appendingTo url: URL) throws -> BlobWriter {
+        try BlobWriter(appendingTo: url, format: format)
     }
 
     /// Renames `source` to `destination` (creating its folder), then syncs
@@ -87,13 +102,14 @@ struct AttachmentFiles: Sendable {
         if descriptor >= 0 { _ = fsync(descriptor); close(descriptor) }
     }
 
-    /// The SHA-256 and size of a file, read in chunks.
-    static func digest(of url: URL) throws -> (size: Int64, sha256: String) {
-        let handle = try FileHandle(forReadingFrom: url)
-        defer { try? handle.close() }
+    /// The size and SHA-256 of the blob in `url`, read in chunks (and, for
+    /// a sealed file, opened and checked chunk by chunk).
+    func digest(of url: URL) throws -> (size: Int64, sha256: String) {
+        let reader = try reader(url)
+        defer { reader.close() }
         var hash = SHA256Digest()
         var size: Int64 = 0
-        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+        while let chunk = try reader.next() {
             hash.update(chunk)
             size += Int64(chunk.count)
         }
@@ -111,22 +127,7 @@ struct AttachmentFiles: Sendable {
         return stat(url.path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
     }
 
-    static func write(_ data: Data, to fd: Int32, _ url: URL) throws {
-        try data.withUnsafeBytes { bytes in
-            var written = 0
-            while written < bytes.count {
-                let result = systemWrite(fd, bytes.baseAddress! + written, bytes.count - written)
-                guard result > 0 else { throw failure("write", url) }
-                written += result
-            }
-        }
-    }
-
     static func failure(_ operation: String, _ url: URL) -> FerryError {
         FerryError(.attachmentFileFailed, "could not \(operation) \(url.path): \(String(cString: strerror(errno)))")
     }
-}
-
-private func systemWrite(_ fd: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
-    write(fd, bytes, count)
 }

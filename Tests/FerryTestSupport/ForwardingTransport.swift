@@ -1,0 +1,54 @@
+import Ferry
+import FerryProtocol
+import Foundation
+
+/// A transport that passes every call to `inner`, with hooks on the blob
+/// transfers a test watches or bends: where each starts, what an upload
+/// sends, how fast its progress goes.
+///
+/// ```swift
+/// let transport = ForwardingTransport(inner, onDownload: { offset in print("a download starts at", offset) })
+/// ```
+public struct ForwardingTransport: SyncTransport {
+    public let inner: any SyncTransport
+    /// Told of each upload (its reader, from its offset, and the blob's
+    /// size); returns the reader to send, this one or another.
+    public var onUpload: @Sendable (BlobReader, Int64) throws -> BlobReader
+    /// Told where each download starts.
+    public var onDownload: @Sendable (Int64) -> Void
+    /// Wraps each upload's progress callback.
+    public var onUploadProgress: @Sendable (@escaping BlobProgress) -> BlobProgress
+
+    public init(_ inner: any SyncTransport,
+                onUpload: @escaping @Sendable (BlobReader, Int64) throws -> BlobReader = { reader, _ in reader },
+                onDownload: @escaping @Sendable (Int64) -> Void = { _ in },
+                onUploadProgress: @escaping @Sendable (@escaping BlobProgress) -> BlobProgress = { $0 }) {
+        self.inner = inner
+        self.onUpload = onUpload
+        self.onDownload = onDownload
+        self.onUploadProgress = onUploadProgress
+    }
+
+    public func push(_ request: PushRequest, token: String?) async throws -> PushResponse { try await inner.push(request, token: token) }
+    public func pull(_ request: PullRequest, token: String?) async throws -> PullResponse { try await inner.pull(request, token: token) }
+    public func row(scope: String, table: String, rowID: String, token: String?) async throws -> ServerRow? {
+        try await inner.row(scope: scope, table: table, rowID: rowID, token: token)
+    }
+    public func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error> {
+        inner.live(scopes: scopes, token: token)
+    }
+    public func blobOffset(scope: String, sha256: String, token: String?) async throws -> Int64? {
+        try await inner.blobOffset(scope: scope, sha256: sha256, token: token)
+    }
+    public func uploadBlob(scope: String, sha256: String, from reader: BlobReader, size: Int64, token: String?,
+                           progress: @escaping BlobProgress) async throws -> Int64 {
+        let sent = try onUpload(reader, size)
+        return try await inner.uploadBlob(scope: scope, sha256: sha256, from: sent, size: size, token: token,
+                                          progress: onUploadProgress(progress))
+    }
+    public func downloadBlob(scope: String, sha256: String, into writer: BlobWriter, token: String?,
+                             progress: @escaping BlobProgress) async throws {
+        onDownload(writer.held)
+        try await inner.downloadBlob(scope: scope, sha256: sha256, into: writer, token: token, progress: progress)
+    }
+}
