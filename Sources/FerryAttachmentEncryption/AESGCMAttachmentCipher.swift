@@ -16,7 +16,7 @@ public protocol AttachmentKeyProvider: Sendable {
 }
 
 /// Seals attachment files at rest with AES-256-GCM (swift-crypto), chunk
-/// by chunk: set it as ``Ferry/FerryConfiguration/attachmentCipher``.
+/// by chunk: set it as `FerryConfiguration.attachmentCipher`.
 ///
 /// Each 64 KiB chunk gets a fresh random 96-bit nonce and a 128-bit tag
 /// (28 bytes more per chunk); Ferry authenticates with it the file's
@@ -36,7 +36,7 @@ public struct AESGCMAttachmentCipher: AttachmentCipher {
 
     /// A cipher with the key `keyProvider` returns (asked once, here).
     ///
-    /// - throws: ``Ferry/FerryError`` `.invalidEncryptionKey` when the
+    /// - throws: `FerryError` `.invalidEncryptionKey` when the
     ///   provider fails or returns anything but 32 bytes.
     public init(keyProvider: some AttachmentKeyProvider) throws {
         let key: Data

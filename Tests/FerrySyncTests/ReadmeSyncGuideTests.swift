@@ -1,4 +1,5 @@
 import Ferry
+import FerryAttachmentEncryption
 import FerryHTTPClient
 @testable import FerryServer
 import FerryProtocol
@@ -219,4 +220,51 @@ import FerryTestSupport
             #expect(bytesOnB == photoBytes)
         }
     }
+
+    @Test func theAttachmentEncryptionGuideWorksAsWritten() async throws {
+        try await SyncServer.with(.sqlite) { server in
+            let directory = try TemporaryDirectory()
+            let previewURL = directory.url.appending(path: "preview.pdf")
+            let scanBytes = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 11) })
+            var scanOnB: Ferry.Attachment?
+            for device in ["a", "b"] {
+                var configuration = FerryConfiguration()
+                configuration.attachmentsDirectory = directory.url.appending(path: "\(device)-files")
+                // --- the guide ---
+                struct KeychainAttachmentKey: AttachmentKeyProvider {
+                    func attachmentKey() throws -> Data { try keychain.load("ferry.attachments.key") }   // 32 bytes
+                }
+                configuration.attachmentCipher = try AESGCMAttachmentCipher(keyProvider: KeychainAttachmentKey())
+                // --- the guide, paused ---
+                let database = try FerryDatabase(path: directory.path("\(device).sqlite"), schema: SyncSchema.schema(),
+                                                 configuration: configuration)
+                let engine = try SyncEngine(database: database, transport: HTTPSyncTransport(baseURL: server.baseURL),
+                                            configuration: SyncConfiguration(userID: "alice"), token: try await server.token("alice"))
+                if device == "a" {
+                    try await database.write { db in try db.execute(sql: "INSERT INTO note(id, title) VALUES ('n1', 'scan')") }
+                    try await database.attachments.add(data: scanBytes, to: "note", row: "n1", name: "scan.pdf")
+                    try await engine.sync()
+                    continue
+                }
+                try await engine.sync()
+                let scan = try #require(try database.attachments.list(table: "note", row: "n1").first)
+                // --- the guide, again ---
+                try await engine.fetch(scan)                              // downloaded, verified and sealed, if not here
+                let pdf = try database.attachments.data(for: scan)        // opened chunk by chunk, checked
+                try database.attachments.export(scan, to: previewURL)     // a plain copy; remove it when done
+                // --- end of the guide ---
+                #expect(pdf == scanBytes)
+                scanOnB = scan
+            }
+            #expect(try Data(contentsOf: previewURL) == scanBytes)
+            #expect(scanOnB?.name == "scan.pdf")
+        }
+    }
+}
+
+/// Stands in for the Keychain in the README's example.
+private let keychain = Keychain()
+
+private struct Keychain: Sendable {
+    func load(_ name: String) throws -> Data { Data(repeating: 42, count: 32) }
 }

@@ -35,7 +35,7 @@ public final class BlobWriter: @unchecked Sendable {
         /// Chunks written so far.
         var written: Int64
         /// Bytes not sealed yet: the last chunk is sealed only once it is
-        /// known to be the last (``BlobWriter/finish()``).
+        /// known to be the last (`finish()`).
         var pending = Data()
     }
 
@@ -148,7 +148,7 @@ public final class BlobWriter: @unchecked Sendable {
     }
 
     /// Syncs what is written to disk. A sealed file keeps up to one chunk
-    /// in memory until ``finish()``; a crash loses that much, no more.
+    /// in memory until the blob is complete; a crash loses that much, no more.
     public func flush() throws {
         do { try handle.synchronize() } catch { throw AttachmentFiles.failure("sync", url) }
     }
