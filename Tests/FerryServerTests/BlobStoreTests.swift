@@ -51,6 +51,11 @@ import Testing
             #expect(try await blobs.append(to: key, length: Int64(data.count), offset: 0, bytes: Self.body([])) == .complete(size: Int64(data.count)))
             let listed = try await blobs.list()
             #expect(listed.map(\.key) == [key] && listed[0].complete)
+            // Touching it moves its time forward (the collector counts its age from then).
+            try await Task.sleep(for: .milliseconds(1100))
+            try await blobs.touch(key)
+            let touched = try await blobs.list()
+            #expect(touched[0].modified > listed[0].modified)
             try await blobs.remove(key)
             #expect(try await blobs.state(of: key) == .absent)
         }

@@ -45,8 +45,16 @@ public protocol BlobStore: Sendable {
     /// Removes the blob, complete or partial. Removing an absent blob does nothing.
     func remove(_ key: BlobKey) async throws
 
-    /// Every blob held, complete or partial, with when it was last written.
+    /// Every blob held, complete or partial, with when it was last written
+    /// or ``touch(_:)``ed.
     func list() async throws -> [StoredBlob]
+
+    /// Marks a complete blob as just used, so the garbage collector counts
+    /// its age from now: a client that finds the blob whole (`HEAD`) sends
+    /// no bytes and pushes a row naming it next, and the blob must outlive
+    /// that push even if no row named it before. Does nothing to an absent
+    /// or partial blob.
+    func touch(_ key: BlobKey) async throws
 }
 
 /// A blob's name: its scope and the SHA-256 of its bytes (lowercase hex).

@@ -81,6 +81,13 @@ public final class FileBlobStore: BlobStore {
         }
     }
 
+    public func touch(_ key: BlobKey) async throws {
+        let paths = Paths(directory, key)
+        try await pool.runIfActive {
+            try? FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: paths.complete.path)
+        }
+    }
+
     public func list() async throws -> [StoredBlob] {
         let directory = directory
         return try await pool.runIfActive {

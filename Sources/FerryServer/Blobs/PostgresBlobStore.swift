@@ -70,6 +70,15 @@ public struct PostgresBlobStore: BlobStore {
         }
     }
 
+    public func touch(_ key: BlobKey) async throws {
+        let logger = store.logger
+        try await store.transaction(.serializable) { connection, _ in
+            try await connection.query("""
+                UPDATE ferry_blobs SET modified_at = now() WHERE scope = \(key.scope) AND sha256 = \(key.sha256) AND complete
+                """, logger: logger)
+        }
+    }
+
     public func list() async throws -> [StoredBlob] {
         let logger = store.logger
         return try await store.transaction(.snapshot) { connection, _ in

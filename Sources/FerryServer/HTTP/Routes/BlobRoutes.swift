@@ -31,6 +31,8 @@ extension SyncAPI {
             response.headers[Self.uploadOffset] = String(received)
             response.headers[Self.uploadLength] = String(length)
         case .complete(let size):
+            // The client may push a row naming it next, sending no bytes: keep it from the collector.
+            try await blobs.touch(key)
             response = Response(status: .ok)
             response.headers[Self.uploadOffset] = String(size)
             response.headers[Self.uploadLength] = String(size)
