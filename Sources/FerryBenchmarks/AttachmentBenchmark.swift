@@ -37,23 +37,8 @@ public struct AttachmentBenchmark: Sendable {
             print("attachments on PostgreSQL skipped: no PostgreSQL cluster; run through scripts/with-postgres")
             return results
         }
-        let environment = ProcessInfo.processInfo.environment
-        let host = environment["POSTGRES_HOST"] ?? "127.0.0.1"
-        let port = Int(environment["POSTGRES_PORT"] ?? "") ?? 5432
-        let user = environment["POSTGRES_USER"] ?? "postgres"
-        let password = environment["POSTGRES_PASSWORD"].flatMap { $0.isEmpty ? nil : $0 }
-        let name = "ferry_bench_blobs_\(UUID().uuidString.prefix(8).lowercased())"
-        let admin = PostgresConnection.Configuration(host: host, port: port, username: user, password: password,
-                                                     database: environment["POSTGRES_DB"] ?? "postgres", tls: .disable)
-        try await PostgresStoreBenchmark.execute(admin, "CREATE DATABASE \(name)")
-        do {
-            let credentials = password.map { "\(user):\($0)" } ?? user
-            let url = "postgres://\(credentials)@\(host):\(port)/\(name)?sslmode=disable"
-            results += try await run(store: "PostgreSQL", arguments: ["--postgres", url], in: directory)
-            try await PostgresStoreBenchmark.execute(admin, "DROP DATABASE \(name) WITH (FORCE)")
-        } catch {
-            try? await PostgresStoreBenchmark.execute(admin, "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
-            throw error
+        results += try await ThrowawayPostgresDatabase.with(prefix: "ferry_bench_blobs") { database in
+            try await run(store: "PostgreSQL", arguments: ["--postgres", database.url], in: directory)
         }
         return results
     }
@@ -182,11 +167,24 @@ public struct AttachmentBenchmark: Sendable {
         guard pulled.attachmentsDownloaded == 1 else { throw BenchmarkError("the download failed: \(pulled)") }
 
         let onB = try b.attachments.list(table: "item", row: "big")
-        let identical = onB.map(\.sha256) == [added.sha256] && onB.first?.state == .uploaded
+        // B's file, byte for byte against the file added on A.
+        let identical = try onB.map(\.sha256) == [added.sha256] && onB.first?.state == .uploaded
+            && b.attachments.localURL(for: onB[0]).map { try Self.sameBytes($0, source) } == true
         try? FileManager.default.removeItem(at: directory)
         return ClientReport(addSeconds: addSeconds, addRSSGrowth: addGrowth, uploadSeconds: uploadSeconds,
                             uploadRSSGrowth: uploadGrowth, downloadSeconds: downloadSeconds,
                             downloadRSSGrowth: downloadGrowth, identical: identical)
+    }
+
+    /// Whether two files hold the same bytes, compared 1 MiB at a time.
+    static func sameBytes(_ first: URL, _ second: URL) throws -> Bool {
+        let one = try FileHandle(forReadingFrom: first), two = try FileHandle(forReadingFrom: second)
+        defer { try? one.close(); try? two.close() }
+        while true {
+            let a = try one.read(upToCount: 1 << 20) ?? Data(), b = try two.read(upToCount: 1 << 20) ?? Data()
+            guard a == b else { return false }
+            if a.isEmpty { return true }
+        }
     }
 
     /// Resets this process's peak RSS to its current RSS (Linux

@@ -43,36 +43,26 @@ public struct PostgresStoreBenchmark: Sendable {
     }()
 
     public func run() async throws -> [BenchmarkResult] {
-        let environment = ProcessInfo.processInfo.environment
-        guard let host = environment["POSTGRES_HOST"] else { throw NotConfigured() }
-        let port = Int(environment["POSTGRES_PORT"] ?? "") ?? 5432
-        let user = environment["POSTGRES_USER"] ?? "postgres"
-        let password = environment["POSTGRES_PASSWORD"].flatMap { $0.isEmpty ? nil : $0 }
-        let name = "ferry_bench_\(UUID().uuidString.prefix(8).lowercased())"
-        let admin = PostgresConnection.Configuration(host: host, port: port, username: user, password: password,
-                                                     database: environment["POSTGRES_DB"] ?? "postgres", tls: .disable)
-        try await Self.execute(admin, "CREATE DATABASE \(name)")
-        let benchDatabase = PostgresConnection.Configuration(host: host, port: port, username: user, password: password, database: name, tls: .disable)
-        var configuration = PostgresStoreConfiguration(host: host, port: port, username: user, password: password, database: name, tls: .disable)
-        configuration.poolSize = 4
-        let store = PostgresSyncStore(configuration: configuration, logger: Self.logger)
-        let running = Task { try await store.run() }
-        defer {
-            running.cancel()
-        }
-        do {
-            try await store.waitUntilReady()
-            var results: [BenchmarkResult] = []
-            results.append(try await pullPages(store, database: benchDatabase))
-            results.append(try await pushes(store, database: benchDatabase))
-            try await store.close()
-            _ = try? await running.value
-            try await Self.execute(admin, "DROP DATABASE \(name) WITH (FORCE)")
-            return results
-        } catch {
-            try? await store.close()
-            try? await Self.execute(admin, "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
-            throw error
+        try await ThrowawayPostgresDatabase.with(prefix: "ferry_bench") { database in
+            var configuration = PostgresStoreConfiguration(host: database.host, port: database.port, username: database.user,
+                                                           password: database.password, database: database.name, tls: .disable)
+            configuration.poolSize = 4
+            let store = PostgresSyncStore(configuration: configuration, logger: Self.logger)
+            let running = Task { try await store.run() }
+            defer { running.cancel() }
+            do {
+                try await store.waitUntilReady()
+                var results: [BenchmarkResult] = []
+                results.append(try await pullPages(store, database: database.connection))
+                results.append(try await pushes(store, database: database.connection))
+                try await store.close()
+                _ = try? await running.value
+                return results
+            } catch {
+                try? await store.close()
+                _ = try? await running.value
+                throw error
+            }
         }
     }
 
