@@ -212,7 +212,8 @@ public struct HTTPSyncTransport: SyncTransport {
     }
 
     private static func transportError(_ error: any Error) -> any Error {
-        if error is SyncTransportError || error is CancellationError { return error }
+        // A local file's failure (a sealed chunk that fails to open, a full disk) is not the network's.
+        if error is SyncTransportError || error is CancellationError || error is FerryError { return error }
         if let error = error as? HTTPClientError {
             if error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
                 return SyncTransportError.timedOut
@@ -223,11 +224,9 @@ public struct HTTPSyncTransport: SyncTransport {
     }
 }
 
-/// A file's bytes from where its handle stands, in chunks of 256 KiB, read
-/// as AsyncHTTPClient asks for them (so an upload holds one chunk at a time),
-/// telling `progress` how far into the blob each chunk reaches.
-/// An upload's body: the reader's chunks as buffers, `progress` told as
-/// each goes out.
+/// An upload's body: the reader's chunks as buffers, read as
+/// AsyncHTTPClient asks for them (so an upload holds one chunk at a time),
+/// `progress` told how far into the blob each reaches.
 private struct BlobBody: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
     let reader: BlobReader

@@ -27,6 +27,8 @@ import Testing
         // No complete file has a size inside a chunk's overhead.
         #expect(layout.plainSize(stored: 29 + 10) == nil)
         #expect(layout.plainSize(stored: 29 + 65_564 + 5) == nil)
+        // An empty last chunk after a full one is no file's.
+        #expect(layout.plainSize(stored: 29 + 65_564 + 28) == nil)
     }
 
     @Test func theCipherRefusesABadKey() {
@@ -74,7 +76,7 @@ import Testing
 
     enum Tamper: String, CaseIterable, Sendable {
         case flipAByteInTheMiddle, flipAByteOfTheHeader, cutAtAChunkBoundary, cutInsideAChunk, appendGarbage,
-             swapTwoChunks, dropTheLastChunk, useAnotherFilesChunk
+             swapTwoChunks, dropTheLastChunk, useAnotherFilesChunk, keepOnlyTheHeader
     }
 
     @Test(arguments: Tamper.allCases)
@@ -96,6 +98,7 @@ import Testing
             let first = stored[header..<header + chunk], second = stored[header + chunk..<header + 2 * chunk]
             stored.replaceSubrange(header..<header + 2 * chunk, with: second + first)
         case .dropTheLastChunk: stored = stored.prefix(header + 3 * chunk)
+        case .keepOnlyTheHeader: stored = stored.prefix(header)
         case .useAnotherFilesChunk:
             let foreign = try Data(contentsOf: fixture.file(of: other))
             stored.replaceSubrange(header..<header + chunk, with: foreign[header..<header + chunk])
@@ -108,10 +111,10 @@ import Testing
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: fixture.directory.url.path)
         #expect(!leftovers.contains { $0.hasSuffix("ferry-partial") })
         // Reading it chunk by chunk never yields a byte that is not the original's.
-        let reader = try? fixture.database.attachments.files().reader(file)
         var yielded = Data()
         do {
-            while let chunk = try reader?.next() { yielded.append(chunk) }
+            let reader = try fixture.database.attachments.files().reader(file)
+            while let chunk = try reader.next() { yielded.append(chunk) }
             Issue.record("reading a tampered file ended without an error")
         } catch {
             #expect((error as? FerryError)?.code == .attachmentCorrupted)
@@ -165,6 +168,13 @@ import Testing
         }
         #expect(error?.code == .invalidConfiguration)
         #expect(error?.message.contains("sealed") == true)
+        // Another key is caught before any file is read.
+        var otherKey = FerryConfiguration()
+        otherKey.attachmentsDirectory = fixture.files
+        otherKey.attachmentCipher = try AESGCMAttachmentCipher(key: Data(repeating: 8, count: 32))
+        let wrongKey = try FerryDatabase(path: fixture.directory.path("third.sqlite"), schema: ItemSchema.schema, configuration: otherKey)
+        let refused = #expect(throws: FerryError.self) { try wrongKey.attachments.files() }
+        #expect(refused?.message.contains("another key") == true)
     }
 
     /// A database whose attachment files are sealed, with a row to attach to.

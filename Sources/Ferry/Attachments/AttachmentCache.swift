@@ -5,7 +5,7 @@ import GRDB
 /// ``FerryConfiguration/attachmentCacheLimit``: the files opened least
 /// recently go first (their state becomes ``AttachmentState/missing``, and
 /// they download again when opened); a file whose bytes or row the server
-/// does not hold yet never goes. The limit counts every attachment file on
+/// does not hold yet never goes. The limit counts the bytes of every attachment file on
 /// the device, this device's own adds included.
 struct AttachmentCache: Sendable {
     let database: FerryDatabase

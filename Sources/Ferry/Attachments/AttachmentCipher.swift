@@ -25,7 +25,10 @@ public protocol AttachmentCipher: Sendable {
     /// How many bytes sealing adds to a chunk (its nonce and tag, say).
     var overhead: Int { get }
     /// Seals `chunk`, authenticating `context` with it. The result is
-    /// exactly `chunk.count + overhead` bytes.
+    /// exactly `chunk.count + overhead` bytes. One context may be sealed
+    /// more than once (a download continued after a crash seals its last
+    /// chunk again), so every call must use a fresh nonce, never one
+    /// derived from `context`.
     func seal(_ chunk: Data, context: Data) throws -> Data
     /// Opens what ``seal(_:context:)`` returned, or throws if it, or
     /// `context`, is not what was sealed.

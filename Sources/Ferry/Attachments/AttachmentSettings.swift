@@ -55,12 +55,9 @@ final class AttachmentSettings: Sendable {
     /// Reads the directory's `format` file, or writes it for a new directory.
     private func checkFormat(of files: AttachmentFiles) throws {
         let marker = files.root.appending(path: "format")
-        let setting = format.isSealed ? "sealed (an attachmentCipher is set)" : "plain (no attachmentCipher is set)"
         if let found = try? String(contentsOf: marker, encoding: .utf8) {
-            guard found == format.marker else {
-                let written = found.hasPrefix("sealed") ? "sealed" : "plain"
-                throw FerryError(.invalidConfiguration,
-                    "the attachment files in \(files.root.path) are \(written), but this database opened them as \(setting); open it as they were written")
+            if let refusal = format.refusal(of: found) {
+                throw FerryError(.invalidConfiguration, "the attachment files in \(files.root.path) \(refusal); open it as they were written")
             }
             return
         }
@@ -71,7 +68,7 @@ final class AttachmentSettings: Sendable {
                 "\(files.root.path) already holds plain attachment files; sealing applies to a new attachments directory")
         }
         try FileManager.default.createDirectory(at: files.root, withIntermediateDirectories: true)
-        try Data(format.marker.utf8).write(to: marker, options: .atomic)
+        try Data(try format.marker().utf8).write(to: marker, options: .atomic)
     }
 
     /// Runs `body` with `names` marked as in flight (nested marks count).

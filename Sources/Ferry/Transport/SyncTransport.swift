@@ -38,8 +38,8 @@ public protocol SyncTransport: Sendable {
     /// blob's bytes are sent (counting from the start of the blob).
     func uploadBlob(scope: String, sha256: String, from reader: BlobReader, size: Int64, token: String?,
                     progress: @escaping BlobProgress) async throws -> Int64
-    /// `GET /v1/blobs/{scope}/{sha256}` with `Range: bytes=held-` (from
-    /// the bytes `writer` already ``BlobWriter/held``): writes the blob's
+    /// `GET /v1/blobs/{scope}/{sha256}`, with a `Range` from the bytes
+    /// `writer` already ``BlobWriter/held`` (in one request or several): writes the blob's
     /// bytes to `writer` as they arrive, then ``BlobWriter/flush()``es it,
     /// telling `progress` how many of the blob's bytes it holds.
     func downloadBlob(scope: String, sha256: String, into writer: BlobWriter, token: String?,

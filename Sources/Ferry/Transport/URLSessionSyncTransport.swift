@@ -165,14 +165,28 @@ public struct URLSessionSyncTransport: SyncTransport {
                 request.setValue(nil, forHTTPHeaderField: "Range")
                 (data, http) = try await send(request)
             }
-            guard http.statusCode == 200 || http.statusCode == 206 else { throw Self.failure(http, body: data) }
+            // The window asked for, and nothing else: a reply that ignored the Range is not appended.
+            let range = http.statusCode == 206 ? http.value(forHTTPHeaderField: "Content-Range").flatMap(Self.contentRange) : nil
+            guard (http.statusCode == 200 && start == 0) || range?.start == start else {
+                if http.statusCode == 200 || http.statusCode == 206 {
+                    throw SyncTransportError.invalidResponse("GET /v1/blobs answered another range than bytes=\(start)-")
+                }
+                throw Self.failure(http, body: data)
+            }
             try writer.write(data)
             try writer.flush()
             progress(writer.held)
-            guard http.statusCode == 206, !data.isEmpty,
-                  let total = http.value(forHTTPHeaderField: "Content-Range")?.split(separator: "/").last.flatMap({ Int64($0) }),
-                  writer.held < total else { return }
+            guard let range, !data.isEmpty, writer.held < range.total else { return }
         }
+    }
+
+    /// `bytes first-last/total` from a `Content-Range` header.
+    static func contentRange(_ header: String) -> (start: Int64, total: Int64)? {
+        guard header.hasPrefix("bytes ") else { return nil }
+        let parts = header.dropFirst("bytes ".count).split(separator: "/")
+        guard parts.count == 2, let total = Int64(parts[1]),
+              let start = parts[0].split(separator: "-").first.flatMap({ Int64($0) }) else { return nil }
+        return (start, total)
     }
 
     /// The most bytes of a blob one request carries.

@@ -49,6 +49,11 @@ public final class BlobReader: @unchecked Sendable {
             }
             let stored = Int64(try handle.seekToEnd())
             let body = stored - Int64(SealedFileLayout.headerSize)
+            // Even an empty blob has a sealed last chunk.
+            guard body >= Int64(cipher.overhead) else {
+                try? handle.close()
+                throw FerryError(.attachmentCorrupted, "\(file.path) holds no sealed chunk: it was cut short")
+            }
             let chunks = (body + Int64(layout.sealedChunkSize) - 1) / Int64(layout.sealedChunkSize)
             sealed = Sealed(layout: layout, cipher: cipher, header: header, chunks: chunks,
                             next: offset / Int64(layout.chunkSize), skip: Int(offset % Int64(layout.chunkSize)))

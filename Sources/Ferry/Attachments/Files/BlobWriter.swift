@@ -27,6 +27,8 @@ public final class BlobWriter: @unchecked Sendable {
     private let handle: FileHandle
     private var sealed: Sealed?
     private var closed = false
+    /// A write failed: what is on disk may be torn, so no more is written.
+    private var failed = false
 
     private struct Sealed {
         var layout: SealedFileLayout
@@ -50,7 +52,7 @@ public final class BlobWriter: @unchecked Sendable {
     init(appendingTo file: URL, format: AttachmentFileFormat) throws {
         url = file
         if !FileManager.default.fileExists(atPath: file.path) {
-            guard FileManager.default.createFile(atPath: file.path, contents: nil) else {
+            guard FileManager.default.createFile(atPath: file.path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
                 throw AttachmentFiles.failure("create", file)
             }
         }
@@ -124,27 +126,29 @@ public final class BlobWriter: @unchecked Sendable {
     deinit { if !closed { try? handle.close() } }
 
     /// Appends `data`, the blob's next bytes.
+    ///
+    /// - throws: ``FerryError`` `.attachmentFileFailed` when the file cannot
+    ///   be written (a full disk); the writer then refuses more, and a new
+    ///   one continues from what reached the disk whole.
     public func write(_ data: Data) throws {
+        guard !failed else { throw AttachmentFiles.failure("continue after a failed write to", url) }
         guard var state = sealed else {
             try write(raw: data)
             held += Int64(data.count)
             return
         }
-        sealed = nil
-        defer { sealed = state }
         state.pending.append(data)
-        held += Int64(data.count)
         let size = state.layout.chunkSize
-        var start = state.pending.startIndex
         // Seal every chunk that has bytes after it: none of those is the last.
-        while state.pending.endIndex - start > size {
-            let chunk = state.pending[start..<start + size]
+        while state.pending.count > size {
             let context = state.layout.context(header: state.header, index: state.written, last: false)
-            try write(raw: try state.cipher.seal(Data(chunk), context: context))
+            try write(raw: try state.cipher.seal(Data(state.pending.prefix(size)), context: context))
             state.written += 1
-            start += size
+            state.pending = Data(state.pending.dropFirst(size))
+            sealed = state
         }
-        if start != state.pending.startIndex { state.pending = Data(state.pending[start...]) }
+        sealed = state
+        held += Int64(data.count)
     }
 
     /// Syncs what is written to disk. A sealed file keeps up to one chunk
@@ -155,6 +159,7 @@ public final class BlobWriter: @unchecked Sendable {
 
     /// The blob is complete: seals its last chunk, syncs and closes.
     func finish() throws {
+        guard !failed else { throw AttachmentFiles.failure("finish after a failed write to", url) }
         if var state = sealed {
             let context = state.layout.context(header: state.header, index: state.written, last: true)
             try write(raw: try state.cipher.seal(state.pending, context: context))
@@ -173,6 +178,11 @@ public final class BlobWriter: @unchecked Sendable {
     }
 
     private func write(raw data: Data) throws {
-        do { try handle.write(contentsOf: data) } catch { throw AttachmentFiles.failure("write", url) }
+        do {
+            try handle.write(contentsOf: data)
+        } catch {
+            failed = true
+            throw AttachmentFiles.failure("write", url)
+        }
     }
 }

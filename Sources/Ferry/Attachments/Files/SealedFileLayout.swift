@@ -43,7 +43,8 @@ struct SealedFileLayout: Sendable, Hashable {
         guard body >= Int64(overhead) else { return nil }
         let whole = body / Int64(sealedChunkSize), rest = body % Int64(sealedChunkSize)
         if rest == 0 { return whole * Int64(chunkSize) }
-        guard rest >= Int64(overhead) else { return nil }
+        // An empty last chunk is only an empty file's.
+        guard rest > Int64(overhead) || (rest == Int64(overhead) && whole == 0) else { return nil }
         return whole * Int64(chunkSize) + rest - Int64(overhead)
     }
 

@@ -139,6 +139,10 @@ struct AttachmentTransfer: Sendable {
                 try await transport.downloadBlob(scope: record.scope ?? userScope, sha256: record.sha256, into: writer,
                                                  token: token,
                                                  progress: progressRecorder(record, .downloading, step: AttachmentStep.downloaded))
+                // A body that ended early is a cut connection: retried, continuing, and the bytes kept.
+                guard writer.held >= record.size else {
+                    throw SyncTransportError.unreachable("the download of attachment \(record.id) ended after \(writer.held) of \(record.size) bytes")
+                }
             }
             try writer.finish()
             let (size, digest) = try files.digest(of: temp)

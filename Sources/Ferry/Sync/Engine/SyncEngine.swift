@@ -124,7 +124,10 @@ public actor SyncEngine {
     ///
     /// - throws: ``FerryError`` `.attachmentNotFound` for an attachment
     ///   removed meanwhile; `.attachmentCorrupted` when the downloaded bytes
-    ///   hash wrong; ``SyncTransportError`` when the server cannot be reached.
+    ///   hash wrong; ``SyncTransportError`` when the server cannot be reached;
+    ///   `.invalidConfiguration` when attachment files are sealed at rest
+    ///   (their files hold nothing readable: use ``fetch(_:)``, then
+    ///   ``Attachments/data(for:)`` or ``Attachments/export(_:to:)``).
     public func open(_ attachment: Attachment) async throws -> URL {
         if let url = try database.attachments.localURL(for: attachment) { return url }
         return try await transfer(attachment)
