@@ -242,8 +242,12 @@ final class FileReader: Sendable {
         guard start < end else { return nil }
         let count = Int(min(Self.chunkSize, end - start))
         let fd = fd
+        // Allocated here, filled on the pool: a buffer allocated on a pool
+        // thread and freed on an event loop made the server's peak memory
+        // swing between runs (glibc keeps one heap per thread).
+        let box = BufferBox(ByteBufferAllocator().buffer(capacity: count))
         let buffer = try await pool.runIfActive {
-            var buffer = ByteBuffer()
+            var buffer = box.take()
             let read = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { bytes in
                 let result = pread(fd, bytes.baseAddress!, count, off_t(start))
                 guard result >= 0 else { throw FerryServerError(.internalError, "could not read a blob: \(String(cString: strerror(errno)))") }
@@ -254,5 +258,19 @@ final class FileReader: Sendable {
         }
         position.withLockedValue { $0 = start + Int64(buffer.readableBytes) }
         return buffer
+    }
+}
+
+/// Hands a buffer to the thread that fills it without a second reference
+/// (which would make writing to it copy it there).
+private final class BufferBox: @unchecked Sendable {
+    // @unchecked: taken once, by the one closure it is given to.
+    private var buffer: ByteBuffer?
+
+    init(_ buffer: ByteBuffer) { self.buffer = buffer }
+
+    func take() -> ByteBuffer {
+        defer { buffer = nil }
+        return buffer ?? ByteBuffer()
     }
 }
