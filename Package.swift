@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "FerryServer", targets: ["FerryServer"]),
         .executable(name: "ferry-server", targets: ["ferry-server"]),
         .executable(name: "ferry-bench", targets: ["ferry-bench"]),
+        .executable(name: "ferry-notes", targets: ["ferry-notes"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
@@ -94,6 +95,30 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // The notes app: its data layer (schema, queries, sync, conflicts,
+        // import and export) and its command line.
+        .target(
+            name: "FerryNotes",
+            dependencies: [
+                "Ferry",
+                "FerryHTTPClient",
+                "FerryProtocol",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ]
+        ),
+        .executableTarget(
+            name: "ferry-notes",
+            dependencies: [
+                "FerryNotes",
+                "Ferry",
+                "FerryProtocol",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .target(
@@ -176,6 +201,20 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        // The notes app: its schema and queries, and its binary driven as a
+        // user drives it against a `ferry-server` child process.
+        .testTarget(
+            name: "FerryNotesTests",
+            dependencies: [
+                "Ferry",
+                "FerryNotes",
+                "FerryTestSupport",
+                "ferry-notes",
+                "ferry-server",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "FerryTests",

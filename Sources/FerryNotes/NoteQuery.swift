@@ -1,0 +1,109 @@
+import Foundation
+import GRDB
+
+/// A list query (`ls`) as SQL, decided without a database: which filter,
+/// which index serves it, and where a page starts. Every filter reads its
+/// own index in order, so a page of `limit` notes reads about `limit` rows
+/// (checked with `EXPLAIN QUERY PLAN` and `sqlite3_stmt_status` in tests
+/// and `ferry-bench notes`).
+///
+/// ```swift
+/// let query = NoteQuery(filter: .tag("work"), limit: 20, after: cursor)
+/// let (sql, arguments) = query.sql()
+/// ```
+public struct NoteQuery: Sendable, Hashable {
+    public enum Filter: Sendable, Hashable {
+        case all
+        case deleted
+        case category(String)
+        case notebook(id: String)
+        case tag(String)
+    }
+
+    public var filter: Filter
+    public var limit: Int
+    /// Where the page starts: the cursor of the previous page's last note.
+    public var after: NoteCursor?
+
+    public init(filter: Filter = .all, limit: Int = 50, after: NoteCursor? = nil) {
+        self.filter = filter
+        self.limit = limit
+        self.after = after
+    }
+
+    /// The statement and its arguments: notes newest first, then by id.
+    public func sql() -> (String, StatementArguments) {
+        var arguments: StatementArguments = []
+        var conditions: [String] = []
+        let from: String
+        let order: String
+        switch filter {
+        case .all:
+            from = "note INDEXED BY note_live"
+            conditions.append("note.deleted_at IS NULL")
+            order = "note.updated_at DESC, note.id DESC"
+        case .deleted:
+            from = "note INDEXED BY note_deleted"
+            conditions.append("note.deleted_at IS NOT NULL")
+            order = "note.updated_at DESC, note.id DESC"
+        case .category(let name):
+            from = "note INDEXED BY note_by_category"
+            conditions.append("note.deleted_at IS NULL AND note.category = ?")
+            arguments += [name]
+            order = "note.updated_at DESC, note.id DESC"
+        case .notebook(let id):
+            from = "note INDEXED BY note_by_notebook"
+            conditions.append("note.deleted_at IS NULL AND note.notebook_id = ?")
+            arguments += [id]
+            order = "note.updated_at DESC, note.id DESC"
+        case .tag(let tag):
+            // The tag's rows in order, each joined to its note by primary key.
+            let keyset = after.map { _ in " AND (t.updated_at, t.note_id) < (?, ?)" } ?? ""
+            var tagArguments: StatementArguments = [tag]
+            if let after { tagArguments += [after.updatedAt, after.id] }
+            tagArguments += [limit]
+            return ("""
+                SELECT note.* FROM note_tag t JOIN note ON note.id = t.note_id
+                WHERE t.tag = ?\(keyset)
+                ORDER BY t.updated_at DESC, t.note_id DESC LIMIT ?
+                """, tagArguments)
+        }
+        if let after {
+            conditions.append("(note.updated_at, note.id) < (?, ?)")
+            arguments += [after.updatedAt, after.id]
+        }
+        arguments += [limit]
+        return ("SELECT note.* FROM \(from) WHERE \(conditions.joined(separator: " AND ")) ORDER BY \(order) LIMIT ?", arguments)
+    }
+}
+
+/// Where a page of notes ends: the last note's time and id, as text a user
+/// passes back with `--after`.
+///
+/// ```swift
+/// let cursor = NoteCursor(note)
+/// NoteCursor(text: cursor.text) == cursor   // true
+/// ```
+public struct NoteCursor: Sendable, Hashable {
+    public var updatedAt: Int64
+    public var id: String
+
+    public init(updatedAt: Int64, id: String) {
+        self.updatedAt = updatedAt
+        self.id = id
+    }
+
+    public init(_ note: Note) {
+        self.init(updatedAt: note.updatedAt, id: note.id)
+    }
+
+    /// `<updated_at>.<id>`.
+    public var text: String { "\(updatedAt).\(id)" }
+
+    public init?(text: String) {
+        guard let dot = text.firstIndex(of: "."), let time = Int64(text[..<dot]) else { return nil }
+        let id = String(text[text.index(after: dot)...])
+        guard !id.isEmpty else { return nil }
+        self.init(updatedAt: time, id: id)
+    }
+}

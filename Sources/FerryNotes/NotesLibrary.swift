@@ -1,0 +1,316 @@
+import Ferry
+import Foundation
+import GRDB
+
+/// The notes app's data: every command's reads and writes, on one Ferry
+/// database. Writes are ordinary local transactions (Ferry captures each
+/// into its outbox); reads use the indexes the schema made for them.
+///
+/// ```swift
+/// let notes = try NotesLibrary(path: "notes.sqlite")
+/// try notes.signIn(server: url, token: token)
+/// let note = try notes.add(title: "Groceries", body: "milk", tags: ["home"])
+/// let page = try notes.list(NoteQuery(filter: .tag("home"), limit: 20))
+/// ```
+public final class NotesLibrary: Sendable {
+    public let database: FerryDatabase
+    let clock: @Sendable () -> Int64
+
+    public init(path: String, attachmentsDirectory: URL? = nil,
+                clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) throws {
+        var configuration = FerryConfiguration()
+        configuration.attachmentsDirectory = attachmentsDirectory
+            ?? URL(filePath: path).deletingLastPathComponent().appending(path: URL(filePath: path).lastPathComponent + "-attachments")
+        configuration.label = "ferry-notes"
+        database = try FerryDatabase(path: path, schema: NotesSchema.schema, configuration: configuration)
+        self.clock = clock
+    }
+
+    // MARK: - Session
+
+    /// Who is signed in, and to which server; `nil` before `login`.
+    public func session() throws -> Session? {
+        try database.read { db in
+            let settings = try Self.settings(db)
+            guard let server = settings["server"].flatMap(URL.init(string:)), let token = settings["token"],
+                  let user = settings["user"] else { return nil }
+            return Session(server: server, token: token, user: user)
+        }
+    }
+
+    /// Remembers the server and token (no network: works offline).
+    ///
+    /// - throws: ``NotesError`` `.usage` when the token names no user.
+    public func signIn(server: URL, token: String) throws -> Session {
+        guard let user = Session.user(fromToken: token) else {
+            throw NotesError(.usage, "the token names no user (it is not a Ferry JWT with a `sub`)")
+        }
+        try database.write { db in
+            if let previous = try Self.settings(db)["user"], previous != user,
+               try Int.fetchOne(db, sql: "SELECT count(*) FROM note") ?? 0 > 0 {
+                throw NotesError(.usage, "this database holds \(previous)'s notes; use another --db for \(user)")
+            }
+            for (key, value) in ["server": server.absoluteString, "token": token, "user": user] {
+                try db.execute(sql: "INSERT INTO notes_setting(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                               arguments: [key, value])
+            }
+        }
+        return Session(server: server, token: token, user: user)
+    }
+
+    /// Forgets the token (the notes stay).
+    public func signOut() throws {
+        try database.write { db in try db.execute(sql: "DELETE FROM notes_setting WHERE key = 'token'") }
+    }
+
+    func requireSession() throws -> Session {
+        guard let session = try session() else {
+            throw NotesError(.notSignedIn, "not signed in: run `ferry-notes login --server URL --token TOKEN` first (it works offline)")
+        }
+        return session
+    }
+
+    public func setting(_ key: String) throws -> String? {
+        try database.read { db in try Self.settings(db)[key] }
+    }
+
+    public func setSetting(_ key: String, _ value: String) throws {
+        try database.write { db in
+            try db.execute(sql: "INSERT INTO notes_setting(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                           arguments: [key, value])
+        }
+    }
+
+    static func settings(_ db: Database) throws -> [String: String] {
+        Dictionary(try Row.fetchAll(db, sql: "SELECT key, value FROM notes_setting").map { ($0["key"], $0["value"]) },
+                   uniquingKeysWith: { _, last in last })
+    }
+
+    // MARK: - Notes
+
+    /// Adds a note and returns it.
+    ///
+    /// - throws: ``NotesError`` `.notFound` for a notebook that does not exist.
+    @discardableResult
+    public func add(title: String, body: String = "", category: String? = nil, tags: [String] = [],
+                    notebook: String? = nil) throws -> Note {
+        let session = try requireSession()
+        let title = title.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !title.isEmpty else { throw NotesError(.usage, "a note needs a title") }
+        let now = clock()
+        return try database.write { db in
+            var scope = "user:\(session.user)"
+            var notebookID: String?
+            if let notebook {
+                let found = try Self.notebook(named: notebook, db)
+                scope = found.scope
+                notebookID = found.id
+            }
+            let note = Note(id: Self.newID(), title: title, body: body, category: category, tags: tags, author: session.user,
+                            notebookID: notebookID, scope: scope, createdAt: now, updatedAt: now)
+            try note.insert(db)
+            return note
+        }
+    }
+
+    /// What an edit changes; `nil` leaves a field as it is.
+    public struct Edit: Sendable, Hashable {
+        public var title: String?
+        public var body: String?
+        /// `.some(nil)` clears the category.
+        public var category: String??
+        public var addTags: [String] = []
+        public var removeTags: [String] = []
+        /// Replaces every tag (the `$EDITOR` form).
+        public var tags: [String]?
+
+        public init(title: String? = nil, body: String? = nil, category: String?? = nil, addTags: [String] = [],
+                    removeTags: [String] = [], tags: [String]? = nil) {
+            self.title = title
+            self.body = body
+            self.category = category
+            self.addTags = addTags
+            self.removeTags = removeTags
+            self.tags = tags
+        }
+
+        public var isEmpty: Bool { self == Edit() }
+    }
+
+    /// Applies `edit` to the note `id` names (any unique prefix).
+    @discardableResult
+    public func edit(_ id: String, _ edit: Edit) throws -> Note {
+        let now = clock()
+        return try database.write { db in
+            var note = try Self.note(id, db)
+            if let title = edit.title {
+                let trimmed = title.trimmingCharacters(in: .whitespacesAndNewlines)
+                guard !trimmed.isEmpty else { throw NotesError(.usage, "a note needs a title") }
+                note.title = trimmed
+            }
+            if let body = edit.body { note.body = body }
+            if let category = edit.category { note.category = category }
+            var tags = edit.tags ?? note.tags
+            tags += edit.addTags
+            tags.removeAll { edit.removeTags.contains($0) }
+            note.tags = Note.normalized(tags)
+            note.updatedAt = max(now, note.updatedAt + 1)
+            try note.update(db)
+            return note
+        }
+    }
+
+    /// Soft-deletes a note (`restore` brings it back).
+    @discardableResult
+    public func remove(_ id: String) throws -> Note {
+        try setDeleted(id, true)
+    }
+
+    @discardableResult
+    public func restore(_ id: String) throws -> Note {
+        try setDeleted(id, false)
+    }
+
+    private func setDeleted(_ id: String, _ deleted: Bool) throws -> Note {
+        let now = clock()
+        return try database.write { db in
+            var note = try Self.note(id, db, includingDeleted: true)
+            guard note.isDeleted != deleted else {
+                throw NotesError(.usage, "note \(note.id.prefix(8)) is \(deleted ? "already deleted" : "not deleted")")
+            }
+            note.deletedAt = deleted ? now : nil
+            note.updatedAt = max(now, note.updatedAt + 1)
+            try note.update(db)
+            return note
+        }
+    }
+
+    /// One note by any unique prefix of its id, deleted or not.
+    public func show(_ id: String) throws -> Note {
+        try database.read { db in try Self.note(id, db, includingDeleted: true) }
+    }
+
+    /// A page of notes, newest first.
+    public func list(_ query: NoteQuery) throws -> [Note] {
+        let (sql, arguments) = query.sql()
+        return try database.read { db in try Note.fetchAll(db, sql: sql, arguments: arguments) }
+    }
+
+    /// A search hit: the note, and a snippet with the matches marked.
+    public struct Hit: Sendable, Hashable {
+        public var note: Note
+        public var snippet: String
+        public var rank: Double
+    }
+
+    /// Full-text search, best first: every word must match, each as a
+    /// prefix, accents and case ignored. Matches in `snippet` are wrapped in
+    /// `highlight`.
+    public func search(_ text: String, limit: Int = 20, highlight: (String, String) = ("[", "]")) throws -> [Hit] {
+        guard let match = Self.ftsQuery(text) else { return [] }
+        return try database.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT note.*, snippet(note_fts, -1, ?, ?, '…', 12) AS snippet, bm25(note_fts, 5.0, 1.0, 2.0) AS rank
+                FROM note_fts JOIN note ON note.rowid = note_fts.rowid
+                WHERE note_fts MATCH ? AND note.deleted_at IS NULL
+                ORDER BY rank LIMIT ?
+                """, arguments: [highlight.0, highlight.1, match, limit]).map { row in
+                Hit(note: try Note(row: row), snippet: row["snippet"], rank: row["rank"])
+            }
+        }
+    }
+
+    /// The words of `text` as an FTS5 query of quoted prefixes, or `nil`
+    /// when it has none.
+    static func ftsQuery(_ text: String) -> String? {
+        let words = text.split { !$0.isLetter && !$0.isNumber }.map { "\"\($0)\"*" }
+        return words.isEmpty ? nil : words.joined(separator: " ")
+    }
+
+    // MARK: - Lookup
+
+    /// The note an id prefix names.
+    ///
+    /// - throws: ``NotesError`` `.notFound` for none, `.ambiguous` (listing
+    ///   the candidates) for several.
+    static func note(_ prefix: String, _ db: Database, includingDeleted: Bool = true) throws -> Note {
+        let id = try resolve(prefix, table: "note", label: "note", db)
+        guard let note = try Note.fetchOne(db, key: id), includingDeleted || !note.isDeleted else {
+            throw NotesError(.notFound, "no note \(prefix)")
+        }
+        return note
+    }
+
+    /// The one id of `table` that starts with `prefix`.
+    static func resolve(_ prefix: String, table: String, label: String, _ db: Database) throws -> String {
+        let prefix = prefix.lowercased()
+        guard !prefix.isEmpty else { throw NotesError(.usage, "give a \(label) id (any unique prefix)") }
+        let ids = try String.fetchAll(db, sql: "SELECT id FROM \(table) WHERE id >= ? AND id < ? ORDER BY id LIMIT 10",
+                                      arguments: [prefix, prefix + "\u{10FFFF}"])
+        switch ids.count {
+        case 0: throw NotesError(.notFound, "no \(label) \(prefix)")
+        case 1: return ids[0]
+        default:
+            if ids.contains(prefix) { return prefix }
+            throw NotesError(.ambiguous, "\(label) id \(prefix) is ambiguous; it starts: \(ids.joined(separator: ", "))\(ids.count == 10 ? ", …" : "")")
+        }
+    }
+
+    static func notebook(named name: String, _ db: Database) throws -> Notebook {
+        let found = try Notebook.fetchAll(db, sql: "SELECT * FROM notebook WHERE name = ?", arguments: [name])
+        guard let first = found.first else { throw NotesError(.notFound, "no notebook named \(name); `ferry-notes notebook ls` lists them") }
+        guard found.count == 1 else {
+            throw NotesError(.ambiguous, "\(found.count) notebooks are named \(name): \(found.map(\.scope).joined(separator: ", "))")
+        }
+        return first
+    }
+
+    /// 16 random hex digits: short to type, a prefix of them usually enough.
+    static func newID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return String(format: "%016llx", generator.next() as UInt64)
+    }
+}
+
+/// Who is signed in, to which server.
+public struct Session: Sendable, Hashable {
+    public var server: URL
+    public var token: String
+    public var user: String
+
+    /// The `sub` of a JWT, read without checking its signature (the server
+    /// checks it; the app only needs to know whose notes these are).
+    static func user(fromToken token: String) -> String? {
+        let parts = token.split(separator: ".")
+        guard parts.count == 3 else { return nil }
+        var payload = String(parts[1]).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while payload.count % 4 != 0 { payload += "=" }
+        guard let data = Data(base64Encoded: payload),
+              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let subject = object["sub"] as? String, !subject.isEmpty else { return nil }
+        return subject
+    }
+}
+
+/// An error the notes app explains in one line, with its exit code.
+public struct NotesError: Error, Sendable, CustomStringConvertible {
+    public enum Code: Int32, Sendable {
+        case failure = 1
+        case usage = 64
+        case notFound = 3
+        case ambiguous = 4
+        case notSignedIn = 5
+        case unreachable = 6
+        case refused = 7
+    }
+
+    public var code: Code
+    public var message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}

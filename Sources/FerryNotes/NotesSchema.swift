@@ -1,0 +1,121 @@
+import Ferry
+import GRDB
+
+/// The notes app's schema: its tables, its migrations, and which tables
+/// sync. Version 1 is the first shipped; its fixture file and snapshot are
+/// committed under `Tests/FerryNotesTests/Fixtures`, so the next version
+/// has a tested path from it.
+///
+/// Synced: `note` and `notebook` (each row in the scope its `scope` column
+/// names: the user's own `user:<id>`, or a shared notebook's scope) and
+/// `category` (the user's own). Local, kept in step by triggers for every
+/// write, pulled rows included: `note_fts` (FTS5, diacritics folded,
+/// prefix indexes) and `note_tag` (one row per tag of a live note, ordered
+/// for `ls --tag`).
+///
+/// ```swift
+/// let database = try FerryDatabase(path: path, schema: NotesSchema.schema)
+/// ```
+public enum NotesSchema {
+    public static let schema = FerrySchema(migrator: migrator, syncedTables: [
+        SyncedTable("note", scope: .column("scope")),
+        SyncedTable("notebook", scope: .column("scope")),
+        SyncedTable("category"),
+    ])
+
+    /// The version a database made by this build ends at.
+    public static let version = "v1"
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in try createVersion1(db) }
+        return migrator
+    }
+
+    /// Version 1. Shipped: never edit it; add a migration instead.
+    static func createVersion1(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE notebook (
+                id TEXT PRIMARY KEY NOT NULL,
+                name TEXT NOT NULL,
+                scope TEXT NOT NULL,
+                owner TEXT NOT NULL,
+                created_at INTEGER NOT NULL
+            );
+            CREATE INDEX notebook_by_name ON notebook(name);
+
+            CREATE TABLE category (
+                id TEXT PRIMARY KEY NOT NULL,
+                name TEXT NOT NULL,
+                color TEXT
+            );
+            CREATE INDEX category_by_name ON category(name);
+
+            CREATE TABLE note (
+                id TEXT PRIMARY KEY NOT NULL,
+                title TEXT NOT NULL,
+                body TEXT NOT NULL DEFAULT '',
+                category TEXT,
+                tags TEXT NOT NULL DEFAULT '[]',
+                author TEXT NOT NULL,
+                notebook_id TEXT,
+                scope TEXT NOT NULL,
+                created_at INTEGER NOT NULL,
+                updated_at INTEGER NOT NULL,
+                deleted_at INTEGER
+            );
+            -- One index per list query, newest first (see NoteQuery).
+            CREATE INDEX note_live ON note(updated_at DESC, id DESC) WHERE deleted_at IS NULL;
+            CREATE INDEX note_deleted ON note(updated_at DESC, id DESC) WHERE deleted_at IS NOT NULL;
+            CREATE INDEX note_by_category ON note(category, updated_at DESC, id DESC) WHERE deleted_at IS NULL;
+            CREATE INDEX note_by_notebook ON note(notebook_id, updated_at DESC, id DESC) WHERE deleted_at IS NULL;
+
+            -- Tags of live notes, ordered as `ls --tag` lists them.
+            CREATE TABLE note_tag (
+                tag TEXT NOT NULL,
+                updated_at INTEGER NOT NULL,
+                note_id TEXT NOT NULL,
+                PRIMARY KEY (tag, updated_at, note_id)
+            ) WITHOUT ROWID;
+            CREATE INDEX note_tag_by_note ON note_tag(note_id);
+
+            CREATE VIRTUAL TABLE note_fts USING fts5(
+                title, body, tags, content='note', content_rowid='rowid',
+                tokenize='unicode61 remove_diacritics 2', prefix='2 3'
+            );
+
+            CREATE TRIGGER note_after_insert AFTER INSERT ON note BEGIN
+                INSERT INTO note_fts(rowid, title, body, tags) VALUES (new.rowid, new.title, new.body, new.tags);
+                INSERT OR IGNORE INTO note_tag(tag, updated_at, note_id)
+                    SELECT value, new.updated_at, new.id FROM json_each(new.tags)
+                    WHERE new.deleted_at IS NULL AND json_valid(new.tags);
+            END;
+            CREATE TRIGGER note_after_update AFTER UPDATE ON note BEGIN
+                INSERT INTO note_fts(note_fts, rowid, title, body, tags) VALUES ('delete', old.rowid, old.title, old.body, old.tags);
+                INSERT INTO note_fts(rowid, title, body, tags) VALUES (new.rowid, new.title, new.body, new.tags);
+                DELETE FROM note_tag WHERE note_id = old.id;
+                INSERT OR IGNORE INTO note_tag(tag, updated_at, note_id)
+                    SELECT value, new.updated_at, new.id FROM json_each(new.tags)
+                    WHERE new.deleted_at IS NULL AND json_valid(new.tags);
+            END;
+            CREATE TRIGGER note_after_delete AFTER DELETE ON note BEGIN
+                INSERT INTO note_fts(note_fts, rowid, title, body, tags) VALUES ('delete', old.rowid, old.title, old.body, old.tags);
+                DELETE FROM note_tag WHERE note_id = old.id;
+            END;
+
+            -- This device's settings: never synced.
+            CREATE TABLE notes_setting (
+                key TEXT PRIMARY KEY NOT NULL,
+                value TEXT NOT NULL
+            );
+            -- Server work queued while offline: shared scopes to create, members to add.
+            CREATE TABLE notes_server_task (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                kind TEXT NOT NULL,
+                scope TEXT NOT NULL,
+                user TEXT,
+                role TEXT
+            );
+            """)
+    }
+}

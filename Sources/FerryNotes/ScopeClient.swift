@@ -1,0 +1,58 @@
+import AsyncHTTPClient
+import Ferry
+import FerryProtocol
+import Foundation
+import NIOCore
+import NIOFoundationCompat
+
+/// The server's scope endpoints, for notebooks: create a shared scope, add
+/// a member, list the caller's scopes.
+///
+/// ```swift
+/// let client = ScopeClient(session: session)
+/// try await client.create("nb-3fa1@alice")
+/// try await client.share("nb-3fa1@alice", with: "bob", role: .write)
+/// ```
+struct ScopeClient: Sendable {
+    let session: Session
+    var client: HTTPClient = .shared
+
+    /// Creates a shared scope in the caller's namespace; one that exists already is fine.
+    func create(_ scope: String) async throws {
+        _ = try await send("POST", "/v1/scopes", body: ["scope": scope], accepting: [200, 201, 409])
+    }
+
+    func share(_ scope: String, with user: String, role: ScopeRole) async throws {
+        let path = "/v1/scopes/\(scope.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._@"))) ?? scope)/members/\(user)"
+        _ = try await send("PUT", path, body: ["role": role.rawValue], accepting: [200, 201, 204])
+    }
+
+    /// The scopes the user owns or belongs to.
+    func list() async throws -> [ScopeMembership] {
+        let body = try await send("GET", "/v1/scopes", body: nil, accepting: [200])
+        return try JSONDecoder().decode(ScopeList.self, from: body).scopes
+    }
+
+    private func send(_ method: String, _ path: String, body: [String: String]?, accepting: Set<Int>) async throws -> Data {
+        var request = HTTPClientRequest(url: session.server.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + path)
+        request.method = .init(rawValue: method)
+        request.headers.add(name: "Authorization", value: "Bearer \(session.token)")
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(data: try JSONEncoder().encode(body)))
+        }
+        let response: HTTPClientResponse
+        do {
+            response = try await client.execute(request, timeout: .seconds(5))
+        } catch {
+            throw NotesError(.unreachable, "the server at \(session.server.absoluteString) is unreachable (\(error))")
+        }
+        let data = Data(buffer: try await response.body.collect(upTo: 1 << 20))
+        guard accepting.contains(Int(response.status.code)) else {
+            let message = (try? JSONDecoder().decode(ErrorResponse.self, from: data))?.message ?? response.status.description
+            throw NotesError(response.status.code == 401 || response.status.code == 403 ? .refused : .failure,
+                             "\(method) \(path): \(response.status.code) \(message)")
+        }
+        return data
+    }
+}

@@ -1,0 +1,89 @@
+import ArgumentParser
+import Ferry
+import FerryNotes
+import Foundation
+
+/// `ferry-notes`: offline-first notes on Ferry.
+@main
+struct FerryNotesCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ferry-notes",
+        abstract: "Notes that work offline on every device and sync when a server is reachable.",
+        discussion: """
+            Every command but `sync` and `watch` works offline. Ids are accepted by any unique prefix.
+
+            Exit codes:
+              0   success
+              1   failure (the message says why)
+              3   no such note, notebook, attachment or conflict
+              4   an id prefix that names several (the candidates are listed)
+              5   not signed in (`login` first; it works offline)
+              6   the server is unreachable (nothing is lost: changes stay queued)
+              7   the server refused the token or the request
+              64  a usage error
+            """,
+        subcommands: [
+            Login.self, Logout.self, Add.self, Edit.self, Remove.self, Restore.self, List.self, Show.self, Search.self,
+            Attach.self, AttachmentsList.self, OpenAttachment.self, NotebookCommand.self, Sync.self, Watch.self,
+            Conflicts.self, Resolve.self, Status.self, Import.self, Export.self,
+        ])
+
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var command = command as? AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch let error as NotesError {
+            fail(error.message, code: error.code.rawValue)
+        } catch let error as FerryError {
+            fail(error.message, code: 1)
+        } catch let error as CocoaError {
+            fail(error.localizedDescription, code: 1)
+        } catch {
+            if "\(type(of: error))".contains("DatabaseError") {
+                fail("database error: \(error)", code: 1)
+            }
+            exit(withError: error)
+        }
+    }
+
+    static func fail(_ message: String, code: Int32) -> Never {
+        FileHandle.standardError.write(Data("ferry-notes: \(message.replacingOccurrences(of: "\n", with: " "))\n".utf8))
+        Foundation.exit(code)
+    }
+}
+
+/// `--db` and `--json`, on every command.
+struct GlobalOptions: ParsableArguments {
+    @Option(help: "The notes database (default: $FERRY_NOTES_DB, else notes.sqlite in the user's application-support folder).")
+    var db: String?
+
+    @Flag(help: "Print machine-readable JSON.")
+    var json = false
+
+    var path: String {
+        if let db { return db }
+        if let path = ProcessInfo.processInfo.environment["FERRY_NOTES_DB"], !path.isEmpty { return path }
+        let folder = (FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first
+            ?? URL(filePath: NSHomeDirectory()).appending(path: ".local/share")).appending(path: "ferry-notes")
+        try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder.appending(path: "notes.sqlite").path
+    }
+
+    func library() throws -> NotesLibrary {
+        let url = URL(filePath: path)
+        guard FileManager.default.fileExists(atPath: url.deletingLastPathComponent().path) else {
+            throw NotesError(.notFound, "no folder \(url.deletingLastPathComponent().path) for the database")
+        }
+        return try NotesLibrary(path: path)
+    }
+
+    func printJSON(_ value: some Encodable) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        print(String(decoding: try encoder.encode(value), as: UTF8.self))
+    }
+}

@@ -1,0 +1,197 @@
+import ArgumentParser
+import Ferry
+import FerryNotes
+import Foundation
+
+struct Add: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Add a note; prints its id.")
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The title.") var title: String
+    @Option(help: "The body.") var body: String?
+    @Option(name: .customLong("body-file"), help: "Read the body from a file (`-` for standard input).") var bodyFile: String?
+    @Option(help: "A category.") var category: String?
+    @Option(help: "A tag (repeatable).") var tag: [String] = []
+    @Option(help: "Add it to a shared notebook.") var notebook: String?
+
+    func run() async throws {
+        let library = try global.library()
+        var text = body ?? ""
+        if let bodyFile {
+            guard body == nil else { throw NotesError(.usage, "give --body or --body-file, not both") }
+            text = try readText(bodyFile)
+        }
+        let note = try library.add(title: title, body: text, category: category, tags: tag, notebook: notebook)
+        if global.json { try global.printJSON(note) } else { print(note.id) }
+    }
+}
+
+func readText(_ path: String) throws -> String {
+    if path == "-" { return String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) }
+    guard let data = FileManager.default.contents(atPath: path) else { throw NotesError(.notFound, "cannot read \(path)") }
+    return String(decoding: data, as: UTF8.self)
+}
+
+struct Edit: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Change a note; with no field given on a terminal, opens $EDITOR on it.")
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The note's id (any unique prefix).") var id: String
+    @Option var title: String?
+    @Option var body: String?
+    @Option(help: "A category (an empty one clears it).") var category: String?
+    @Option(name: .customLong("add-tag")) var addTag: [String] = []
+    @Option(name: .customLong("remove-tag")) var removeTag: [String] = []
+
+    func run() async throws {
+        let library = try global.library()
+        var edit = NotesLibrary.Edit(title: title, body: body, category: category.map { $0.isEmpty ? nil : $0 },
+                                     addTags: addTag, removeTags: removeTag)
+        if edit.isEmpty {
+            guard Terminal.isInteractive else {
+                throw NotesError(.usage, "give a field to change (--title, --body, --category, --add-tag, --remove-tag), or run on a terminal to use $EDITOR")
+            }
+            let note = try library.show(id)
+            let text = NoteText.render(note)
+            let edited = try Editor.edit(text, name: "note-\(note.id.prefix(8)).txt")
+            guard edited != text else { return note_("no change") }
+            edit = try NoteText.parse(edited)
+            edit.category = edit.category ?? .some(nil)
+            let saved = try library.edit(note.id, edit)
+            if global.json { try global.printJSON(saved) } else { print(saved.id) }
+            return
+        }
+        let saved = try library.edit(id, edit)
+        if global.json { try global.printJSON(saved) } else { print(saved.id) }
+    }
+
+    private func note_(_ text: String) { note(text) }
+}
+
+/// Runs `$EDITOR` (or `$VISUAL`, else `vi`) on a temporary file holding `text`, and returns what it holds after.
+enum Editor {
+    static func edit(_ text: String, name: String) throws -> String {
+        let folder = FileManager.default.temporaryDirectory.appending(path: "ferry-notes-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appending(path: name)
+        try Data(text.utf8).write(to: file)
+        let environment = ProcessInfo.processInfo.environment
+        let editor = environment["VISUAL"].flatMap { $0.isEmpty ? nil : $0 } ?? environment["EDITOR"].flatMap { $0.isEmpty ? nil : $0 } ?? "vi"
+        let process = Process()
+        process.executableURL = URL(filePath: "/bin/sh")
+        process.arguments = ["-c", "\(editor) \"$1\"", "sh", file.path]
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw NotesError(.failure, "\(editor) exited with status \(process.terminationStatus); the note was not changed")
+        }
+        return try String(contentsOf: file, encoding: .utf8)
+    }
+}
+
+struct Remove: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "rm", abstract: "Delete a note (`restore` brings it back).")
+    @OptionGroup var global: GlobalOptions
+    @Argument var id: String
+
+    func run() async throws {
+        let note = try global.library().remove(id)
+        if global.json { try global.printJSON(note) } else { print(note.id) }
+    }
+}
+
+struct Restore: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Bring back a deleted note.")
+    @OptionGroup var global: GlobalOptions
+    @Argument var id: String
+
+    func run() async throws {
+        let note = try global.library().restore(id)
+        if global.json { try global.printJSON(note) } else { print(note.id) }
+    }
+}
+
+struct List: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "ls", abstract: "List notes, newest first, a page at a time.")
+    @OptionGroup var global: GlobalOptions
+    @Option var category: String?
+    @Option var tag: String?
+    @Option var notebook: String?
+    @Option(help: "Notes per page.") var limit = 50
+    @Option(help: "Start after this cursor (printed at the end of the previous page).") var after: String?
+    @Flag(help: "List deleted notes instead.") var deleted = false
+
+    func run() async throws {
+        let library = try global.library()
+        let filters = [category != nil, tag != nil, notebook != nil, deleted].filter { $0 }.count
+        guard filters <= 1 else { throw NotesError(.usage, "give one of --category, --tag, --notebook, --deleted") }
+        guard (1...10_000).contains(limit) else { throw NotesError(.usage, "--limit must be 1–10000") }
+        var filter = NoteQuery.Filter.all
+        if let category { filter = .category(category) }
+        if let tag { filter = .tag(tag) }
+        if let notebook { filter = .notebook(id: try library.notebooks().first { $0.name == notebook }?.id
+            ?? { throw NotesError(.notFound, "no notebook named \(notebook)") }()) }
+        if deleted { filter = .deleted }
+        var cursor: NoteCursor?
+        if let after {
+            guard let parsed = NoteCursor(text: after) else { throw NotesError(.usage, "--after \(after) is not a cursor `ls` printed") }
+            cursor = parsed
+        }
+        let notes = try library.list(NoteQuery(filter: filter, limit: limit, after: cursor))
+        let next = notes.count == limit ? notes.last.map { NoteCursor($0).text } : nil
+        if global.json {
+            struct Page: Encodable { var notes: [Note]; var next: String? }
+            try global.printJSON(Page(notes: notes, next: next))
+            return
+        }
+        guard !notes.isEmpty else { return note("no notes") }
+        for line in Terminal.table(notes) { print(line) }
+        if let next { note("more: ferry-notes ls --after \(next)") }
+    }
+}
+
+struct Show: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show one note.")
+    @OptionGroup var global: GlobalOptions
+    @Argument var id: String
+
+    func run() async throws {
+        let library = try global.library()
+        let note = try library.show(id)
+        if global.json { return try global.printJSON(note) }
+        print("\(note.title)\n")
+        print("id        \(note.id)")
+        print("updated   \(Terminal.time(note.updatedAt)) (created \(Terminal.time(note.createdAt)))")
+        print("author    \(note.author)")
+        if let category = note.category { print("category  \(category)") }
+        if !note.tags.isEmpty { print("tags      \(note.tags.joined(separator: ", "))") }
+        if let notebook = note.notebookID, let found = try library.notebooks().first(where: { $0.id == notebook }) {
+            print("notebook  \(found.name)")
+        }
+        if note.isDeleted { print("deleted   \(Terminal.time(note.deletedAt ?? 0)) (`ferry-notes restore \(note.id.prefix(8))`)") }
+        if !note.body.isEmpty { print("\n\(note.body)") }
+    }
+}
+
+struct Search: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Search titles, bodies and tags: every word as a prefix, accents ignored, best first.")
+    @OptionGroup var global: GlobalOptions
+    @Argument var query: String
+    @Option var limit = 20
+
+    func run() async throws {
+        let library = try global.library()
+        let color = Terminal.isInteractive && !global.json
+        let hits = try library.search(query, limit: limit, highlight: color ? ("\u{1B}[1;33m", "\u{1B}[0m") : ("[", "]"))
+        if global.json {
+            struct Hit: Encodable { var note: Note; var snippet: String; var rank: Double }
+            return try global.printJSON(hits.map { Hit(note: $0.note, snippet: $0.snippet, rank: $0.rank) })
+        }
+        guard !hits.isEmpty else { return note("no match") }
+        for hit in hits {
+            print("\(hit.note.id.prefix(8))  \(hit.note.title)")
+            print("          \(hit.snippet.replacingOccurrences(of: "\n", with: " "))")
+        }
+    }
+}

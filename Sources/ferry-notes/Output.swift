@@ -1,0 +1,54 @@
+import Foundation
+import FerryNotes
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// How output fits the terminal: its width, whether it is one, times and
+/// columns.
+enum Terminal {
+    static var isInteractive: Bool { isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 }
+    static var isErrorInteractive: Bool { isatty(STDERR_FILENO) == 1 }
+
+    /// Columns: the terminal's, else `$COLUMNS`, else 100.
+    static var width: Int {
+        var size = winsize()
+        if isatty(STDOUT_FILENO) == 1, ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 20 { return Int(size.ws_col) }
+        return ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init) ?? 100
+    }
+
+    static func time(_ milliseconds: Int64) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.dateFormat = "yyyy-MM-dd HH:mm"
+        return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+    }
+
+    /// `text` cut to `width` characters, with `…` where it was cut.
+    static func fit(_ text: String, _ width: Int) -> String {
+        let flat = text.replacingOccurrences(of: "\n", with: " ")
+        guard flat.count > width else { return flat.padding(toLength: width, withPad: " ", startingAt: 0) }
+        return String(flat.prefix(max(0, width - 1))) + "…"
+    }
+
+    /// Rows of notes in columns that fit the terminal: id, updated, title,
+    /// category, tags (title and tags share what is left).
+    static func table(_ notes: [Note]) -> [String] {
+        let id = 8, time = 16, category = min(12, max(8, notes.compactMap(\.category).map(\.count).max() ?? 8))
+        let flexible = max(20, width - id - time - category - 8)
+        let title = flexible * 3 / 5, tags = flexible - title
+        let header = [fit("ID", id), fit("UPDATED", time), fit("TITLE", title), fit("CATEGORY", category), "TAGS"].joined(separator: "  ")
+        return [header] + notes.map { note in
+            [fit(String(note.id.prefix(id)), id), fit(Terminal.time(note.updatedAt), time), fit(note.title, title),
+             fit(note.category ?? "", category), fit(note.tags.joined(separator: ","), tags)]
+                .joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+        }
+    }
+}
+
+/// Writes to standard error.
+func note(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}

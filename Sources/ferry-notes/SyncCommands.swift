@@ -1,0 +1,246 @@
+import ArgumentParser
+import Ferry
+import FerryNotes
+import FerryProtocol
+import Foundation
+import GRDB
+
+struct Login: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Remember the server and your token (works offline).")
+    @OptionGroup var global: GlobalOptions
+    @Option(help: "The server, e.g. http://127.0.0.1:8080.") var server: String
+    @Option(help: "A bearer token (`ferry-server token --user NAME` mints one).") var token: String?
+    @Option(name: .customLong("token-file"), help: "Read the token from a file.") var tokenFile: String?
+
+    func run() async throws {
+        guard let url = URL(string: server), url.scheme == "http" || url.scheme == "https" else {
+            throw NotesError(.usage, "--server \(server) is not an http(s) URL")
+        }
+        let text: String
+        switch (token, tokenFile) {
+        case (let token?, nil): text = token
+        case (nil, let file?): text = try readText(file)
+        default: throw NotesError(.usage, "give --token or --token-file")
+        }
+        let session = try global.library().signIn(server: url, token: text.trimmingCharacters(in: .whitespacesAndNewlines))
+        if global.json { try global.printJSON(["user": session.user, "server": session.server.absoluteString]) }
+        else { print("signed in as \(session.user) to \(session.server.absoluteString)") }
+    }
+}
+
+struct Logout: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Forget the token (the notes stay).")
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try global.library().signOut()
+        print("signed out")
+    }
+}
+
+struct Sync: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Send local changes and fetch everyone else's.")
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        let library = try global.library()
+        let bar = Terminal.isErrorInteractive && !global.json
+        let last = Locked("")
+        let summary = try await library.sync { status in
+            let line = "\(status.phase) · \(status.pendingCount) pending · pushed \(status.pushed) · pulled \(status.pulled)"
+            guard last.exchange(line) != line else { return }
+            if bar {
+                FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
+            } else if !global.json {
+                note(line)
+            }
+        }
+        if bar { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        let conflicts = try library.conflicts().count
+        if global.json {
+            struct Report: Encodable {
+                var pushed, pulled, conflicts, rejected, attachmentsUploaded, attachmentsDownloaded: Int
+                var refusedScopes: [String]
+            }
+            return try global.printJSON(Report(pushed: summary.pushed, pulled: summary.pulled, conflicts: conflicts,
+                                               rejected: summary.rejected, attachmentsUploaded: summary.attachmentsUploaded,
+                                               attachmentsDownloaded: summary.attachmentsDownloaded, refusedScopes: summary.refusedScopes))
+        }
+        var line = "synced: sent \(summary.pushed), received \(summary.pulled)"
+        if summary.attachmentsUploaded + summary.attachmentsDownloaded > 0 {
+            line += ", attachments up \(summary.attachmentsUploaded) down \(summary.attachmentsDownloaded)"
+        }
+        if conflicts > 0 { line += "; \(conflicts) conflict\(conflicts == 1 ? "" : "s"): `ferry-notes conflicts`" }
+        if summary.rejected > 0 { line += "; \(summary.rejected) change(s) refused by the server (`ferry-notes status`)" }
+        print(line)
+    }
+}
+
+struct Watch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Stay connected and print each change as it arrives, until Ctrl-C.")
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        let library = try global.library()
+        _ = try await library.sync()
+        let engine = try library.engine(live: true)
+        let seen = Locked(try await library.database.read { db in try Int64.fetchOne(db, sql: "SELECT max(updated_at) FROM note") ?? 0 })
+        let changes = ValueObservation.tracking { db in try Int64.fetchOne(db, sql: "SELECT max(updated_at) FROM note") ?? 0 }
+            .values(in: library.database.writer)
+        await engine.start()
+        note("watching; Ctrl-C to stop")
+        let interrupted = AsyncStream<Void> { continuation in
+            signal(SIGINT, SIG_IGN)
+            let source = SignalSource(DispatchSource.makeSignalSource(signal: SIGINT))
+            source.source.setEventHandler { continuation.finish() }
+            source.source.resume()
+            continuation.onTermination = { _ in source.source.cancel() }
+        }
+        let printer = Task {
+            for try await latest in changes where latest > seen.value {
+                let since = seen.exchange(latest)
+                let notes = try await library.database.read { db in
+                    try Note.fetchAll(db, sql: "SELECT * FROM note WHERE updated_at > ? ORDER BY updated_at", arguments: [since])
+                }
+                for note in notes {
+                    if global.json { try global.printJSON(note) } else {
+                        let line = "\(note.isDeleted ? "deleted" : "changed")  \(note.id.prefix(8))  \(note.title)  (\(note.author))\n"
+                        FileHandle.standardOutput.write(Data(line.utf8))
+                    }
+                }
+            }
+        }
+        for await _ in interrupted {}
+        printer.cancel()
+        await engine.stop()
+    }
+}
+
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Pending changes, conflicts, last sync, sizes and database timings.")
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        let status = try global.library().status()
+        if global.json { return try global.printJSON(status) }
+        print("signed in     \(status.user.map { "\($0) at \(status.server ?? "")" } ?? "no (`ferry-notes login`)")")
+        print("notes         \(status.notes) (\(status.deletedNotes) deleted)")
+        print("pending       \(status.pendingChanges) change(s)\(status.pendingServerTasks > 0 ? ", \(status.pendingServerTasks) notebook task(s)" : "")")
+        print("conflicts     \(status.conflicts)")
+        print("rejected      \(status.rejectedChanges)")
+        print("last sync     \(status.lastSync.map(Terminal.time) ?? "never")")
+        print("database      \(bytes(status.databaseBytes))")
+        print("attachments   \(bytes(status.attachmentBytes))\(status.attachmentsNotUploaded > 0 ? ", \(status.attachmentsNotUploaded) not uploaded" : "")")
+        print(String(format: "transactions  %d writes, p95 %.2f ms; reads p95 %.2f ms; %d busy waits",
+                     status.writeTransactions, status.writeP95Milliseconds, status.readP95Milliseconds, status.busyWaits))
+    }
+
+    private func bytes(_ count: Int64) -> String {
+        ByteCountFormatter.string(fromByteCount: count, countStyle: .file)
+    }
+}
+
+struct Conflicts: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Each conflict, mine against theirs.")
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        let conflicts = try global.library().conflicts()
+        if global.json { return try global.printJSON(conflicts) }
+        guard !conflicts.isEmpty else { return note("no conflicts") }
+        for conflict in conflicts {
+            let what = conflict.field.map { "its \($0)" } ?? "the whole note (\(conflict.kind))"
+            print("conflict \(conflict.id): note \(conflict.noteID.prefix(8)) \"\(conflict.title)\", \(what)"
+                  + (conflict.overriddenBy.map { ", overwritten by \($0)" } ?? ""))
+            print("--- mine\n+++ theirs")
+            for line in conflict.diff { print(line) }
+            print("resolve: ferry-notes resolve \(conflict.id) --mine | --theirs | --edit\n")
+        }
+    }
+}
+
+struct Resolve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Settle a conflict: keep mine, take theirs, or edit the value.")
+    @OptionGroup var global: GlobalOptions
+    @Argument var conflictID: Int64
+    @Flag var mine = false
+    @Flag var theirs = false
+    @Flag(help: "Open $EDITOR on both versions and keep what you save.") var edit = false
+
+    func run() async throws {
+        guard [mine, theirs, edit].filter({ $0 }).count == 1 else { throw NotesError(.usage, "give one of --mine, --theirs, --edit") }
+        let library = try global.library()
+        if mine { try library.resolve(conflictID, .mine) }
+        if theirs { try library.resolve(conflictID, .theirs) }
+        if edit {
+            guard let conflict = try library.conflicts().first(where: { $0.id == conflictID }) else {
+                throw NotesError(.notFound, "no conflict \(conflictID)")
+            }
+            let text = "\(conflict.mine ?? "")\n=======\n\(conflict.theirs ?? "")\n"
+            let edited = try Editor.edit(text, name: "conflict-\(conflictID).txt")
+            var value = edited.replacingOccurrences(of: "\n=======\n", with: "\n")
+            if value.hasSuffix("\n") { value.removeLast() }
+            try library.resolve(conflictID, .edited(value))
+        }
+        print("resolved \(conflictID); `ferry-notes sync` sends the result")
+    }
+}
+
+struct NotebookCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "notebook", abstract: "Shared notebooks.",
+                                                    subcommands: [Create.self, Share.self, ListNotebooks.self])
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create a notebook (made on the server at the next sync).")
+        @OptionGroup var global: GlobalOptions
+        @Argument var name: String
+
+        func run() async throws {
+            let notebook = try global.library().createNotebook(name)
+            if global.json { try global.printJSON(notebook) } else { print(notebook.scope) }
+        }
+    }
+
+    struct Share: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Share a notebook with a user (applied at the next sync).")
+        @OptionGroup var global: GlobalOptions
+        @Argument var name: String
+        @Option(name: .customLong("with")) var user: String
+        @Option var role: String = "write"
+
+        func run() async throws {
+            guard let role = ScopeRole(rawValue: role) else { throw NotesError(.usage, "--role must be read or write") }
+            try global.library().shareNotebook(name, with: user, role: role)
+            print("\(name) shared with \(user) (\(role.rawValue)) at the next sync")
+        }
+    }
+
+    struct ListNotebooks: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "ls", abstract: "The notebooks on this device.")
+        @OptionGroup var global: GlobalOptions
+
+        func run() async throws {
+            let notebooks = try global.library().notebooks()
+            if global.json { return try global.printJSON(notebooks) }
+            guard !notebooks.isEmpty else { return note("no notebooks") }
+            for notebook in notebooks { print("\(notebook.name)  (owner \(notebook.owner), \(notebook.scope))") }
+        }
+    }
+}
+
+/// A value shared between the status callback and the command.
+final class Locked<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+    init(_ value: Value) { stored = value }
+    var value: Value { lock.withLock { stored } }
+    /// Sets a new value and returns the old one.
+    func exchange(_ value: Value) -> Value { lock.withLock { defer { stored = value }; return stored } }
+}
+
+/// A signal source handed to the stream's termination handler.
+private final class SignalSource: @unchecked Sendable {
+    // @unchecked: a DispatchSource is thread-safe; it is not marked Sendable.
+    let source: any DispatchSourceSignal
+    init(_ source: any DispatchSourceSignal) { self.source = source }
+}

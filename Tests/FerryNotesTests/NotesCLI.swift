@@ -1,0 +1,96 @@
+import FerryTestSupport
+import Foundation
+
+/// The built `ferry-notes` binary, run as a user runs it: one database
+/// file per device, output captured.
+struct NotesCLI: Sendable {
+    let database: String
+    var environment: [String: String] = [:]
+
+    struct Result: Sendable, CustomStringConvertible {
+        var status: Int32
+        var output: String
+        var errors: String
+        var description: String { "exit \(status)\nstdout: \(output)\nstderr: \(errors)" }
+        var lines: [String] { output.split(separator: "\n").map(String.init) }
+    }
+
+    /// Runs `ferry-notes arguments… --db <database>` to completion.
+    @discardableResult
+    func run(_ arguments: [String], input: String? = nil) throws -> Result {
+        let process = Process()
+        process.executableURL = try Self.executable()
+        process.arguments = arguments + ["--db", database]
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let output = Pipe(), errors = Pipe(), stdin = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        process.standardInput = stdin
+        try process.run()
+        if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
+        try? stdin.fileHandleForWriting.close()
+        // Read both pipes while the process runs, so neither fills.
+        let errorText = Task.detached { String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) }
+        let outputData = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let errorOutput = try awaitBlocking { await errorText.value }
+        return Result(status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self), errors: errorOutput)
+    }
+
+    /// Runs and expects success, returning standard output trimmed.
+    func ok(_ arguments: [String], input: String? = nil) throws -> String {
+        let result = try run(arguments, input: input)
+        guard result.status == 0 else { throw Failure(command: arguments, result: result) }
+        return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var command: [String]
+        var result: Result
+        var description: String { "ferry-notes \(command.joined(separator: " ")) failed: \(result)" }
+    }
+
+    static func executable() throws -> URL {
+        try ServerProcess.executable().deletingLastPathComponent().appending(path: "ferry-notes")
+    }
+}
+
+/// Waits for async work from synchronous code (a test helper's pipe reader).
+func awaitBlocking<T: Sendable>(_ body: @escaping @Sendable () async -> T) throws -> T {
+    let semaphore = DispatchSemaphore(value: 0)
+    let box = ResultBox<T>()
+    Task.detached {
+        box.value = await body()
+        semaphore.signal()
+    }
+    semaphore.wait()
+    return box.value!
+}
+
+private final class ResultBox<T: Sendable>: @unchecked Sendable {
+    var value: T?
+}
+
+/// A `ferry-server` child process on a free port, with a known secret, and
+/// tokens for any user.
+final class NotesServer: @unchecked Sendable {
+    let process: ServerProcess
+    let url: String
+    let secret = "notes-test-secret-0123456789abcdef"
+    let dataDirectory: TemporaryDirectory
+
+    init(arguments: [String] = []) async throws {
+        dataDirectory = try TemporaryDirectory()
+        process = try ServerProcess(["serve", "--port", "0", "--data-dir", dataDirectory.path("data"), "--jwt-secret", secret] + arguments)
+        let line = try await process.waitForLine(startingWith: "Ferry server listening on ")
+        url = String(line.dropFirst("Ferry server listening on ".count).split(separator: " ").first ?? "")
+    }
+
+    func token(_ user: String) throws -> String {
+        let result = try ServerProcess.run(["token", "--user", user, "--jwt-secret", secret])
+        guard result.status == 0 else { throw NotesCLI.Failure(command: ["token"], result: .init(status: result.status, output: result.output, errors: "")) }
+        return result.output.split(separator: "\n").last.map { String($0).trimmingCharacters(in: .whitespaces) } ?? ""
+    }
+
+    func stop() { process.stop() }
+}

@@ -1,0 +1,189 @@
+import FerryTestSupport
+import Foundation
+import Testing
+
+/// The `ferry-notes` binary driven as a user drives it, against a live
+/// `ferry-server` on loopback: each device its own database file.
+@Suite(.serialized) struct NotesCLITests {
+    let directory: TemporaryDirectory
+
+    init() throws {
+        directory = try TemporaryDirectory()
+    }
+
+    func device(_ name: String) -> NotesCLI {
+        NotesCLI(database: directory.path("\(name).sqlite"), environment: ["COLUMNS": "120"])
+    }
+
+    @Test func twoDevicesEditOneNoteOfflineSeeTheConflictResolveItAndConverge() async throws {
+        let server = try await NotesServer()
+        defer { server.stop() }
+        let token = try server.token("alice")
+        let laptop = device("laptop"), phone = device("phone")
+        for device in [laptop, phone] {
+            _ = try device.ok(["login", "--server", server.url, "--token", token])
+        }
+        let id = try laptop.ok(["add", "Groceries", "--body", "milk\neggs", "--tag", "home", "--category", "errands"])
+        _ = try laptop.ok(["sync"])
+        _ = try phone.ok(["sync"])
+        #expect(try phone.ok(["show", String(id.prefix(6))]).contains("milk\neggs"))
+
+        // Both edit the body offline, then sync: the phone's edit is later and wins; the laptop learns of it.
+        _ = try laptop.ok(["edit", String(id.prefix(5)), "--body", "milk\neggs\nbread"])
+        _ = try phone.ok(["edit", String(id.prefix(5)), "--body", "milk\noat milk\neggs"])
+        _ = try laptop.ok(["sync"])
+        let phoneSync = try phone.ok(["sync"])
+        _ = try laptop.ok(["sync"])
+        let conflicts = try [laptop, phone].map { try $0.ok(["conflicts"]) }.joined(separator: "\n")
+        #expect(conflicts.contains("conflict "), "\(phoneSync)\n\(conflicts)")
+        #expect(conflicts.contains("+oat milk") || conflicts.contains("-oat milk"), "\(conflicts)")
+        #expect(conflicts.contains("bread"), "\(conflicts)")
+        #expect(!conflicts.contains("updated_at"), "bookkeeping conflicts are settled, not shown: \(conflicts)")
+
+        // The device holding the conflict keeps its own version; both converge on it.
+        let holder = try laptop.ok(["conflicts"]).contains("conflict ") ? laptop : phone
+        let listing = try holder.ok(["conflicts"])
+        let conflictID = try #require(listing.split(separator: "\n").first { $0.hasPrefix("conflict ") }?
+            .split(separator: " ")[1].split(separator: ":").first.map(String.init))
+        let mine = holder.database == laptop.database ? "milk\neggs\nbread" : "milk\noat milk\neggs"
+        _ = try holder.ok(["resolve", conflictID, "--mine"])
+        #expect(try holder.run(["conflicts"]).errors.contains("no conflicts"))
+        for _ in 0..<2 {
+            _ = try holder.ok(["sync"])
+            _ = try (holder.database == laptop.database ? phone : laptop).ok(["sync"])
+        }
+        for device in [laptop, phone] {
+            let shown = try device.ok(["show", id, "--json"])
+            #expect(shown.contains(mine.replacingOccurrences(of: "\n", with: "\\n")), "\(device.database): \(shown)")
+        }
+    }
+
+    @Test func aSharedNotebookSyncsToItsMemberAndNotToAThirdUser() async throws {
+        let server = try await NotesServer()
+        defer { server.stop() }
+        let alice = device("alice"), bob = device("bob"), carol = device("carol")
+        for (device, user) in [(alice, "alice"), (bob, "bob"), (carol, "carol")] {
+            _ = try device.ok(["login", "--server", server.url, "--token", try server.token(user)])
+        }
+        _ = try alice.ok(["notebook", "create", "Trip"])
+        _ = try alice.ok(["notebook", "share", "Trip", "--with", "bob", "--role", "write"])
+        let shared = try alice.ok(["add", "Packing list", "--body", "passport", "--notebook", "Trip"])
+        let privateNote = try alice.ok(["add", "Diary", "--body", "private"])
+        _ = try alice.ok(["sync"])
+        _ = try bob.ok(["sync"])
+        _ = try carol.ok(["sync"])
+        #expect(try bob.ok(["notebook", "ls"]).contains("Trip"))
+        let bobs = try bob.ok(["ls", "--notebook", "Trip"])
+        #expect(bobs.contains("Packing list"))
+        #expect(try bob.run(["show", privateNote]).status == 3)
+        #expect(try carol.run(["show", shared]).status == 3)
+        #expect(try carol.run(["notebook", "ls"]).errors.contains("no notebooks"))
+        // Bob writes to it; Alice sees it.
+        _ = try bob.ok(["edit", shared, "--add-tag", "checked"])
+        _ = try bob.ok(["sync"])
+        _ = try alice.ok(["sync"])
+        #expect(try alice.ok(["ls", "--tag", "checked"]).contains("Packing list"))
+        #expect(try alice.ok(["search", "passport"]).contains(String(shared.prefix(8))))
+    }
+
+    @Test func tenThousandImportedNotesSyncToASecondDevice() async throws {
+        let server = try await NotesServer()
+        defer { server.stop() }
+        let token = try server.token("alice")
+        let first = device("first"), second = device("second")
+        for device in [first, second] { _ = try device.ok(["login", "--server", server.url, "--token", token]) }
+        var lines: [String] = []
+        for index in 0..<10_000 {
+            let tags = index % 7 == 0 ? "[\"seven\"]" : "[]"
+            lines.append("{\"id\":\"imp\(String(format: "%05d", index))\",\"title\":\"Imported \(index)\",\"body\":\"naïve café \(index)\",\"tags\":\(tags),\"created_at\":\(1_700_000_000_000 + index),\"updated_at\":\(1_700_000_000_000 + index)}")
+        }
+        let file = directory.url.appending(path: "notes.jsonl")
+        try lines.joined(separator: "\n").write(to: file, atomically: true, encoding: .utf8)
+        #expect(try first.ok(["import", file.path]) == "imported 10000 notes")
+        _ = try first.ok(["sync"])
+        let synced = try second.ok(["sync", "--json"])
+        #expect(synced.contains("\"pulled\" : 10000"), "\(synced)")
+        let status = try second.ok(["status", "--json"])
+        #expect(status.contains("\"notes\" : 10000"), "\(status)")
+        #expect(try second.ok(["ls", "--tag", "seven", "--limit", "5"]).contains("Imported 9996"))
+        // Diacritics folded, prefix matched, on rows that arrived by sync.
+        #expect(try second.ok(["search", "naive caf", "--limit", "3"]).contains("Imported"))
+        // Export round-trips through import.
+        let exported = directory.url.appending(path: "export.jsonl")
+        _ = try second.ok(["export", "--format", "jsonl", "--out", exported.path])
+        let third = device("third")
+        _ = try third.ok(["login", "--server", server.url, "--token", token])
+        #expect(try third.ok(["import", exported.path]) == "imported 10000 notes")
+        #expect(try third.ok(["show", "imp09999", "--json"]).contains("naïve café 9999"))
+    }
+
+    @Test func withTheServerDownEveryCommandButSyncWorksAndNothingIsLost() async throws {
+        let server = try await NotesServer()
+        let token = try server.token("alice")
+        let url = server.url
+        server.stop()
+        let notes = device("offline")
+        _ = try notes.ok(["login", "--server", url, "--token", token])
+        let id = try notes.ok(["add", "Written offline", "--body", "on a plane"])
+        _ = try notes.ok(["edit", id, "--add-tag", "travel"])
+        #expect(try notes.ok(["ls"]).contains("Written offline"))
+        _ = try notes.ok(["notebook", "create", "Work"])
+        let sync = try notes.run(["sync"])
+        #expect(sync.status == 6, "\(sync)")
+        #expect(sync.errors.contains("unreachable") && !sync.errors.contains("Fatal"), "\(sync)")
+        #expect(sync.errors.split(separator: "\n").count <= 3, "one clear line: \(sync)")
+        let status = try notes.ok(["status", "--json"])
+        // The note and the notebook, both still queued.
+        #expect(status.contains("\"pendingChanges\" : 2") && status.contains("\"pendingServerTasks\" : 1"), "\(status)")
+        // Bad input: one line on stderr, a documented exit code.
+        let missing = try notes.run(["show", "zzzz"])
+        #expect(missing.status == 3 && missing.errors.hasPrefix("ferry-notes: no note"))
+        #expect(try notes.run(["ls", "--after", "nonsense"]).status == 64)
+    }
+
+    @Test func anAmbiguousPrefixListsTheCandidates() async throws {
+        let notes = device("prefix")
+        let token = "x.\(Data("{\"sub\":\"alice\"}".utf8).base64EncodedString()).y"
+        _ = try notes.ok(["login", "--server", "http://127.0.0.1:9", "--token", token])
+        var ids: [String] = []
+        for index in 0..<40 { ids.append(try notes.ok(["add", "Note \(index)"])) }
+        // Some first hex digit is shared by two of 40 random ids.
+        let prefix = try #require(Dictionary(grouping: ids, by: { $0.prefix(1) }).first { $0.value.count > 1 }?.key)
+        let result = try notes.run(["show", String(prefix)])
+        #expect(result.status == 4, "\(result)")
+        #expect(result.errors.contains("ambiguous"))
+    }
+
+    @Test func editWithNoFieldOpensTheEditorOnATerminal() async throws {
+        let notes = device("editor")
+        let token = "x.\(Data("{\"sub\":\"alice\"}".utf8).base64EncodedString()).y"
+        _ = try notes.ok(["login", "--server", "http://127.0.0.1:9", "--token", token])
+        let id = try notes.ok(["add", "Draft", "--body", "first line", "--tag", "a"])
+        // An editor that rewrites the title and appends to the body.
+        let editor = directory.url.appending(path: "editor.sh")
+        try """
+            #!/bin/sh
+            sed -i -e 's/^Title: Draft$/Title: Final/' -e 's/^Tags: a$/Tags: a, b/' "$1"
+            echo 'second line' >> "$1"
+            """.write(to: editor, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: editor.path)
+        // Not a terminal: refused with a clear message.
+        let piped = try notes.run(["edit", id])
+        #expect(piped.status == 64 && piped.errors.contains("$EDITOR"))
+        // Through a pseudo-terminal (`script` allocates one).
+        let binary = try NotesCLI.executable().path
+        let process = Process()
+        process.executableURL = URL(filePath: "/usr/bin/script")
+        process.arguments = ["-qfec", "'\(binary)' edit \(id) --db '\(notes.database)'", "/dev/null"]
+        process.environment = ProcessInfo.processInfo.environment.merging(["EDITOR": editor.path, "VISUAL": ""]) { $1 }
+        process.standardOutput = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let shown = try notes.ok(["show", id, "--json"])
+        #expect(shown.contains("\"title\" : \"Final\""), "\(shown)")
+        #expect(shown.contains("first line\\nsecond line"), "\(shown)")
+        #expect(shown.contains("\"b\""), "\(shown)")
+    }
+}

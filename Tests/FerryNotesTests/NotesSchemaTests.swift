@@ -1,0 +1,155 @@
+import Ferry
+@testable import FerryNotes
+import FerryTestSupport
+import Foundation
+import GRDB
+import Testing
+
+/// The notes schema: every list query reads its own index (no full scan,
+/// no sort), search goes through FTS5 kept in step by triggers, and version
+/// 1 has a committed fixture and snapshot that `MigrationTester` checks.
+@Suite struct NotesSchemaTests {
+    static let fixtures = URL(filePath: #filePath).deletingLastPathComponent().appending(path: "Fixtures")
+
+    static func library(_ directory: TemporaryDirectory, name: String = "notes.sqlite") throws -> NotesLibrary {
+        let library = try NotesLibrary(path: directory.path(name))
+        let token = "x.\(Data("{\"sub\":\"alice\"}".utf8).base64EncodedString()).y"
+        _ = try library.signIn(server: URL(string: "http://127.0.0.1:9")!, token: token)
+        return library
+    }
+
+    static let queries: [(String, NoteQuery)] = [
+        ("all", NoteQuery()),
+        ("all, next page", NoteQuery(after: NoteCursor(updatedAt: 5, id: "x"))),
+        ("deleted", NoteQuery(filter: .deleted)),
+        ("category", NoteQuery(filter: .category("work"))),
+        ("category, next page", NoteQuery(filter: .category("work"), after: NoteCursor(updatedAt: 5, id: "x"))),
+        ("notebook", NoteQuery(filter: .notebook(id: "n"))),
+        ("tag", NoteQuery(filter: .tag("home"))),
+        ("tag, next page", NoteQuery(filter: .tag("home"), after: NoteCursor(updatedAt: 5, id: "x"))),
+    ]
+
+    @Test func everyListQueryReadsItsIndexInOrder() throws {
+        let directory = try TemporaryDirectory()
+        let library = try Self.library(directory)
+        for (name, query) in Self.queries {
+            let (sql, arguments) = query.sql()
+            let plan = try library.database.read { db in
+                try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: arguments).map { $0["detail"] as String }
+            }
+            #expect(!plan.contains { $0.hasPrefix("SCAN note") && !$0.contains("INDEX") }, "\(name): \(plan)")
+            #expect(!plan.contains { $0.contains("TEMP B-TREE") }, "\(name) sorts: \(plan)")
+            #expect(plan.contains { $0.contains("INDEX") || $0.contains("PRIMARY KEY") }, "\(name): \(plan)")
+        }
+        let search = try library.database.read { db in
+            try Row.fetchAll(db, sql: """
+                EXPLAIN QUERY PLAN SELECT note.* FROM note_fts JOIN note ON note.rowid = note_fts.rowid
+                WHERE note_fts MATCH '"cafe"*' AND note.deleted_at IS NULL
+                """).map { $0["detail"] as String }
+        }
+        #expect(search.contains { $0.contains("VIRTUAL TABLE INDEX") }, "\(search)")
+        #expect(search.contains { $0.contains("INTEGER PRIMARY KEY") }, "\(search)")
+    }
+
+    @Test func listsPageNewestFirstWithKeysetCursors() throws {
+        let directory = try TemporaryDirectory()
+        let clock = Counter()
+        let library = try NotesLibrary(path: directory.path("notes.sqlite"), clock: { clock.next() })
+        _ = try library.signIn(server: URL(string: "http://127.0.0.1:9")!, token: "x.\(Data("{\"sub\":\"alice\"}".utf8).base64EncodedString()).y")
+        var added: [Note] = []
+        for index in 0..<25 {
+            added.append(try library.add(title: "Note \(index)", category: index % 2 == 0 ? "even" : "odd", tags: index % 3 == 0 ? ["three"] : []))
+        }
+        for (filter, expected) in [(NoteQuery.Filter.all, added), (.category("even"), added.filter { $0.category == "even" }),
+                                   (.tag("three"), added.filter { $0.tags == ["three"] })] {
+            var seen: [String] = []
+            var cursor: NoteCursor?
+            repeat {
+                let page = try library.list(NoteQuery(filter: filter, limit: 4, after: cursor))
+                seen += page.map(\.id)
+                cursor = page.count == 4 ? page.last.map(NoteCursor.init) : nil
+            } while cursor != nil
+            #expect(seen == expected.reversed().map(\.id), "\(filter)")
+        }
+        // Deleting moves a note to the deleted list and out of its tag's.
+        try library.remove(added[0].id)
+        #expect(try library.list(NoteQuery(filter: .deleted)).map(\.id) == [added[0].id])
+        #expect(!(try library.list(NoteQuery(filter: .tag("three"))).map(\.id).contains(added[0].id)))
+        try library.restore(String(added[0].id.prefix(10)))
+        #expect(try library.list(NoteQuery(filter: .tag("three"))).first?.id == added[0].id)
+    }
+
+    @Test func searchFoldsDiacriticsMatchesPrefixesAndRanksTitlesFirst() throws {
+        let directory = try TemporaryDirectory()
+        let library = try Self.library(directory)
+        let title = try library.add(title: "Café crème", body: "a recipe")
+        let body = try library.add(title: "Breakfast", body: "coffee at the cafe on the corner")
+        _ = try library.add(title: "Unrelated", body: "nothing here")
+        let hits = try library.search("cafe")
+        #expect(hits.map(\.note.id) == [title.id, body.id])
+        #expect(hits[0].snippet.contains("[Café]"))
+        #expect(try library.search("cre caf").map(\.note.id) == [title.id])
+        // Edits and deletes keep the index in step.
+        try library.edit(title.id, .init(title: "Tea"))
+        #expect(try library.search("cafe").map(\.note.id) == [body.id])
+        try library.remove(body.id)
+        #expect(try library.search("cafe").isEmpty)
+        #expect(try library.search("  ").isEmpty)
+    }
+
+    @Test func rowsArrivingBySyncAreIndexedByTheTriggers() throws {
+        // Ferry applies a pulled row as an upsert with capture off; the triggers see it like any write.
+        let directory = try TemporaryDirectory()
+        let library = try Self.library(directory)
+        try library.database.write { db in
+            for _ in 0..<2 {
+                try db.execute(sql: """
+                    INSERT INTO note(id, title, body, tags, author, scope, created_at, updated_at)
+                    VALUES ('pulled', 'Über naïve', 'from another device', '["remote"]', 'bob', 'user:alice', 1, 2)
+                    ON CONFLICT(id) DO UPDATE SET title = excluded.title, body = excluded.body, tags = excluded.tags,
+                        updated_at = excluded.updated_at
+                    """)
+            }
+        }
+        #expect(try library.search("uber naive").map(\.note.id) == ["pulled"])
+        #expect(try library.list(NoteQuery(filter: .tag("remote"))).map(\.id) == ["pulled"])
+    }
+
+    @Test func versionOneUpgradesFromItsCommittedFixtureAndMatchesItsSnapshot() throws {
+        let tester = MigrationTester(schema: NotesSchema.schema, snapshotsDirectory: Self.fixtures)
+        try tester.checkCommittedSnapshot()
+        try tester.upgrade(fixture: Self.fixtures.appending(path: "notes-v1.sqlite")) { database in
+            let titles = try database.read { db in try String.fetchAll(db, sql: "SELECT title FROM note ORDER BY id") }
+            #expect(titles.contains("naïve café ☕️"))
+            let tagged = try database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM note_tag") ?? 0 }
+            #expect(tagged > 0)
+        }
+    }
+
+    /// Writes the version 1 fixture and snapshot: run once when a version
+    /// ships (`FERRY_NOTES_WRITE_FIXTURES=1 swift test --filter NotesSchemaTests`).
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["FERRY_NOTES_WRITE_FIXTURES"] == "1"))
+    func writeVersionOneFixture() throws {
+        try FileManager.default.createDirectory(at: Self.fixtures, withIntermediateDirectories: true)
+        let file = Self.fixtures.appending(path: "notes-v1.sqlite")
+        try? FileManager.default.removeItem(at: file)
+        let directory = try TemporaryDirectory()
+        let library = try Self.library(directory)
+        try library.add(title: "naïve café ☕️", body: "with\nseveral\nlines", category: "food", tags: ["paris", "to try"])
+        try library.add(title: "Empty body")
+        let gone = try library.add(title: "Deleted", tags: ["old"])
+        try library.remove(gone.id)
+        try library.createNotebook("Shared")
+        try library.add(title: "In a notebook", notebook: "Shared")
+        try library.database.writer.vacuum(into: file.path)
+        let snapshot = try MigrationTester(schema: NotesSchema.schema).freshInstallSnapshot(includingFerryObjects: false)
+        try snapshot.text.write(to: Self.fixtures.appending(path: "\(NotesSchema.version).schema.txt"), atomically: true, encoding: .utf8)
+    }
+}
+
+/// Milliseconds that go up by one each call.
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Int64 = 1_700_000_000_000
+    func next() -> Int64 { lock.withLock { value += 1; return value } }
+}
