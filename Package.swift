@@ -125,6 +125,8 @@ let package = Package(
             name: "FerryBenchmarks",
             dependencies: [
                 "Ferry",
+                "FerryNotes",
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 "FerryHTTPClient",
                 "FerryServer",
                 .product(name: "GRDB", package: "GRDB.swift"),

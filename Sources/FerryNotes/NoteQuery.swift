@@ -107,3 +107,44 @@ public struct NoteCursor: Sendable, Hashable {
         self.init(updatedAt: time, id: id)
     }
 }
+
+/// A search (`search`) as SQL: every word of the text as a quoted prefix,
+/// all required, through FTS5 (diacritics folded by its tokenizer), best
+/// first by BM25 with the title weighted most.
+///
+/// ```swift
+/// let (sql, arguments) = NoteSearch("naive caf", limit: 20)!.sql()
+/// ```
+public struct NoteSearch: Sendable, Hashable {
+    /// The FTS5 query: `"naive"* "caf"*`.
+    public var match: String
+    public var limit: Int
+    public var highlight: (String, String)
+
+    /// `nil` when the text has no word to search for.
+    public init?(_ text: String, limit: Int = 20, highlight: (String, String) = ("[", "]")) {
+        let words = text.split { !$0.isLetter && !$0.isNumber }.map { "\"\($0)\"*" }
+        guard !words.isEmpty else { return nil }
+        match = words.joined(separator: " ")
+        self.limit = limit
+        self.highlight = highlight
+    }
+
+    public func sql() -> (String, StatementArguments) {
+        ("""
+        SELECT note.*, snippet(note_fts, -1, ?, ?, '…', 12) AS snippet, bm25(note_fts, 5.0, 1.0, 2.0) AS rank
+        FROM note_fts JOIN note ON note.rowid = note_fts.rowid
+        WHERE note_fts MATCH ? AND note.deleted_at IS NULL
+        ORDER BY rank LIMIT ?
+        """, [highlight.0, highlight.1, match, limit])
+    }
+
+    public static func == (lhs: NoteSearch, rhs: NoteSearch) -> Bool {
+        lhs.match == rhs.match && lhs.limit == rhs.limit && lhs.highlight == rhs.highlight
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(match)
+        hasher.combine(limit)
+    }
+}

@@ -207,24 +207,13 @@ public final class NotesLibrary: Sendable {
     /// prefix, accents and case ignored. Matches in `snippet` are wrapped in
     /// `highlight`.
     public func search(_ text: String, limit: Int = 20, highlight: (String, String) = ("[", "]")) throws -> [Hit] {
-        guard let match = Self.ftsQuery(text) else { return [] }
+        guard let search = NoteSearch(text, limit: limit, highlight: highlight) else { return [] }
+        let (sql, arguments) = search.sql()
         return try database.read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT note.*, snippet(note_fts, -1, ?, ?, '…', 12) AS snippet, bm25(note_fts, 5.0, 1.0, 2.0) AS rank
-                FROM note_fts JOIN note ON note.rowid = note_fts.rowid
-                WHERE note_fts MATCH ? AND note.deleted_at IS NULL
-                ORDER BY rank LIMIT ?
-                """, arguments: [highlight.0, highlight.1, match, limit]).map { row in
+            try Row.fetchAll(db, sql: sql, arguments: arguments).map { row in
                 Hit(note: try Note(row: row), snippet: row["snippet"], rank: row["rank"])
             }
         }
-    }
-
-    /// The words of `text` as an FTS5 query of quoted prefixes, or `nil`
-    /// when it has none.
-    static func ftsQuery(_ text: String) -> String? {
-        let words = text.split { !$0.isLetter && !$0.isNumber }.map { "\"\($0)\"*" }
-        return words.isEmpty ? nil : words.joined(separator: " ")
     }
 
     // MARK: - Lookup

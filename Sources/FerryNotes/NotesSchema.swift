@@ -32,8 +32,9 @@ public enum NotesSchema {
         return migrator
     }
 
-    /// Version 1. Shipped: never edit it; add a migration instead.
-    static func createVersion1(_ db: Database) throws {
+    /// Version 1. Shipped: never edit it; add a migration instead. Public
+    /// so a benchmark can make an unsynced copy of the same tables.
+    public static func createVersion1(_ db: Database) throws {
         try db.execute(sql: """
             CREATE TABLE notebook (
                 id TEXT PRIMARY KEY NOT NULL,

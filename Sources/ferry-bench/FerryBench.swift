@@ -19,6 +19,7 @@ struct FerryBench: AsyncParsableCommand {
         case deviceScale = "device-scale"
         case postgresStore = "postgres-store"
         case attachments = "attachments"
+        case notes = "notes"
     }
 
     @Argument(help: "Scenarios to run (default: all).")
@@ -50,6 +51,9 @@ struct FerryBench: AsyncParsableCommand {
 
     @Option(help: "Rows pushed per side in the postgres-store scenario.")
     var postgresPushRows = 20_000
+
+    @Option(help: "Notes in the notes scenario's database.")
+    var notesCount = 100_000
 
     @Option(help: "Bytes of the file the attachments scenario uploads and downloads.")
     var attachmentBytes: Int64 = 1 << 30
@@ -119,6 +123,8 @@ struct FerryBench: AsyncParsableCommand {
                 results += try await PostgresStoreBenchmark(bigScopeRows: postgresScopeRows, pushRows: postgresPushRows).run()
             case .attachments:
                 results += try await AttachmentBenchmark(bytes: attachmentBytes).run(in: directory)
+            case .notes:
+                results += try NotesQueryBenchmark(notes: notesCount).run(in: directory)
             }
         }
         print(BenchmarkResult.table(results))
