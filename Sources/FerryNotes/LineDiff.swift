@@ -22,10 +22,10 @@ public enum LineDiff {
         while i < a.count || j < b.count {
             if i < a.count, j < b.count, a[i] == b[j] {
                 result.append(" " + a[i]); i += 1; j += 1
-            } else if j < b.count, i == a.count || table[i][j + 1] >= table[i + 1][j] {
-                result.append("+" + b[j]); j += 1
-            } else {
+            } else if i < a.count, j == b.count || table[i + 1][j] >= table[i][j + 1] {
                 result.append("-" + a[i]); i += 1
+            } else {
+                result.append("+" + b[j]); j += 1
             }
         }
         return result

@@ -66,9 +66,15 @@ extension NotesLibrary {
         }
     }
 
-    /// Conflicts on `updated_at` are bookkeeping, not the user's words:
-    /// the later time is kept and they are not shown. Run after each sync.
+    /// Settles what needs no one's decision, after each sync: conflicts on
+    /// `updated_at` (bookkeeping, not anyone's words: the later time is
+    /// kept) and reports that this device's value won (the writer it
+    /// overwrote is told, with their value, on their next sync).
     func settleBookkeeping() throws {
+        for conflict in try database.conflicts.list() where conflict.table == "note" && conflict.resolution == .keptLocal
+            && conflict.overriddenBy == nil && conflict.column != "updated_at" {
+            try database.conflicts.dismiss(conflict)
+        }
         for conflict in try database.conflicts.list() where conflict.table == "note" && conflict.column == "updated_at" {
             if conflict.resolution == .unresolved {
                 let times = [conflict.mine, conflict.theirs].compactMap { value -> Int64? in

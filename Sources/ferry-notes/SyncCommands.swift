@@ -47,12 +47,14 @@ struct Sync: AsyncParsableCommand {
         let bar = Terminal.isErrorInteractive && !global.json
         let last = Locked("")
         let summary = try await library.sync { status in
-            let line = "\(status.phase) · \(status.pendingCount) pending · pushed \(status.pushed) · pulled \(status.pulled)"
-            guard last.exchange(line) != line else { return }
+            guard status.phase != .idle else { return }
             if bar {
+                // A bar that redraws in place: the phase, and what moved so far.
+                let line = "\(status.phase): sent \(status.pushed), received \(status.pulled), \(status.pendingCount) to send"
+                guard last.exchange(line) != line else { return }
                 FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
-            } else if !global.json {
-                note(line)
+            } else if !global.json, last.exchange("\(status.phase)") != "\(status.phase)" {
+                note("\(status.phase)…")
             }
         }
         if bar { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
