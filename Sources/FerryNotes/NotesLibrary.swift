@@ -109,6 +109,7 @@ public final class NotesLibrary: Sendable {
             let note = Note(id: Self.newID(), title: title, body: body, category: category, tags: tags, author: session.user,
                             notebookID: notebookID, scope: scope, createdAt: now, updatedAt: now)
             try note.insert(db)
+            try Self.ensureCategory(note.category, db)
             return note
         }
     }
@@ -156,8 +157,30 @@ public final class NotesLibrary: Sendable {
             note.tags = Note.normalized(tags)
             note.updatedAt = max(now, note.updatedAt + 1)
             try note.update(db)
+            try Self.ensureCategory(note.category, db)
             return note
         }
+    }
+
+    /// The categories, by name, with their colours.
+    public func categories() throws -> [Category] {
+        try database.read { db in try Category.order(Column("name")).fetchAll(db) }
+    }
+
+    /// Gives a category a colour (creating it if need be).
+    public func setColor(_ color: String?, ofCategory name: String) throws {
+        try database.write { db in
+            try Self.ensureCategory(name, db)
+            try db.execute(sql: "UPDATE category SET color = ? WHERE name = ?", arguments: [color, name])
+        }
+    }
+
+    /// A category row for a name first used on a note (synced, so every
+    /// device of the user shares its colour).
+    static func ensureCategory(_ name: String?, _ db: Database) throws {
+        guard let name else { return }
+        try db.execute(sql: "INSERT INTO category(id, name) SELECT ?, ? WHERE NOT EXISTS (SELECT 1 FROM category WHERE name = ?)",
+                       arguments: [newID(), name, name])
     }
 
     /// Soft-deletes a note (`restore` brings it back).

@@ -25,7 +25,7 @@ struct FerryNotesCommand: AsyncParsableCommand {
         subcommands: [
             Login.self, Logout.self, Add.self, Edit.self, Remove.self, Restore.self, List.self, Show.self, Search.self,
             Attach.self, AttachmentsList.self, OpenAttachment.self, NotebookCommand.self, Sync.self, Watch.self,
-            Conflicts.self, Resolve.self, Status.self, Import.self, Export.self,
+            CategoryCommand.self, Conflicts.self, Resolve.self, Status.self, Import.self, Export.self,
         ])
 
     static func main() async {

@@ -187,3 +187,100 @@ import Testing
         #expect(shown.contains("\"b\""), "\(shown)")
     }
 }
+
+/// Attachments, `watch`, Markdown round trips and categories, through the binary.
+@Suite(.serialized) struct NotesCLIMoreTests {
+    let directory: TemporaryDirectory
+
+    init() throws {
+        directory = try TemporaryDirectory()
+    }
+
+    func device(_ name: String) -> NotesCLI {
+        NotesCLI(database: directory.path("\(name).sqlite"), environment: ["COLUMNS": "120"])
+    }
+
+    @Test func anAttachmentAddedOnOneDeviceOpensOnAnother() async throws {
+        let server = try await NotesServer()
+        defer { server.stop() }
+        let token = try server.token("alice")
+        let laptop = device("laptop"), phone = device("phone")
+        for device in [laptop, phone] { _ = try device.ok(["login", "--server", server.url, "--token", token]) }
+        let id = try laptop.ok(["add", "Receipt"])
+        let scan = directory.url.appending(path: "scan.pdf")
+        let bytes = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        try bytes.write(to: scan)
+        let attachment = try laptop.ok(["attach", id, scan.path])
+        #expect(try laptop.ok(["attachments", id]).contains("not uploaded"))
+        let synced = try laptop.ok(["sync", "--json"])
+        #expect(synced.contains("\"attachmentsUploaded\" : 1"), "\(synced)")
+        _ = try phone.ok(["sync"])
+        #expect(try phone.ok(["attachments", id]).contains("on the server"))
+        let copy = directory.url.appending(path: "copy.pdf")
+        _ = try phone.ok(["open-attachment", String(attachment.prefix(6)), "--out", copy.path])
+        #expect(try Data(contentsOf: copy) == bytes)
+        let path = try phone.ok(["open-attachment", attachment])
+        #expect(try Data(contentsOf: URL(filePath: path)) == bytes)
+    }
+
+    @Test func watchPrintsEachChangeAsItArrivesUntilInterrupted() async throws {
+        let server = try await NotesServer()
+        defer { server.stop() }
+        let token = try server.token("alice")
+        let watcher = device("watcher"), writer = device("writer")
+        for device in [watcher, writer] { _ = try device.ok(["login", "--server", server.url, "--token", token]) }
+        let process = Process()
+        process.executableURL = try NotesCLI.executable()
+        process.arguments = ["watch", "--db", watcher.database]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        let lines = LineCollector()
+        output.fileHandleForReading.readabilityHandler = { handle in lines.append(handle.availableData) }
+        try process.run()
+        defer {
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+            output.fileHandleForReading.readabilityHandler = nil
+        }
+        try await Task.sleep(for: .seconds(2))   // connected and listening
+        _ = try writer.ok(["add", "Live one"])
+        _ = try writer.ok(["sync"])
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !lines.text.contains("Live one"), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(lines.text.contains("changed") && lines.text.contains("Live one"), "\(lines.text)")
+        kill(process.processIdentifier, SIGINT)
+        let stopBy = ContinuousClock.now + .seconds(10)
+        while process.isRunning, ContinuousClock.now < stopBy { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(!process.isRunning)
+        #expect(process.isRunning || process.terminationStatus == 0)
+    }
+
+    @Test func markdownExportImportsBackAndCategoriesKeepTheirColour() async throws {
+        let notes = device("markdown")
+        let token = "x.\(Data("{\"sub\":\"alice\"}".utf8).base64EncodedString()).y"
+        _ = try notes.ok(["login", "--server", "http://127.0.0.1:9", "--token", token])
+        let id = try notes.ok(["add", "Title: with a colon, \"quotes\"", "--body", "line one\n---\nline three", "--category", "work",
+                               "--tag", "a b", "--tag", "ç"])
+        let gone = try notes.ok(["add", "Gone"])
+        _ = try notes.ok(["rm", gone])
+        _ = try notes.ok(["category", "color", "work", "#ff8800"])
+        #expect(try notes.ok(["category", "ls"]) == "work  #ff8800")
+        let folder = directory.url.appending(path: "md")
+        _ = try notes.ok(["export", "--format", "markdown", "--out", folder.path])
+        let other = device("imported")
+        _ = try other.ok(["login", "--server", "http://127.0.0.1:9", "--token", token])
+        #expect(try other.ok(["import", folder.path]) == "imported 2 notes")
+        let original = try notes.ok(["show", id, "--json"]), copy = try other.ok(["show", id, "--json"])
+        #expect(original == copy)
+        #expect(try other.ok(["ls", "--deleted"]).contains("Gone"))
+    }
+}
+
+/// Bytes a child process printed, gathered as they come.
+final class LineCollector: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data = Data()
+    func append(_ chunk: Data) { lock.withLock { data.append(chunk) } }
+    var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
+}
