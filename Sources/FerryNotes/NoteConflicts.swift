@@ -30,19 +30,36 @@ extension NotesLibrary {
         case edited(String)
     }
 
-    /// Every conflict on notes, oldest first.
+    /// Every conflict, oldest first: on notes, and on notebooks and
+    /// categories (named by their row).
     public func conflicts() throws -> [ConflictView] {
-        let notes = try database.read { db in
-            Dictionary(try Note.fetchAll(db).map { ($0.id, $0.title) }, uniquingKeysWith: { first, _ in first })
+        let conflicts = try database.conflicts.list()
+        let titles = try database.read { db in
+            var titles: [String: String] = [:]
+            for id in Set(conflicts.filter { $0.table == "note" }.map(\.rowID)) {
+                titles[id] = try String.fetchOne(db, sql: "SELECT title FROM note WHERE id = ?", arguments: [id])
+            }
+            return titles
         }
-        return try database.conflicts.list().filter { $0.table == "note" }.map { conflict in
-            let mine = conflict.mine.map(Self.text), theirs = conflict.theirs.map(Self.text)
-            return ConflictView(id: conflict.id, noteID: conflict.rowID,
-                                title: notes[conflict.rowID] ?? Self.text(conflict.serverRow?.values["title"] ?? .null),
-                                field: conflict.column, kind: conflict.kind.rawValue, mine: mine, theirs: theirs,
-                                overriddenBy: conflict.overriddenBy,
+        return conflicts.map { conflict in
+            let text = { (value: ColumnValue) in conflict.column == "tags" ? Note.tags(from: Self.text(value)).joined(separator: ", ") : Self.text(value) }
+            let mine = conflict.mine.map(text), theirs = conflict.theirs.map(text)
+            let title = conflict.table == "note"
+                ? titles[conflict.rowID] ?? Self.text(conflict.serverRow?.values["title"] ?? .null)
+                : "\(conflict.table) \(Self.text(conflict.serverRow?.values["name"] ?? .text(conflict.rowID)))"
+            return ConflictView(id: conflict.id, noteID: conflict.rowID, title: title, field: conflict.column,
+                                kind: conflict.kind.rawValue, mine: mine, theirs: theirs, overriddenBy: conflict.overriddenBy,
                                 diff: LineDiff.lines(from: mine ?? "(deleted)", to: theirs ?? "(deleted)"))
         }
+    }
+
+    /// Settles every conflict on one note (any unique prefix of its id).
+    public func resolveAll(onNote prefix: String, _ choice: Choice) throws -> Int {
+        let id = try show(prefix).id
+        let ids = try database.conflicts.list().filter { $0.table == "note" && $0.rowID == id }.map(\.id)
+        guard !ids.isEmpty else { throw NotesError(.notFound, "note \(prefix) has no conflict") }
+        for conflict in ids { try resolve(conflict, choice) }
+        return ids.count
     }
 
     /// Settles conflict `id`.
@@ -52,17 +69,23 @@ extension NotesLibrary {
         guard let conflict = try database.conflicts.list().first(where: { $0.id == id }) else {
             throw NotesError(.notFound, "no conflict \(id); `ferry-notes conflicts` lists them")
         }
-        switch choice {
-        case .mine: try database.conflicts.resolve(conflict, with: .mine)
-        case .theirs: try database.conflicts.resolve(conflict, with: .theirs)
-        case .edited(let text):
-            guard let column = conflict.column else {
-                throw NotesError(.usage, "conflict \(id) is about the whole note; resolve it with --mine or --theirs")
+        let now = ColumnValue.integer(clock())
+        switch (choice, conflict.column) {
+        // A field's value chosen: written with a new time, so lists and `watch` see the change.
+        case (.mine, let column?) where conflict.table == "note" && conflict.mine != nil:
+            try database.conflicts.resolve(conflict, with: .merged([column: conflict.mine!, "updated_at": now]))
+        case (.theirs, let column?) where conflict.table == "note" && conflict.theirs != nil:
+            try database.conflicts.resolve(conflict, with: .merged([column: conflict.theirs!, "updated_at": now]))
+        case (.mine, _): try database.conflicts.resolve(conflict, with: .mine)
+        case (.theirs, _): try database.conflicts.resolve(conflict, with: .theirs)
+        case (.edited(let text), let column):
+            guard let column else {
+                throw NotesError(.usage, "conflict \(id) is about the whole row; resolve it with --mine or --theirs")
             }
             let value: ColumnValue = column == "tags"
                 ? .text(Note.tagsText(text.split(separator: ",").map(String.init)))
                 : .text(text)
-            try database.conflicts.resolve(conflict, with: .merged([column: value, "updated_at": .integer(clock())]))
+            try database.conflicts.resolve(conflict, with: .merged(conflict.table == "note" ? [column: value, "updated_at": now] : [column: value]))
         }
     }
 

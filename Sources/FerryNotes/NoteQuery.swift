@@ -110,7 +110,8 @@ public struct NoteCursor: Sendable, Hashable {
 
 /// A search (`search`) as SQL: every word of the text as a quoted prefix,
 /// all required, through FTS5 (diacritics folded by its tokenizer), best
-/// first by BM25 with the title weighted most.
+/// first by BM25 with the title weighted most. Only live notes are in the
+/// index, so FTS5 picks the best `limit` itself before any join.
 ///
 /// ```swift
 /// let (sql, arguments) = NoteSearch("naive caf", limit: 20)!.sql()
@@ -132,10 +133,12 @@ public struct NoteSearch: Sendable, Hashable {
 
     public func sql() -> (String, StatementArguments) {
         ("""
-        SELECT note.*, snippet(note_fts, -1, ?, ?, '…', 12) AS snippet, bm25(note_fts, 5.0, 1.0, 2.0) AS rank
-        FROM note_fts JOIN note ON note.rowid = note_fts.rowid
-        WHERE note_fts MATCH ? AND note.deleted_at IS NULL
-        ORDER BY rank LIMIT ?
+        SELECT note.*, hit.snippet, hit.rank FROM (
+            SELECT rowid, snippet(note_fts, -1, ?, ?, '…', 12) AS snippet, rank
+            FROM note_fts WHERE note_fts MATCH ? ORDER BY rank LIMIT ?
+        ) hit
+        JOIN note_key ON note_key.key = hit.rowid JOIN note ON note.id = note_key.note_id
+        ORDER BY hit.rank
         """, [highlight.0, highlight.1, match, limit])
     }
 

@@ -32,21 +32,21 @@ public enum NoteText {
         var title: String?
         var category: String?? = .some(nil)
         var tags: [String] = []
-        var lines = text.split(separator: "\n", omittingEmptySubsequences: false)[...]
-        while let line = lines.first, !line.trimmingCharacters(in: .whitespaces).isEmpty {
+        var lines = text.replacingOccurrences(of: "\r\n", with: "\n").split(separator: "\n", omittingEmptySubsequences: false)[...]
+        // Headers are the known ones at the top; the first other line (or the blank one) starts the body.
+        while let line = lines.first, let colon = line.firstIndex(of: ":"),
+              case let key = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased(), ["title", "category", "tags"].contains(key) {
             lines = lines.dropFirst()
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            let key = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
             let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
             switch key {
             case "title": title = value
             case "category": category = .some(value.isEmpty ? nil : value)
-            case "tags": tags = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-            default: continue
+            default: tags = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             }
         }
+        if lines.first?.trimmingCharacters(in: .whitespaces).isEmpty == true { lines = lines.dropFirst() }
         guard let title, !title.isEmpty else { throw NotesError(.usage, "the edited note has no `Title:` line; nothing was changed") }
-        var body = lines.dropFirst().joined(separator: "\n")
+        var body = lines.joined(separator: "\n")
         if body.hasSuffix("\n") { body.removeLast() }
         return NotesLibrary.Edit(title: title, body: body, category: category, tags: tags)
     }

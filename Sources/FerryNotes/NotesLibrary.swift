@@ -97,6 +97,7 @@ public final class NotesLibrary: Sendable {
         let session = try requireSession()
         let title = title.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !title.isEmpty else { throw NotesError(.usage, "a note needs a title") }
+        try Self.checkTags(tags)
         let now = clock()
         return try database.write { db in
             var scope = "user:\(session.user)"
@@ -106,6 +107,7 @@ public final class NotesLibrary: Sendable {
                 scope = found.scope
                 notebookID = found.id
             }
+            try Self.requireWritable(scope, db)
             let note = Note(id: Self.newID(), title: title, body: body, category: category, tags: tags, author: session.user,
                             notebookID: notebookID, scope: scope, createdAt: now, updatedAt: now)
             try note.insert(db)
@@ -141,9 +143,11 @@ public final class NotesLibrary: Sendable {
     /// Applies `edit` to the note `id` names (any unique prefix).
     @discardableResult
     public func edit(_ id: String, _ edit: Edit) throws -> Note {
+        try Self.checkTags(edit.addTags + (edit.tags ?? []))
         let now = clock()
         return try database.write { db in
             var note = try Self.note(id, db)
+            try Self.requireWritable(note.scope, db)
             if let title = edit.title {
                 let trimmed = title.trimmingCharacters(in: .whitespacesAndNewlines)
                 guard !trimmed.isEmpty else { throw NotesError(.usage, "a note needs a title") }
@@ -179,8 +183,30 @@ public final class NotesLibrary: Sendable {
     /// device of the user shares its colour).
     static func ensureCategory(_ name: String?, _ db: Database) throws {
         guard let name else { return }
+        // Named by its name, so two devices that first use it offline make the same row.
+        let id = "cat-" + name.utf8.map { String(format: "%02x", $0) }.joined().prefix(240)
         try db.execute(sql: "INSERT INTO category(id, name) SELECT ?, ? WHERE NOT EXISTS (SELECT 1 FROM category WHERE name = ?)",
-                       arguments: [newID(), name, name])
+                       arguments: [id, name, name])
+    }
+
+    /// Tags are listed with commas between them (in `$EDITOR`, in conflicts), so none may hold one.
+    static func checkTags(_ tags: [String]) throws {
+        if let bad = tags.first(where: { $0.contains(",") }) {
+            throw NotesError(.usage, "a tag cannot contain a comma: \(bad)")
+        }
+    }
+
+    /// Refuses a write to a notebook this user may only read (as the
+    /// server last listed the user's scopes); the server would refuse it.
+    static func requireWritable(_ scope: String, _ db: Database) throws {
+        guard !scope.hasPrefix("user:") else { return }
+        let roles = try settings(db)["scopes"] ?? ""
+        let role = roles.split(separator: "\n").first { $0.split(separator: " ").first.map(String.init) == scope }?
+            .split(separator: " ").dropFirst().first
+        if role == "read" {
+            let name = try String.fetchOne(db, sql: "SELECT name FROM notebook WHERE scope = ?", arguments: [scope]) ?? scope
+            throw NotesError(.refused, "you may only read notebook \(name); its owner can give you write access")
+        }
     }
 
     /// Soft-deletes a note (`restore` brings it back).
@@ -198,6 +224,7 @@ public final class NotesLibrary: Sendable {
         let now = clock()
         return try database.write { db in
             var note = try Self.note(id, db, includingDeleted: true)
+            try Self.requireWritable(note.scope, db)
             guard note.isDeleted != deleted else {
                 throw NotesError(.usage, "note \(note.id.prefix(8)) is \(deleted ? "already deleted" : "not deleted")")
             }

@@ -80,27 +80,43 @@ public enum NotesSchema {
             ) WITHOUT ROWID;
             CREATE INDEX note_tag_by_note ON note_tag(note_id);
 
+            -- (No INSERT OR IGNORE in these triggers: a pulled row arrives by
+            -- an upsert, whose conflict handling would override it.)
+            -- Search. FTS5 keys rows by integer; `note` has a text key and an
+            -- implicit rowid that VACUUM may renumber, so each note gets a
+            -- stable integer here (an INTEGER PRIMARY KEY keeps its values).
+            CREATE TABLE note_key (
+                key INTEGER PRIMARY KEY,
+                note_id TEXT NOT NULL UNIQUE
+            );
             CREATE VIRTUAL TABLE note_fts USING fts5(
-                title, body, tags, content='note', content_rowid='rowid',
+                title, body, tags,
                 tokenize='unicode61 remove_diacritics 2', prefix='2 3'
             );
+            -- Rank by BM25 with a match in the title worth most, then tags.
+            INSERT INTO note_fts(note_fts, rank) VALUES ('rank', 'bm25(5.0, 1.0, 2.0)');
 
             CREATE TRIGGER note_after_insert AFTER INSERT ON note BEGIN
-                INSERT INTO note_fts(rowid, title, body, tags) VALUES (new.rowid, new.title, new.body, new.tags);
-                INSERT OR IGNORE INTO note_tag(tag, updated_at, note_id)
-                    SELECT value, new.updated_at, new.id FROM json_each(new.tags)
+                INSERT INTO note_key(note_id) SELECT new.id WHERE NOT EXISTS (SELECT 1 FROM note_key WHERE note_id = new.id);
+                INSERT INTO note_fts(rowid, title, body, tags)
+                    SELECT key, new.title, new.body, new.tags FROM note_key WHERE note_id = new.id AND new.deleted_at IS NULL;
+                INSERT INTO note_tag(tag, updated_at, note_id)
+                    SELECT DISTINCT value, new.updated_at, new.id FROM json_each(new.tags)
                     WHERE new.deleted_at IS NULL AND json_valid(new.tags);
             END;
             CREATE TRIGGER note_after_update AFTER UPDATE ON note BEGIN
-                INSERT INTO note_fts(note_fts, rowid, title, body, tags) VALUES ('delete', old.rowid, old.title, old.body, old.tags);
-                INSERT INTO note_fts(rowid, title, body, tags) VALUES (new.rowid, new.title, new.body, new.tags);
+                INSERT INTO note_key(note_id) SELECT new.id WHERE NOT EXISTS (SELECT 1 FROM note_key WHERE note_id = new.id);
+                DELETE FROM note_fts WHERE rowid = (SELECT key FROM note_key WHERE note_id = old.id);
+                INSERT INTO note_fts(rowid, title, body, tags)
+                    SELECT key, new.title, new.body, new.tags FROM note_key WHERE note_id = new.id AND new.deleted_at IS NULL;
                 DELETE FROM note_tag WHERE note_id = old.id;
-                INSERT OR IGNORE INTO note_tag(tag, updated_at, note_id)
-                    SELECT value, new.updated_at, new.id FROM json_each(new.tags)
+                INSERT INTO note_tag(tag, updated_at, note_id)
+                    SELECT DISTINCT value, new.updated_at, new.id FROM json_each(new.tags)
                     WHERE new.deleted_at IS NULL AND json_valid(new.tags);
             END;
             CREATE TRIGGER note_after_delete AFTER DELETE ON note BEGIN
-                INSERT INTO note_fts(note_fts, rowid, title, body, tags) VALUES ('delete', old.rowid, old.title, old.body, old.tags);
+                DELETE FROM note_fts WHERE rowid = (SELECT key FROM note_key WHERE note_id = old.id);
+                DELETE FROM note_key WHERE note_id = old.id;
                 DELETE FROM note_tag WHERE note_id = old.id;
             END;
 

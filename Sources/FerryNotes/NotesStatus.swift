@@ -20,10 +20,22 @@ public struct NotesStatus: Sendable, Encodable {
     public var databaseBytes: Int64
     public var attachmentBytes: Int64
     public var attachmentsNotUploaded: Int
-    public var writeTransactions: Int
-    public var writeP95Milliseconds: Double
-    public var readP95Milliseconds: Double
-    public var busyWaits: Int
+    /// Database timings, summed over every `ferry-notes` run on this file
+    /// (each run adds its own when it ends).
+    public var timings: NotesTimings
+}
+
+/// Transaction timings and busy waits, kept across runs.
+public struct NotesTimings: Sendable, Codable, Hashable {
+    public var runs = 0
+    public var writeTransactions = 0
+    public var readTransactions = 0
+    /// The slowest p95 of any one run.
+    public var worstWriteP95Milliseconds = 0.0
+    public var worstReadP95Milliseconds = 0.0
+    public var longWriteTransactions = 0
+    public var busyWaits = 0
+    public var busyTimeouts = 0
 }
 
 extension NotesLibrary {
@@ -52,8 +64,27 @@ extension NotesLibrary {
             rejectedChanges: try database.outbox.rejectedMutations().count, pendingServerTasks: counts.2,
             lastSync: try setting("last_sync").flatMap { Int64($0) }, databaseBytes: databaseBytes,
             attachmentBytes: attachments?["bytes"] ?? 0, attachmentsNotUploaded: attachments?["waiting"] ?? 0,
-            writeTransactions: telemetry.writes.count, writeP95Milliseconds: Self.milliseconds(telemetry.writes.p95),
-            readP95Milliseconds: Self.milliseconds(telemetry.reads.p95), busyWaits: telemetry.busyWaits)
+            timings: try timings(adding: telemetry))
+    }
+
+    /// The timings kept so far, with `snapshot` (this run's) added.
+    func timings(adding snapshot: DatabaseTelemetry.Snapshot) throws -> NotesTimings {
+        var timings = (try setting("timings")).flatMap { try? JSONDecoder().decode(NotesTimings.self, from: Data($0.utf8)) } ?? NotesTimings()
+        timings.runs += 1
+        timings.writeTransactions += snapshot.writes.count
+        timings.readTransactions += snapshot.reads.count
+        timings.worstWriteP95Milliseconds = max(timings.worstWriteP95Milliseconds, Self.milliseconds(snapshot.writes.p95))
+        timings.worstReadP95Milliseconds = max(timings.worstReadP95Milliseconds, Self.milliseconds(snapshot.reads.p95))
+        timings.longWriteTransactions += snapshot.longWriteTransactions
+        timings.busyWaits += snapshot.busyWaits
+        timings.busyTimeouts += snapshot.busyTimeouts
+        return timings
+    }
+
+    /// Adds this run's timings to those kept in the database: called as a command ends.
+    public func recordTimings() throws {
+        let timings = try timings(adding: database.telemetry.snapshot())
+        try setSetting("timings", String(decoding: try JSONEncoder().encode(timings), as: UTF8.self))
     }
 
     static func milliseconds(_ duration: Duration) -> Double {

@@ -37,9 +37,14 @@ extension NotesLibrary {
 
     /// Gives `user` a role in a notebook (applied on the server at the next sync).
     public func shareNotebook(_ name: String, with user: String, role: ScopeRole) throws {
-        _ = try requireSession()
+        let session = try requireSession()
+        guard user != session.user else { throw NotesError(.usage, "you own your notebooks already") }
+        guard ScopeName.isValidUserID(user) else { throw NotesError(.usage, "\(user) is not a valid user id") }
         try database.write { db in
             let notebook = try Self.notebook(named: name, db)
+            guard notebook.owner == session.user else {
+                throw NotesError(.refused, "only \(notebook.owner), who owns \(name), can share it")
+            }
             try db.execute(sql: "INSERT INTO notes_server_task(kind, scope, user, role) VALUES ('share', ?, ?, ?)",
                            arguments: [notebook.scope, user, role.rawValue])
         }
@@ -74,7 +79,11 @@ extension NotesLibrary {
     ///   it refuses the token.
     public func sync(status: @escaping @Sendable (SyncStatus) -> Void = { _ in }) async throws -> SyncSummary {
         let session = try requireSession()
-        try await refreshScopes(session)
+        do {
+            try await refreshScopes(session)
+        } catch {
+            throw ScopeClient.explain(error)
+        }
         let engine = try engine()
         let watcher = Task {
             for await update in engine.statusUpdates() { status(update) }
@@ -92,28 +101,44 @@ extension NotesLibrary {
     }
 
     /// Creates and shares on the server what was queued, then lists the
-    /// user's scopes to follow.
+    /// user's scopes to follow (and the role in each). A task the server
+    /// refuses for good (a share with no such user, say) is dropped, and
+    /// said in `dropped`, so it never blocks the next sync.
     func refreshScopes(_ session: Session) async throws {
         let client = ScopeClient(session: session)
         let tasks = try await database.read { db in
             try Row.fetchAll(db, sql: "SELECT seq, kind, scope, user, role FROM notes_server_task ORDER BY seq")
         }
+        var dropped: [String] = []
         for task in tasks {
             let scope: String = task["scope"]
-            if task["kind"] == "create" {
-                try await client.create(scope)
-            } else if let user: String = task["user"] {
-                try await client.share(scope, with: user, role: ScopeRole(rawValue: task["role"] ?? "read") ?? .read)
+            do {
+                if task["kind"] == "create" {
+                    try await client.create(scope)
+                } else if let user: String = task["user"] {
+                    try await client.share(scope, with: user, role: ScopeRole(rawValue: task["role"] ?? "read") ?? .read)
+                }
+            } catch let error as ScopeClient.Refusal where error.status != 401 {
+                dropped.append(error.message)
             }
             let seq: Int64 = task["seq"]
             try await database.write { db in try db.execute(sql: "DELETE FROM notes_server_task WHERE seq = ?", arguments: [seq]) }
         }
-        let scopes = try await client.list().map(\.scope).filter { !$0.hasPrefix("user:") }.sorted()
-        try setSetting("scopes", scopes.joined(separator: "\n"))
+        let scopes = try await client.list().filter { !$0.scope.hasPrefix("user:") }.sorted { $0.scope < $1.scope }
+        try setSetting("scopes", scopes.map { "\($0.scope) \($0.role.rawValue)" }.joined(separator: "\n"))
+        if !dropped.isEmpty { try setSetting("dropped_tasks", dropped.joined(separator: "\n")) }
+    }
+
+    /// What the server refused of the queued notebook work at the last
+    /// sync, once: reading it clears it.
+    public func takeDroppedServerTasks() throws -> [String] {
+        let text = try setting("dropped_tasks") ?? ""
+        try database.write { db in try db.execute(sql: "DELETE FROM notes_setting WHERE key = 'dropped_tasks'") }
+        return text.split(separator: "\n").map(String.init)
     }
 
     func followedScopes() throws -> [String] {
-        (try setting("scopes") ?? "").split(separator: "\n").map(String.init)
+        (try setting("scopes") ?? "").split(separator: "\n").compactMap { $0.split(separator: " ").first.map(String.init) }
     }
 
     static func explain(_ error: any Error, server: URL) -> any Error {

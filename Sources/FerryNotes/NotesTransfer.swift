@@ -80,12 +80,18 @@ extension NotesLibrary {
             try database.write { db in
                 let notebooks = Dictionary(try Notebook.fetchAll(db).map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
                 for item in notes {
+                    let id = item.id.isEmpty ? Self.newID() : item.id.lowercased()
+                    // A note already here stays in its scope: a row never moves between scopes.
+                    let existing = try Note.fetchOne(db, key: id)
                     let notebook = item.notebook.flatMap { notebooks[$0] }
-                    let note = Note(id: item.id.isEmpty ? Self.newID() : item.id.lowercased(), title: item.title, body: item.body,
+                    let scope = existing?.scope ?? notebook?.scope ?? "user:\(session.user)"
+                    try Self.requireWritable(scope, db)
+                    let note = Note(id: id, title: item.title, body: item.body,
                                     category: item.category, tags: item.tags, author: item.author ?? session.user,
-                                    notebookID: notebook?.id, scope: notebook?.scope ?? "user:\(session.user)",
+                                    notebookID: existing == nil ? notebook?.id : existing?.notebookID, scope: scope,
                                     createdAt: item.created_at, updatedAt: max(item.updated_at, 0), deletedAt: item.deleted_at)
                     try note.save(db)
+                    try Self.ensureCategory(note.category, db)
                 }
             }
             done += notes.count
@@ -141,19 +147,22 @@ enum MarkdownNote {
     }
 
     static func parse(_ text: String, name: String, now: Int64) throws -> NotesLibrary.Exported {
+        let lines = text.replacingOccurrences(of: "\r\n", with: "\n").split(separator: "\n", omittingEmptySubsequences: false)
         var fields: [String: String] = [:]
-        var body = text
-        if text.hasPrefix("---\n"), let end = text.range(of: "\n---\n", range: text.index(text.startIndex, offsetBy: 3)..<text.endIndex)
-            ?? text.range(of: "\n---", options: .anchored, range: text.index(text.startIndex, offsetBy: 3)..<text.endIndex) {
-            for line in text[text.index(text.startIndex, offsetBy: 4)..<end.lowerBound].split(separator: "\n") {
+        var bodyStart = 0
+        if lines.first == "---", let end = lines.dropFirst().firstIndex(of: "---") {
+            for line in lines[1..<end] {
                 guard let colon = line.firstIndex(of: ":") else { continue }
                 fields[line[..<colon].trimmingCharacters(in: .whitespaces)] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
             }
-            body = String(text[end.upperBound...])
+            bodyStart = end + 1
         }
+        let body = lines[bodyStart...].joined(separator: "\n")
         let fallbackTitle = (name as NSString).deletingPathExtension
-        let tags = (fields["tags"] ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "[] "))
-            .split(separator: ",").map { unquoted(String($0).trimmingCharacters(in: .whitespaces)) }
+        let tagsText = fields["tags"] ?? "[]"
+        let tags = (try? JSONDecoder().decode([String].self, from: Data(tagsText.utf8)))
+            ?? tagsText.trimmingCharacters(in: CharacterSet(charactersIn: "[] ")).split(separator: ",")
+                .map { unquoted(String($0).trimmingCharacters(in: .whitespaces)) }
         return NotesLibrary.Exported(
             id: fields["id"] ?? "", title: fields["title"].map(unquoted) ?? fallbackTitle, body: body,
             category: fields["category"].map(unquoted), tags: tags, notebook: fields["notebook"].map(unquoted),

@@ -33,6 +33,13 @@ struct ScopeClient: Sendable {
         return try JSONDecoder().decode(ScopeList.self, from: body).scopes
     }
 
+    /// This client's refusals as the app reports them.
+    static func explain(_ error: any Error) -> any Error {
+        guard let refusal = error as? Refusal else { return error }
+        return NotesError(refusal.status == 401 ? .refused : .failure,
+                          refusal.status == 401 ? "the server refused the token; `ferry-notes login` with a fresh one" : refusal.message)
+    }
+
     private func send(_ method: String, _ path: String, body: [String: String]?, accepting: Set<Int>) async throws -> Data {
         var request = HTTPClientRequest(url: session.server.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + path)
         request.method = .init(rawValue: method)
@@ -50,9 +57,15 @@ struct ScopeClient: Sendable {
         let data = Data(buffer: try await response.body.collect(upTo: 1 << 20))
         guard accepting.contains(Int(response.status.code)) else {
             let message = (try? JSONDecoder().decode(ErrorResponse.self, from: data))?.message ?? response.status.description
-            throw NotesError(response.status.code == 401 || response.status.code == 403 ? .refused : .failure,
-                             "\(method) \(path): \(response.status.code) \(message)")
+            throw Refusal(status: Int(response.status.code), message: "\(method) \(path): \(response.status.code) \(message)")
         }
         return data
+    }
+
+    /// The server answered with an error status.
+    struct Refusal: Error, CustomStringConvertible {
+        var status: Int
+        var message: String
+        var description: String { message }
     }
 }

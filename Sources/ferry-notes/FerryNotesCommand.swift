@@ -30,12 +30,13 @@ struct FerryNotesCommand: AsyncParsableCommand {
 
     static func main() async {
         do {
-            var command = try parseAsRoot()
+            var command = try parseAsRoot(globalOptionsLast(Array(CommandLine.arguments.dropFirst())))
             if var command = command as? AsyncParsableCommand {
                 try await command.run()
             } else {
                 try command.run()
             }
+            try? GlobalOptions.opened.withLock { $0 }?.recordTimings()
         } catch let error as NotesError {
             fail(error.message, code: error.code.rawValue)
         } catch let error as FerryError {
@@ -48,6 +49,28 @@ struct FerryNotesCommand: AsyncParsableCommand {
             }
             exit(withError: error)
         }
+    }
+
+    /// `--db PATH` and `--json` given before the command (`ferry-notes --db x ls`)
+    /// moved after it, where every command takes them.
+    static func globalOptionsLast(_ arguments: [String]) -> [String] {
+        var leading: [String] = []
+        var rest = arguments[...]
+        while let first = rest.first {
+            if first == "--json" {
+                leading.append(first)
+                rest = rest.dropFirst()
+            } else if first == "--db", rest.count > 1 {
+                leading += rest.prefix(2)
+                rest = rest.dropFirst(2)
+            } else if first.hasPrefix("--db=") {
+                leading.append(first)
+                rest = rest.dropFirst()
+            } else {
+                break
+            }
+        }
+        return Array(rest) + leading
     }
 
     static func fail(_ message: String, code: Int32) -> Never {
@@ -78,8 +101,13 @@ struct GlobalOptions: ParsableArguments {
         guard FileManager.default.fileExists(atPath: url.deletingLastPathComponent().path) else {
             throw NotesError(.notFound, "no folder \(url.deletingLastPathComponent().path) for the database")
         }
-        return try NotesLibrary(path: path)
+        let library = try NotesLibrary(path: path)
+        Self.opened.withLock { $0 = library }
+        return library
     }
+
+    /// The database this run opened, whose timings are kept as it ends.
+    static let opened = Locked<NotesLibrary?>(nil)
 
     func printJSON(_ value: some Encodable) throws {
         let encoder = JSONEncoder()

@@ -146,7 +146,15 @@ struct List: AsyncParsableCommand {
         }
         guard !notes.isEmpty else { return note("no notes") }
         for line in Terminal.table(notes) { print(line) }
-        if let next { note("more: ferry-notes ls --after \(next)") }
+        if let next {
+            var again = ["ferry-notes", "ls"]
+            if let category { again += ["--category", "'\(category)'"] }
+            if let tag { again += ["--tag", "'\(tag)'"] }
+            if let notebook { again += ["--notebook", "'\(notebook)'"] }
+            if deleted { again.append("--deleted") }
+            if limit != 50 { again += ["--limit", "\(limit)"] }
+            note("more: \((again + ["--after", next]).joined(separator: " "))")
+        }
     }
 }
 

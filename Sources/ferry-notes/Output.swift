@@ -33,16 +33,18 @@ enum Terminal {
         return String(flat.prefix(max(0, width - 1))) + "…"
     }
 
-    /// Rows of notes in columns that fit the terminal: id, updated, title,
-    /// category, tags (title and tags share what is left).
+    /// Rows of notes in columns that fit the terminal: id, updated, author,
+    /// title, category, tags (title and tags share what is left).
     static func table(_ notes: [Note]) -> [String] {
-        let id = 8, time = 16, category = min(12, max(8, notes.compactMap(\.category).map(\.count).max() ?? 8))
-        let flexible = max(20, width - id - time - category - 8)
+        let id = 8, time = 16, author = min(12, max(6, notes.map(\.author.count).max() ?? 6))
+        let category = min(12, max(8, notes.compactMap(\.category).map(\.count).max() ?? 8))
+        let flexible = max(20, width - id - time - author - category - 10)
         let title = flexible * 3 / 5, tags = flexible - title
-        let header = [fit("ID", id), fit("UPDATED", time), fit("TITLE", title), fit("CATEGORY", category), "TAGS"].joined(separator: "  ")
+        let header = [fit("ID", id), fit("UPDATED", time), fit("AUTHOR", author), fit("TITLE", title), fit("CATEGORY", category), "TAGS"]
+            .joined(separator: "  ")
         return [header] + notes.map { note in
-            [fit(String(note.id.prefix(id)), id), fit(Terminal.time(note.updatedAt), time), fit(note.title, title),
-             fit(note.category ?? "", category), fit(note.tags.joined(separator: ","), tags)]
+            [fit(String(note.id.prefix(id)), id), fit(Terminal.time(note.updatedAt), time), fit(note.author, author),
+             fit(note.title, title), fit(note.category ?? "", category), fit(note.tags.joined(separator: ","), tags)]
                 .joined(separator: "  ").trimmingCharacters(in: .whitespaces)
         }
     }

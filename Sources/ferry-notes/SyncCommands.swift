@@ -49,8 +49,11 @@ struct Sync: AsyncParsableCommand {
         let summary = try await library.sync { status in
             guard status.phase != .idle else { return }
             if bar {
-                // A bar that redraws in place: the phase, and what moved so far.
-                let line = "\(status.phase): sent \(status.pushed), received \(status.pulled), \(status.pendingCount) to send"
+                // A bar that redraws in place: the share of the changes sent, then what was received.
+                let total = status.pushed + status.pendingCount
+                let filled = total == 0 ? 20 : 20 * status.pushed / total
+                let gauge = "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: 20 - filled) + "]"
+                let line = "\(gauge) sent \(status.pushed)/\(total), received \(status.pulled)  (\(status.phase))"
                 guard last.exchange(line) != line else { return }
                 FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
             } else if !global.json, last.exchange("\(status.phase)") != "\(status.phase)" {
@@ -58,6 +61,7 @@ struct Sync: AsyncParsableCommand {
             }
         }
         if bar { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        for dropped in try library.takeDroppedServerTasks() { note("the server refused a notebook change, dropped: \(dropped)") }
         let conflicts = try library.conflicts().count
         if global.json {
             struct Report: Encodable {
@@ -105,7 +109,9 @@ struct Watch: AsyncParsableCommand {
                     try Note.fetchAll(db, sql: "SELECT * FROM note WHERE updated_at > ? ORDER BY updated_at", arguments: [since])
                 }
                 for note in notes {
-                    if global.json { try global.printJSON(note) } else {
+                    if global.json {
+                        FileHandle.standardOutput.write(try JSONEncoder().encode(note) + Data("\n".utf8))
+                    } else {
                         let line = "\(note.isDeleted ? "deleted" : "changed")  \(note.id.prefix(8))  \(note.title)  (\(note.author))\n"
                         FileHandle.standardOutput.write(Data(line.utf8))
                     }
@@ -133,8 +139,11 @@ struct Status: AsyncParsableCommand {
         print("last sync     \(status.lastSync.map(Terminal.time) ?? "never")")
         print("database      \(bytes(status.databaseBytes))")
         print("attachments   \(bytes(status.attachmentBytes))\(status.attachmentsNotUploaded > 0 ? ", \(status.attachmentsNotUploaded) not uploaded" : "")")
-        print(String(format: "transactions  %d writes, p95 %.2f ms; reads p95 %.2f ms; %d busy waits",
-                     status.writeTransactions, status.writeP95Milliseconds, status.readP95Milliseconds, status.busyWaits))
+        let timings = status.timings
+        print(String(format: "transactions  %d writes (worst p95 %.2f ms, %d long), %d reads (worst p95 %.2f ms) over %d runs",
+                     timings.writeTransactions, timings.worstWriteP95Milliseconds, timings.longWriteTransactions,
+                     timings.readTransactions, timings.worstReadP95Milliseconds, timings.runs))
+        print("busy waits    \(timings.busyWaits) (\(timings.busyTimeouts) timed out)")
     }
 
     private func bytes(_ count: Int64) -> String {
@@ -164,7 +173,8 @@ struct Conflicts: AsyncParsableCommand {
 struct Resolve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Settle a conflict: keep mine, take theirs, or edit the value.")
     @OptionGroup var global: GlobalOptions
-    @Argument var conflictID: Int64
+    @Argument(help: "The conflict's number, as `conflicts` prints it.") var conflictID: Int64?
+    @Option(help: "Settle every conflict on this note instead (any unique prefix of its id).") var note: String?
     @Flag var mine = false
     @Flag var theirs = false
     @Flag(help: "Open $EDITOR on both versions and keep what you save.") var edit = false
@@ -172,6 +182,12 @@ struct Resolve: AsyncParsableCommand {
     func run() async throws {
         guard [mine, theirs, edit].filter({ $0 }).count == 1 else { throw NotesError(.usage, "give one of --mine, --theirs, --edit") }
         let library = try global.library()
+        if let noteID = note {
+            guard conflictID == nil, !edit else { throw NotesError(.usage, "with --note, give --mine or --theirs and no conflict number") }
+            let count = try library.resolveAll(onNote: noteID, mine ? .mine : .theirs)
+            return print("resolved \(count) conflict\(count == 1 ? "" : "s") on note \(noteID); `ferry-notes sync` sends the result")
+        }
+        guard let conflictID else { throw NotesError(.usage, "give a conflict number, or --note ID") }
         if mine { try library.resolve(conflictID, .mine) }
         if theirs { try library.resolve(conflictID, .theirs) }
         if edit {
@@ -236,6 +252,7 @@ final class Locked<Value: Sendable>: @unchecked Sendable {
     private var stored: Value
     init(_ value: Value) { stored = value }
     var value: Value { lock.withLock { stored } }
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T { try lock.withLock { try body(&stored) } }
     /// Sets a new value and returns the old one.
     func exchange(_ value: Value) -> Value { lock.withLock { defer { stored = value }; return stored } }
 }

@@ -29,12 +29,21 @@ struct NotesCLI: Sendable {
         try process.run()
         if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
         try? stdin.fileHandleForWriting.close()
-        // Read both pipes while the process runs, so neither fills.
-        let errorText = Task.detached { String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) }
+        // Read both pipes while the process runs, so neither fills: stderr on
+        // a dispatch thread (never the test's own task pool), stdout here.
+        let errorData = Locked(Data())
+        let group = DispatchGroup()
+        group.enter()
+        DispatchQueue.global().async {
+            let data = errors.fileHandleForReading.readDataToEndOfFile()
+            errorData.withLock { $0 = data }
+            group.leave()
+        }
         let outputData = output.fileHandleForReading.readDataToEndOfFile()
+        group.wait()
         process.waitUntilExit()
-        let errorOutput = try awaitBlocking { await errorText.value }
-        return Result(status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self), errors: errorOutput)
+        return Result(status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
+                      errors: String(decoding: errorData.withLock { $0 }, as: UTF8.self))
     }
 
     /// Runs and expects success, returning standard output trimmed.
@@ -55,20 +64,12 @@ struct NotesCLI: Sendable {
     }
 }
 
-/// Waits for async work from synchronous code (a test helper's pipe reader).
-func awaitBlocking<T: Sendable>(_ body: @escaping @Sendable () async -> T) throws -> T {
-    let semaphore = DispatchSemaphore(value: 0)
-    let box = ResultBox<T>()
-    Task.detached {
-        box.value = await body()
-        semaphore.signal()
-    }
-    semaphore.wait()
-    return box.value!
-}
-
-private final class ResultBox<T: Sendable>: @unchecked Sendable {
-    var value: T?
+/// A value shared with a reading thread.
+final class Locked<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T { try lock.withLock { try body(&value) } }
 }
 
 /// A `ferry-server` child process on a free port, with a known secret, and

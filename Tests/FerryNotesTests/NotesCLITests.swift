@@ -232,18 +232,23 @@ import Testing
         let process = Process()
         process.executableURL = try NotesCLI.executable()
         process.arguments = ["watch", "--db", watcher.database]
-        let output = Pipe()
+        let output = Pipe(), errors = Pipe()
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        let lines = LineCollector()
+        process.standardError = errors
+        let lines = LineCollector(), said = LineCollector()
         output.fileHandleForReading.readabilityHandler = { handle in lines.append(handle.availableData) }
+        errors.fileHandleForReading.readabilityHandler = { handle in said.append(handle.availableData) }
         try process.run()
         defer {
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
             output.fileHandleForReading.readabilityHandler = nil
+            errors.fileHandleForReading.readabilityHandler = nil
         }
-        try await Task.sleep(for: .seconds(2))   // connected and listening
+        // Synced once and listening before anything changes.
+        let ready = ContinuousClock.now + .seconds(20)
+        while !said.text.contains("watching"), ContinuousClock.now < ready { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(said.text.contains("watching"), "\(said.text)")
         _ = try writer.ok(["add", "Live one"])
         _ = try writer.ok(["sync"])
         let deadline = ContinuousClock.now + .seconds(20)

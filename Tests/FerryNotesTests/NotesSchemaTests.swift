@@ -41,14 +41,13 @@ import Testing
             #expect(!plan.contains { $0.contains("TEMP B-TREE") }, "\(name) sorts: \(plan)")
             #expect(plan.contains { $0.contains("INDEX") || $0.contains("PRIMARY KEY") }, "\(name): \(plan)")
         }
+        let (searchSQL, searchArguments) = try #require(NoteSearch("cafe")).sql()
         let search = try library.database.read { db in
-            try Row.fetchAll(db, sql: """
-                EXPLAIN QUERY PLAN SELECT note.* FROM note_fts JOIN note ON note.rowid = note_fts.rowid
-                WHERE note_fts MATCH '"cafe"*' AND note.deleted_at IS NULL
-                """).map { $0["detail"] as String }
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + searchSQL, arguments: searchArguments).map { $0["detail"] as String }
         }
         #expect(search.contains { $0.contains("VIRTUAL TABLE INDEX") }, "\(search)")
-        #expect(search.contains { $0.contains("INTEGER PRIMARY KEY") }, "\(search)")
+        #expect(search.contains { $0.contains("SEARCH note_key USING INTEGER PRIMARY KEY") }, "\(search)")
+        #expect(search.contains { $0.contains("SEARCH note USING INDEX") }, "\(search)")
     }
 
     @Test func listsPageNewestFirstWithKeysetCursors() throws {
@@ -97,6 +96,19 @@ import Testing
         #expect(try library.search("  ").isEmpty)
     }
 
+    @Test func searchSurvivesAVacuum() throws {
+        // VACUUM may renumber the implicit rowids of `note`; search keys by `note_key`, which it keeps.
+        let directory = try TemporaryDirectory()
+        let library = try Self.library(directory)
+        var kept: [Note] = []
+        for index in 0..<200 {
+            let note = try library.add(title: "Note \(index)", body: index == 151 ? "the needle" : "hay")
+            if index % 3 == 0 { try library.database.write { db in _ = try Note.deleteOne(db, key: note.id) } } else { kept.append(note) }
+        }
+        try library.database.writer.vacuum()
+        #expect(try library.search("needle").map(\.note.id) == kept.filter { $0.body == "the needle" }.map(\.id))
+    }
+
     @Test func rowsArrivingBySyncAreIndexedByTheTriggers() throws {
         // Ferry applies a pulled row as an upsert with capture off; the triggers see it like any write.
         let directory = try TemporaryDirectory()
@@ -113,6 +125,20 @@ import Testing
         }
         #expect(try library.search("uber naive").map(\.note.id) == ["pulled"])
         #expect(try library.list(NoteQuery(filter: .tag("remote"))).map(\.id) == ["pulled"])
+        // A local edit, then the pulled upsert again, then a pulled delete: each kept in step.
+        try library.edit("pulled", .init(body: "edited here"))
+        try library.database.write { db in
+            try db.execute(sql: """
+                INSERT INTO note(id, title, body, tags, author, scope, created_at, updated_at)
+                VALUES ('pulled', 'Über naïve', 'from the server', '["remote","remote"]', 'bob', 'user:alice', 1, 9)
+                ON CONFLICT(id) DO UPDATE SET body = excluded.body, tags = excluded.tags, updated_at = excluded.updated_at
+                """)
+        }
+        #expect(try library.search("server").map(\.note.id) == ["pulled"])
+        #expect(try library.search("edited").isEmpty)
+        try library.database.write { db in try db.execute(sql: "DELETE FROM note WHERE id = 'pulled'") }
+        #expect(try library.search("uber").isEmpty)
+        #expect(try library.list(NoteQuery(filter: .tag("remote"))).isEmpty)
     }
 
     @Test func versionOneUpgradesFromItsCommittedFixtureAndMatchesItsSnapshot() throws {
