@@ -38,7 +38,13 @@ public struct NotesQueryBenchmark: Sendable {
         let trip = try library.createNotebook("Trip"), work = try library.createNotebook("Work")
         try seed(library, notebooks: [trip, work])
         let plainPath = directory.appending(path: "notes-plain.sqlite").path
-        let plain = try DatabasePool(path: plainPath)
+        // The pragmas Ferry sets on its connections, so only Ferry differs.
+        var plainConfiguration = Configuration()
+        plainConfiguration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA temp_store = MEMORY")
+            try db.execute(sql: "PRAGMA recursive_triggers = ON")
+        }
+        let plain = try DatabasePool(path: plainPath, configuration: plainConfiguration)
         try plain.write { db in
             try NotesSchema.createVersion1(db)
         }
@@ -50,6 +56,14 @@ public struct NotesQueryBenchmark: Sendable {
                 return .commit
             }
             try db.execute(sql: "DETACH DATABASE ferry")
+        }
+
+        // Both files in the same state: search indexes merged, write-ahead logs checkpointed.
+        for writer in [library.database.writer, plain as any DatabaseWriter] {
+            try writer.writeWithoutTransaction { db in
+                try db.execute(sql: "INSERT INTO note_fts(note_fts) VALUES ('optimize')")
+                try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+            }
         }
 
         let someID = try library.database.read { db in try String.fetchOne(db, sql: "SELECT id FROM note WHERE rowid = ?", arguments: [notes / 2]) } ?? ""
