@@ -117,6 +117,34 @@ import FerryTestSupport
         #expect(version == 1500)
     }
 
+    /// Found by the seeded simulation (seed 129): an edit made after the
+    /// server refused the row's creation must not make a partial row there.
+    @Test func anEditAfterARejectedInsertSendsTheWholeRow() async throws {
+        let noForbidden = MutationValidator { proposed in
+            proposed.mutation.columns["title"] == .text("forbidden") ? .reject(reason: "that title is not allowed") : .accept
+        }
+        let server = try await SyncServer.start(tables: ServerTables(rules: ["note": TableRule(validator: noForbidden)]))
+        defer { Task { await server.stop() } }
+        let device = try await Device.make("a", user: "alice", server: server, directory: directory)
+        try device.execute("INSERT INTO note(id, title, body) VALUES ('2', 'forbidden', 'kept body')")
+        #expect(try await device.engine.sync().rejected == 1)
+        // The app edits the title without settling the rejection first.
+        try device.execute("UPDATE note SET title = 'fine' WHERE id = '2'")
+        let summary = try await device.engine.sync()
+        #expect(summary.pushed == 1 && summary.rejected == 0)
+        let held = try #require(try await server.rows("note", in: "user:alice")["2"])
+        #expect(held["title"] == .text("fine") && held["body"] == .text("kept body"), "a partial row: \(held)")
+        // Still refused whole: the same title again is rejected, and the server holds nothing of it.
+        try device.execute("INSERT INTO note(id, title, body) VALUES ('5', 'forbidden', 'a')")
+        try await device.engine.sync()
+        try device.execute("UPDATE note SET body = 'b' WHERE id = '5'")
+        try await device.engine.sync()
+        #expect(try await server.rows("note", in: "user:alice")["5"] == nil)
+        for rejected in try device.database.outbox.rejectedMutations() { try device.database.outbox.discard(rejected) }
+        try await device.engine.sync()
+        #expect(try device.note("5") == nil)
+    }
+
     @Test func rejectedMutationIsSetAsideAndDoesNotBlockTheQueue() async throws {
         let noForbidden = MutationValidator { proposed in
             proposed.mutation.columns["title"] == .text("forbidden") ? .reject(reason: "that title is not allowed") : .accept

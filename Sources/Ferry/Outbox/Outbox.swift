@@ -84,6 +84,14 @@ public struct Outbox: Sendable {
                     UPDATE ferry_outbox SET mutation_id = ? WHERE seq IN (SELECT value FROM json_each(?))
                     """).execute(arguments: [lastID, Self.jsonArray(mutation.entrySeqs)])
             }
+            if mutation.operation == .upsert, mutation.columns != nil, mutation.baseVersion == nil,
+               try Bool.fetchOne(db.cachedStatement(sql: """
+                   SELECT 1 FROM ferry_outbox WHERE tbl = ? AND row_id = ? AND state = ? LIMIT 1
+                   """), arguments: [mutation.table, mutation.rowID, OutboxRecord.State.rejected]) ?? false {
+                // The server refused this row before it ever held it: an edit of
+                // some columns would make a partial row there. All of it goes.
+                mutation.columns = nil
+            }
             mutation = try withValues(mutation, db)
             let payload = mutation.operation == .delete
                 ? Self.frozenDelete : try ColumnValueJSON.encodeRow(mutation.values.mapValues(ColumnValue.init))
