@@ -109,6 +109,11 @@ struct GlobalOptions: ParsableArguments {
     /// The database this run opened, whose timings are kept as it ends.
     static let opened = Locked<NotesLibrary?>(nil)
 
+    /// A note a command wrote: as JSON, or its id alone (for scripts: `ID=$(ferry-notes add …)`).
+    func printID(of note: Note) throws {
+        if json { try printJSON(note) } else { print(note.id) }
+    }
+
     func printJSON(_ value: some Encodable) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

@@ -14,7 +14,7 @@ struct Import: AsyncParsableCommand {
         let bar = Terminal.isErrorInteractive && !global.json
         let count = try library.importNotes(from: URL(filePath: path)) { done in
             if bar { FileHandle.standardError.write(Data("\r\u{1B}[Kimported \(done)".utf8)) }
-            else if !global.json { note("imported \(done)") }
+            else if !global.json { tell("imported \(done)") }
         }
         if bar { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
         if global.json { try global.printJSON(["imported": count]) } else { print("imported \(count) notes") }
@@ -55,7 +55,7 @@ struct AttachmentsList: AsyncParsableCommand {
     func run() async throws {
         let attachments = try global.library().attachments(of: id)
         if global.json { return try global.printJSON(attachments.map(AttachmentView.init)) }
-        guard !attachments.isEmpty else { return note("no attachments") }
+        guard !attachments.isEmpty else { return tell("no attachments") }
         for attachment in attachments {
             print("\(attachment.id.prefix(8))  \(attachment.name ?? "")  \(ByteCountFormatter.string(fromByteCount: attachment.size, countStyle: .file))  \(AttachmentView(attachment).state)")
         }

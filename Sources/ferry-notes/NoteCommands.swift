@@ -21,7 +21,7 @@ struct Add: AsyncParsableCommand {
             text = try readText(bodyFile)
         }
         let note = try library.add(title: title, body: text, category: category, tags: tag, notebook: notebook)
-        if global.json { try global.printJSON(note) } else { print(note.id) }
+        try global.printID(of: note)
     }
 }
 
@@ -53,18 +53,16 @@ struct Edit: AsyncParsableCommand {
             let note = try library.show(id)
             let text = NoteText.render(note)
             let edited = try Editor.edit(text, name: "note-\(note.id.prefix(8)).txt")
-            guard edited != text else { return note_("no change") }
+            guard edited != text else { return tell("no change") }
             edit = try NoteText.parse(edited)
             edit.category = edit.category ?? .some(nil)
             let saved = try library.edit(note.id, edit)
-            if global.json { try global.printJSON(saved) } else { print(saved.id) }
+            try global.printID(of: saved)
             return
         }
         let saved = try library.edit(id, edit)
-        if global.json { try global.printJSON(saved) } else { print(saved.id) }
+        try global.printID(of: saved)
     }
-
-    private func note_(_ text: String) { note(text) }
 }
 
 /// Runs `$EDITOR` (or `$VISUAL`, else `vi`) on a temporary file holding `text`, and returns what it holds after.
@@ -96,7 +94,7 @@ struct Remove: AsyncParsableCommand {
 
     func run() async throws {
         let note = try global.library().remove(id)
-        if global.json { try global.printJSON(note) } else { print(note.id) }
+        try global.printID(of: note)
     }
 }
 
@@ -107,7 +105,7 @@ struct Restore: AsyncParsableCommand {
 
     func run() async throws {
         let note = try global.library().restore(id)
-        if global.json { try global.printJSON(note) } else { print(note.id) }
+        try global.printID(of: note)
     }
 }
 
@@ -144,7 +142,7 @@ struct List: AsyncParsableCommand {
             try global.printJSON(Page(notes: notes, next: next))
             return
         }
-        guard !notes.isEmpty else { return note("no notes") }
+        guard !notes.isEmpty else { return tell("no notes") }
         for line in Terminal.table(notes) { print(line) }
         if let next {
             var again = ["ferry-notes", "ls"]
@@ -153,7 +151,7 @@ struct List: AsyncParsableCommand {
             if let notebook { again += ["--notebook", "'\(notebook)'"] }
             if deleted { again.append("--deleted") }
             if limit != 50 { again += ["--limit", "\(limit)"] }
-            note("more: \((again + ["--after", next]).joined(separator: " "))")
+            tell("more: \((again + ["--after", next]).joined(separator: " "))")
         }
     }
 }
@@ -196,39 +194,10 @@ struct Search: AsyncParsableCommand {
             struct Hit: Encodable { var note: Note; var snippet: String; var rank: Double }
             return try global.printJSON(hits.map { Hit(note: $0.note, snippet: $0.snippet, rank: $0.rank) })
         }
-        guard !hits.isEmpty else { return note("no match") }
+        guard !hits.isEmpty else { return tell("no match") }
         for hit in hits {
             print("\(hit.note.id.prefix(8))  \(hit.note.title)")
             print("          \(hit.snippet.replacingOccurrences(of: "\n", with: " "))")
-        }
-    }
-}
-
-struct CategoryCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "category", abstract: "Categories and their colours.",
-                                                    subcommands: [ListCategories.self, Color.self])
-
-    struct ListCategories: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "ls", abstract: "The categories, with their colours.")
-        @OptionGroup var global: GlobalOptions
-
-        func run() async throws {
-            let categories = try global.library().categories()
-            if global.json { return try global.printJSON(categories) }
-            guard !categories.isEmpty else { return note("no categories") }
-            for category in categories { print("\(category.name)\(category.color.map { "  \($0)" } ?? "")") }
-        }
-    }
-
-    struct Color: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Set a category's colour (none: clear it).")
-        @OptionGroup var global: GlobalOptions
-        @Argument var name: String
-        @Argument var color: String?
-
-        func run() async throws {
-            try global.library().setColor(color, ofCategory: name)
-            print("\(name): \(color ?? "no colour")")
         }
     }
 }

@@ -51,6 +51,6 @@ enum Terminal {
 }
 
 /// Writes to standard error.
-func note(_ text: String) {
+func tell(_ text: String) {
     FileHandle.standardError.write(Data((text + "\n").utf8))
 }

@@ -57,11 +57,11 @@ struct Sync: AsyncParsableCommand {
                 guard last.exchange(line) != line else { return }
                 FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
             } else if !global.json, last.exchange("\(status.phase)") != "\(status.phase)" {
-                note("\(status.phase)…")
+                tell("\(status.phase)…")
             }
         }
         if bar { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
-        for dropped in try library.takeDroppedServerTasks() { note("the server refused a notebook change, dropped: \(dropped)") }
+        for dropped in try library.takeDroppedServerTasks() { tell("the server refused a notebook change, dropped: \(dropped)") }
         let conflicts = try library.conflicts().count
         if global.json {
             struct Report: Encodable {
@@ -94,7 +94,7 @@ struct Watch: AsyncParsableCommand {
         let changes = ValueObservation.tracking { db in try Int64.fetchOne(db, sql: "SELECT max(updated_at) FROM note") ?? 0 }
             .values(in: library.database.writer)
         await engine.start()
-        note("watching; Ctrl-C to stop")
+        tell("watching; Ctrl-C to stop")
         let interrupted = AsyncStream<Void> { continuation in
             signal(SIGINT, SIG_IGN)
             let source = SignalSource(DispatchSource.makeSignalSource(signal: SIGINT))
@@ -149,112 +149,6 @@ struct Status: AsyncParsableCommand {
     private func bytes(_ count: Int64) -> String {
         ByteCountFormatter.string(fromByteCount: count, countStyle: .file)
     }
-}
-
-struct Conflicts: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Each conflict, mine against theirs.")
-    @OptionGroup var global: GlobalOptions
-
-    func run() async throws {
-        let conflicts = try global.library().conflicts()
-        if global.json { return try global.printJSON(conflicts) }
-        guard !conflicts.isEmpty else { return note("no conflicts") }
-        for conflict in conflicts {
-            let what = conflict.field.map { "its \($0)" } ?? "the whole note (\(conflict.kind))"
-            print("conflict \(conflict.id): note \(conflict.noteID.prefix(8)) \"\(conflict.title)\", \(what)"
-                  + (conflict.overriddenBy.map { ", overwritten by \($0)" } ?? ""))
-            print("--- mine\n+++ theirs")
-            for line in conflict.diff { print(line) }
-            print("resolve: ferry-notes resolve \(conflict.id) --mine | --theirs | --edit\n")
-        }
-    }
-}
-
-struct Resolve: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Settle a conflict: keep mine, take theirs, or edit the value.")
-    @OptionGroup var global: GlobalOptions
-    @Argument(help: "The conflict's number, as `conflicts` prints it.") var conflictID: Int64?
-    @Option(help: "Settle every conflict on this note instead (any unique prefix of its id).") var note: String?
-    @Flag var mine = false
-    @Flag var theirs = false
-    @Flag(help: "Open $EDITOR on both versions and keep what you save.") var edit = false
-
-    func run() async throws {
-        guard [mine, theirs, edit].filter({ $0 }).count == 1 else { throw NotesError(.usage, "give one of --mine, --theirs, --edit") }
-        let library = try global.library()
-        if let noteID = note {
-            guard conflictID == nil, !edit else { throw NotesError(.usage, "with --note, give --mine or --theirs and no conflict number") }
-            let count = try library.resolveAll(onNote: noteID, mine ? .mine : .theirs)
-            return print("resolved \(count) conflict\(count == 1 ? "" : "s") on note \(noteID); `ferry-notes sync` sends the result")
-        }
-        guard let conflictID else { throw NotesError(.usage, "give a conflict number, or --note ID") }
-        if mine { try library.resolve(conflictID, .mine) }
-        if theirs { try library.resolve(conflictID, .theirs) }
-        if edit {
-            guard let conflict = try library.conflicts().first(where: { $0.id == conflictID }) else {
-                throw NotesError(.notFound, "no conflict \(conflictID)")
-            }
-            let text = "\(conflict.mine ?? "")\n=======\n\(conflict.theirs ?? "")\n"
-            let edited = try Editor.edit(text, name: "conflict-\(conflictID).txt")
-            var value = edited.replacingOccurrences(of: "\n=======\n", with: "\n")
-            if value.hasSuffix("\n") { value.removeLast() }
-            try library.resolve(conflictID, .edited(value))
-        }
-        print("resolved \(conflictID); `ferry-notes sync` sends the result")
-    }
-}
-
-struct NotebookCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "notebook", abstract: "Shared notebooks.",
-                                                    subcommands: [Create.self, Share.self, ListNotebooks.self])
-
-    struct Create: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Create a notebook (made on the server at the next sync).")
-        @OptionGroup var global: GlobalOptions
-        @Argument var name: String
-
-        func run() async throws {
-            let notebook = try global.library().createNotebook(name)
-            if global.json { try global.printJSON(notebook) } else { print(notebook.scope) }
-        }
-    }
-
-    struct Share: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Share a notebook with a user (applied at the next sync).")
-        @OptionGroup var global: GlobalOptions
-        @Argument var name: String
-        @Option(name: .customLong("with")) var user: String
-        @Option var role: String = "write"
-
-        func run() async throws {
-            guard let role = ScopeRole(rawValue: role) else { throw NotesError(.usage, "--role must be read or write") }
-            try global.library().shareNotebook(name, with: user, role: role)
-            print("\(name) shared with \(user) (\(role.rawValue)) at the next sync")
-        }
-    }
-
-    struct ListNotebooks: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "ls", abstract: "The notebooks on this device.")
-        @OptionGroup var global: GlobalOptions
-
-        func run() async throws {
-            let notebooks = try global.library().notebooks()
-            if global.json { return try global.printJSON(notebooks) }
-            guard !notebooks.isEmpty else { return note("no notebooks") }
-            for notebook in notebooks { print("\(notebook.name)  (owner \(notebook.owner), \(notebook.scope))") }
-        }
-    }
-}
-
-/// A value shared between the status callback and the command.
-final class Locked<Value: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: Value
-    init(_ value: Value) { stored = value }
-    var value: Value { lock.withLock { stored } }
-    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T { try lock.withLock { try body(&stored) } }
-    /// Sets a new value and returns the old one.
-    func exchange(_ value: Value) -> Value { lock.withLock { defer { stored = value }; return stored } }
 }
 
 /// A signal source handed to the stream's termination handler.

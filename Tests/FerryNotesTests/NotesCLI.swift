@@ -7,6 +7,16 @@ struct NotesCLI: Sendable {
     let database: String
     var environment: [String: String] = [:]
 
+    init(database: String, environment: [String: String] = [:]) {
+        self.database = database
+        self.environment = environment
+    }
+
+    /// A device named `name`: its database file in `directory`, a 120-column terminal.
+    init(device name: String, in directory: TemporaryDirectory) {
+        self.init(database: directory.path("\(name).sqlite"), environment: ["COLUMNS": "120"])
+    }
+
     struct Result: Sendable, CustomStringConvertible {
         var status: Int32
         var output: String

@@ -12,7 +12,7 @@ import Testing
     }
 
     func device(_ name: String) -> NotesCLI {
-        NotesCLI(database: directory.path("\(name).sqlite"), environment: ["COLUMNS": "120"])
+        NotesCLI(device: name, in: directory)
     }
 
     @Test func twoDevicesEditOneNoteOfflineSeeTheConflictResolveItAndConverge() async throws {
@@ -197,7 +197,7 @@ import Testing
     }
 
     func device(_ name: String) -> NotesCLI {
-        NotesCLI(database: directory.path("\(name).sqlite"), environment: ["COLUMNS": "120"])
+        NotesCLI(device: name, in: directory)
     }
 
     @Test func anAttachmentAddedOnOneDeviceOpensOnAnother() async throws {

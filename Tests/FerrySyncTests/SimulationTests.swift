@@ -64,15 +64,13 @@ struct Simulation {
         let files: URL
         var database: FerryDatabase
         var engine: SyncEngine
-        var faults: FaultInjectingTransport
-        init(name: String, user: String, path: String, files: URL, database: FerryDatabase, engine: SyncEngine, faults: FaultInjectingTransport) {
+        init(name: String, user: String, path: String, files: URL, database: FerryDatabase, engine: SyncEngine) {
             self.name = name
             self.user = user
             self.path = path
             self.files = files
             self.database = database
             self.engine = engine
-            self.faults = faults
         }
     }
 
@@ -91,7 +89,7 @@ struct Simulation {
         do {
             try await server.store.createScope("team:sim", owner: nil)
             for user in ["alice", "bob"] { try await server.store.setMember(user, role: .write, in: "team:sim") }
-            try await simulate(server: server, directory: directory, policy: policy, random: &random)
+            try await simulate(server: server, directory: directory, random: &random)
             await server.stop()
         } catch {
             await server.stop()
@@ -104,8 +102,8 @@ struct Simulation {
         let path = directory.path("\(name).sqlite")
         let files = directory.url.appending(path: "\(name)-files")
         let database = try Self.database(path, files)
-        let (engine, faults) = try await Self.engine(database, user: user, server: server, faultSeed: faultSeed)
-        return SimDevice(name: name, user: user, path: path, files: files, database: database, engine: engine, faults: faults)
+        let engine = try await Self.engine(database, user: user, server: server, faultSeed: faultSeed)
+        return SimDevice(name: name, user: user, path: path, files: files, database: database, engine: engine)
     }
 
     static func database(_ path: String, _ files: URL) throws -> FerryDatabase {
@@ -116,7 +114,7 @@ struct Simulation {
 
     /// A sync engine for the device; with `faultSeed`, its network misbehaves.
     static func engine(_ database: FerryDatabase, user: String, server: SyncServer,
-                       faultSeed: UInt64?) async throws -> (SyncEngine, FaultInjectingTransport) {
+                       faultSeed: UInt64?) async throws -> SyncEngine {
         let faults = FaultInjectingTransport(wrapping: HTTPSyncTransport(baseURL: server.baseURL, requestTimeout: .seconds(10)))
         if let faultSeed {
             faults.injectRandomly([.dropRequest, .dropResponse, .duplicate, .reorder], on: .push, probability: 0.25, seed: faultSeed)
@@ -133,18 +131,16 @@ struct Simulation {
         logger.logLevel = .critical
         let engine = try SyncEngine(database: database, transport: faults, configuration: configuration,
                                     token: try await server.token(user), logger: logger)
-        return (engine, faults)
+        return engine
     }
 
     /// Opens the device's file again (a restart) with a fresh engine.
-    private func reopen(_ device: SimDevice, server: SyncServer, faultSeed: UInt64?) async throws -> SimDevice {
+    private func reopen(_ device: SimDevice, server: SyncServer, faultSeed: UInt64?) async throws {
         device.database = try Self.database(device.path, device.files)
-        (device.engine, device.faults) = try await Self.engine(device.database, user: device.user, server: server, faultSeed: faultSeed)
-        return device
+        device.engine = try await Self.engine(device.database, user: device.user, server: server, faultSeed: faultSeed)
     }
 
-    private func simulate(server: SyncServer, directory: TemporaryDirectory, policy: ConflictPolicy,
-                          random: inout SplitMix64) async throws {
+    private func simulate(server: SyncServer, directory: TemporaryDirectory, random: inout SplitMix64) async throws {
         let count = 3 + Int(random.next() % 4)   // 3 to 6 devices
         var devices: [SimDevice] = []
         for index in 0..<count {
@@ -172,12 +168,12 @@ struct Simulation {
                 }
                 log.append("\(step) \(device.name) sync: \(outcome)")
             default:
-                _ = try await reopen(device, server: server, faultSeed: random.next())
+                try await reopen(device, server: server, faultSeed: random.next())
                 log.append("\(step) \(device.name) restart")
             }
         }
         // Quiescence: the network heals; every device syncs until nothing moves.
-        for device in devices { _ = try await reopen(device, server: server, faultSeed: nil) }
+        for device in devices { try await reopen(device, server: server, faultSeed: nil) }
         for _ in 0..<2 {
             for device in devices { _ = try await device.engine.sync() }
         }

@@ -1,0 +1,32 @@
+import ArgumentParser
+import FerryNotes
+import Foundation
+
+struct CategoryCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "category", abstract: "Categories and their colours.",
+                                                    subcommands: [ListCategories.self, Color.self])
+
+    struct ListCategories: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "ls", abstract: "The categories, with their colours.")
+        @OptionGroup var global: GlobalOptions
+
+        func run() async throws {
+            let categories = try global.library().categories()
+            if global.json { return try global.printJSON(categories) }
+            guard !categories.isEmpty else { return tell("no categories") }
+            for category in categories { print("\(category.name)\(category.color.map { "  \($0)" } ?? "")") }
+        }
+    }
+
+    struct Color: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Set a category's colour (none: clear it).")
+        @OptionGroup var global: GlobalOptions
+        @Argument var name: String
+        @Argument var color: String?
+
+        func run() async throws {
+            try global.library().setColor(color, ofCategory: name)
+            print("\(name): \(color ?? "no colour")")
+        }
+    }
+}
