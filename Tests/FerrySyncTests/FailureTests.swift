@@ -145,6 +145,39 @@ import FerryTestSupport
         #expect(try device.note("5") == nil)
     }
 
+    /// Found by the seeded simulation (seed 29): a refused edit keeps its
+    /// values with the rejection, even after a pull gives the row another
+    /// writer's values; and discarding it leaves no refused value behind,
+    /// not even in a column the server never held, after the device has
+    /// pulled a newer version of the row.
+    @Test func aDiscardedRejectionLeavesNoRefusedValueBehind() async throws {
+        let noShouting = MutationValidator { proposed in
+            if case .text(let title)? = proposed.mutation.columns["title"], title.hasSuffix("!") { return .reject(reason: "no shouting") }
+            return .accept
+        }
+        let server = try await SyncServer.start(tables: ServerTables(rules: ["note": TableRule(validator: noShouting)]))
+        defer { Task { await server.stop() } }
+        let older = try await Device.make("older", user: "alice", server: server, directory: directory)
+        let newer = try await Device.make("newer", user: "alice", server: server, directory: directory, withPriority: true)
+        try older.execute("INSERT INTO note(id, title, body) VALUES ('1', 'plain', 'x')")
+        try await older.engine.sync()
+        try await newer.engine.sync()
+        try newer.execute("UPDATE note SET title = 'LOUD!', priority = 3 WHERE id = '1'")
+        #expect(try await newer.engine.sync().rejected == 1)
+        try older.execute("UPDATE note SET body = 'y' WHERE id = '1'")
+        try await older.engine.sync()
+        try await newer.engine.sync()
+
+        let rejected = try #require(try newer.database.outbox.rejectedMutations().first)
+        #expect(rejected.values["title"] == .text("LOUD!") && rejected.values["priority"] == .integer(3), "\(rejected.values)")
+        try newer.database.outbox.discard(rejected)
+        try await newer.engine.sync()
+        let cleared = try await newer.database.read { db in try Bool.fetchOne(db, sql: "SELECT priority IS NULL FROM note WHERE id = '1'") }
+        #expect(cleared == true, "the refused priority lingers")
+        #expect(try newer.note("1")?.title == "plain" && newer.note("1")?.body == "y")
+        #expect(try newer.database.outbox.pendingCount() == 0)
+    }
+
     @Test func rejectedMutationIsSetAsideAndDoesNotBlockTheQueue() async throws {
         let noForbidden = MutationValidator { proposed in
             proposed.mutation.columns["title"] == .text("forbidden") ? .reject(reason: "that title is not allowed") : .accept

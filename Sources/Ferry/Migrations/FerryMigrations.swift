@@ -161,6 +161,14 @@ enum FerryMigrations {
                 );
                 """)
         },
+        Migration(identifier: "ferry.v5.refused-values") { db in
+            try db.execute(sql: """
+                -- For a rejected entry: the values its mutation carried (JSON
+                -- column → value), so the refused edit is kept with its reason
+                -- even after a pull gives the row other writers' values.
+                ALTER TABLE ferry_outbox ADD COLUMN refused_values TEXT;
+                """)
+        },
     ]
 
     static func migrate(_ db: Database) throws {

@@ -156,7 +156,8 @@ public struct Outbox: Sendable {
         return order.map { key in
             let group = groups[key]!
             return RejectedMutation(entrySeqs: group.map(\.entry.seq), table: group[0].entry.table,
-                                    rowID: group[0].entry.rowID, reason: group[0].reason, rejectedAt: group[0].rejectedAt)
+                                    rowID: group[0].entry.rowID, reason: group[0].reason, rejectedAt: group[0].rejectedAt,
+                                    values: group[0].values)
         }
     }
 
@@ -183,7 +184,8 @@ public struct Outbox: Sendable {
     /// of the row: from the rejection's reply when the server rejected it
     /// (columns with other pending edits are kept), or read back with
     /// `GET /v1/rows` at the next sync when the server refused the request
-    /// outright (a 4xx) and sent no row.
+    /// outright (a 4xx) and sent no row, or when the device has pulled a
+    /// newer version of the row since the reply.
     public func discard(_ rejected: RejectedMutation) throws {
         let layout = database.layouts[rejected.table]
         try database.writeWithoutCapture { db in
@@ -194,7 +196,8 @@ public struct Outbox: Sendable {
                 throw FerryError(.outboxStateMismatch, "the rejected mutation of `\(rejected.table)` row \(rejected.rowID) was already resent, discarded or purged")
             }
             guard let layout else { return }
-            if let kept = try ServerRowRestore.decode(entries.lazy.compactMap(\.serverRow).first) {
+            if let kept = try ServerRowRestore.decode(entries.lazy.compactMap(\.serverRow).first),
+               try !ServerRowRestore.isOlderThanKnown(kept, table: rejected.table, rowID: rejected.rowID, db) {
                 // A row this database cannot store is left as the edit left it.
                 _ = try ServerRowRestore.restoreIfStorable(kept, table: rejected.table, rowID: rejected.rowID, layout: layout, db)
             } else {
@@ -208,7 +211,8 @@ public struct Outbox: Sendable {
     public func rejectedEntries() throws -> [RejectedEntry] {
         try database.read { db in
             try OutboxRecord.all().filter(state: .rejected).order(OutboxRecord.Columns.seq).fetchAll(db).map { record in
-                RejectedEntry(entry: record.entry, reason: record.reason ?? "", rejectedAt: record.settledAt ?? 0)
+                RejectedEntry(entry: record.entry, reason: record.reason ?? "", rejectedAt: record.settledAt ?? 0,
+                              values: try record.refusedValues.map(ColumnValueJSON.decodeRow) ?? [:])
             }
         }
     }

@@ -37,6 +37,7 @@ struct OutboxRecord: FetchableRecord, TableRecord, Sendable {
         static let reason = Column("reason")
         static let settledAt = Column("settled_at")
         static let serverRow = Column("server_row")
+        static let refusedValues = Column("refused_values")
     }
 
     var entry: OutboxEntry
@@ -46,6 +47,8 @@ struct OutboxRecord: FetchableRecord, TableRecord, Sendable {
     /// For a rejected entry: the server's row at the rejection (JSON
     /// ``ServerRow``, or `absent`), restored when it is discarded.
     var serverRow: String?
+    /// For a rejected entry: the values its mutation carried (JSON).
+    var refusedValues: String?
 
     init(row: Row) throws {
         let columns: Set<String>?
@@ -71,6 +74,7 @@ struct OutboxRecord: FetchableRecord, TableRecord, Sendable {
         reason = row[Columns.reason]
         settledAt = row[Columns.settledAt]
         serverRow = row[Columns.serverRow]
+        refusedValues = row[Columns.refusedValues]
     }
 }
 

@@ -7,4 +7,7 @@ public struct RejectedEntry: Sendable, Hashable {
     public var reason: String
     /// When it was rejected (Unix milliseconds).
     public var rejectedAt: Int64
+    /// The values its mutation carried when the server refused it (empty
+    /// for a delete, and for entries rejected before Ferry kept them).
+    public var values: [String: ColumnValue]
 }

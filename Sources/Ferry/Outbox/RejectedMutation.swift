@@ -1,3 +1,5 @@
+import FerryProtocol
+
 /// A mutation the server refused, set aside with its reason. It never blocks
 /// the mutations queued after it.
 ///
@@ -15,4 +17,8 @@ public struct RejectedMutation: Sendable, Hashable {
     public var reason: String
     /// When it was set aside (Unix milliseconds).
     public var rejectedAt: Int64
+    /// The values the server refused, as they were sent (empty for a
+    /// delete). They stay here even after a pull gives the row other
+    /// writers' values, until the mutation is resent or discarded.
+    public var values: [String: ColumnValue] = [:]
 }

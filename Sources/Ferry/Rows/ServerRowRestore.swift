@@ -4,9 +4,11 @@ import GRDB
 
 /// Makes a local row what the server holds, as a pulled row would: columns
 /// with pending local edits are kept, a row known at a newer version is left
-/// alone, and the row's known version moves up. Used when a rejected edit
-/// is discarded and when a row is read back with `GET /v1/rows`. Callers run
-/// it with capture off.
+/// alone, and the row's known version moves up. Unlike a pull, it also
+/// clears what the server does not hold: a nullable column without a
+/// default that the server row lacks (one only a refused edit ever wrote)
+/// becomes NULL. Used when a rejected edit is discarded and when a row is
+/// read back with `GET /v1/rows`. Callers run it with capture off.
 enum ServerRowRestore {
     /// How a server row (or its absence) is kept in Ferry's tables.
     static func encode(_ row: ServerRow?) throws -> String {
@@ -40,6 +42,36 @@ enum ServerRowRestore {
         }
     }
 
+    /// Whether restoring `row` would leave the local row as it is because
+    /// the device knows a newer version of it.
+    static func isOlderThanKnown(_ row: ServerRow?, table: String, rowID: String, _ db: Database) throws -> Bool {
+        guard let row else { return false }
+        let known = try Int64.fetchOne(db, sql: "SELECT version FROM ferry_rows WHERE tbl = ? AND row_id = ?", arguments: [table, rowID])
+        return (known ?? 0) > row.version
+    }
+
+    /// Sets to NULL the nullable, default-less local columns the server row
+    /// does not hold, unless a pending edit covers them.
+    private static func clearAbsent(from row: ServerRow, pending: RowRebase.Pending, layout: TableLayout, rowID: String,
+                                    _ db: Database) throws {
+        let protected: Set<String>
+        switch pending {
+        case .none: protected = []
+        case .columns(let columns): protected = columns
+        case .allColumns, .deleted: return
+        }
+        let nullable = try String.fetchAll(db, sql: """
+            SELECT name FROM pragma_table_info(?) WHERE "notnull" = 0 AND dflt_value IS NULL AND pk = 0
+            """, arguments: [layout.table.name])
+        let absent = nullable.filter { column in
+            column != layout.primaryKey && layout.columns.contains(column) && row.values[column] == nil && !protected.contains(column)
+        }
+        guard !absent.isEmpty else { return }
+        let assignments = absent.map { "\(SQLText.identifier($0)) = NULL" }.joined(separator: ", ")
+        try db.execute(sql: "UPDATE \(SQLText.identifier(layout.table.name)) SET \(assignments) WHERE \(SQLText.identifier(layout.primaryKey)) = ?",
+                       arguments: [rowID])
+    }
+
     static func restore(_ row: ServerRow?, table: String, rowID: String, layout: TableLayout, _ db: Database) throws {
         let key = RowKey(table: table, rowID: rowID)
         let pending = try Outbox.pendingEdits(db, of: key)[key] ?? .none
@@ -65,6 +97,9 @@ enum ServerRowRestore {
                 sql: "INSERT INTO \(name) (\(names)) VALUES (\(marks)) ON CONFLICT(\(primaryKey)) \(update)",
                 arguments: StatementArguments([rowID.databaseValue] + columns.map { values[$0]!.databaseValue })
             )
+            if let row {
+                try clearAbsent(from: row, pending: pending, layout: layout, rowID: rowID, db)
+            }
         }
         if let row {
             try db.execute(sql: """

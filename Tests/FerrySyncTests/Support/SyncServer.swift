@@ -19,8 +19,10 @@ final class SyncServer: Sendable {
     let blobs: any BlobStore
     /// The store when it is the SQLite one, for tests that read its tables.
     let sqlite: SQLiteSyncStore?
-    /// The PostgreSQL database, dropped by ``stop()``.
+    /// The PostgreSQL database.
     let postgres: PostgresTestDatabase?
+    /// The PostgreSQL database this server created, dropped by ``stop()``.
+    private let owned: PostgresTestDatabase?
     let port: Int
     private let group: ServiceGroup
     private let running: Task<Void, any Error>
@@ -42,24 +44,38 @@ final class SyncServer: Sendable {
         }
     }
 
+    /// Starts a server on a store of `kind`: SQLite in `directory` (an
+    /// earlier server's store when it was there before), or PostgreSQL on a
+    /// fresh database, or on `shared` (another instance's, which this one
+    /// leaves in place when it stops). `wrap` sees every call the HTTP
+    /// layer makes to the store.
     static func start(
-        tables: ServerTables = ServerTables(), in directory: TemporaryDirectory? = nil, store kind: StoreKind = .sqlite
+        tables: ServerTables = ServerTables(), in directory: TemporaryDirectory? = nil, store kind: StoreKind = .sqlite,
+        sharing shared: PostgresTestDatabase? = nil, wrap: (any SyncStore) -> any SyncStore = { $0 }
     ) async throws -> SyncServer {
         let directory = try directory ?? TemporaryDirectory()
-        let store: any SyncStore
+        let unwrapped: any SyncStore
         var postgres: PostgresTestDatabase?
+        var owned: PostgresTestDatabase?
         switch kind {
         case .sqlite:
-            store = try SQLiteSyncStore(directory: directory.url.appending(path: "server"))
+            unwrapped = try SQLiteSyncStore(directory: directory.url.appending(path: "server"))
         case .postgres:
-            let database = try await PostgresTestDatabase.create()
+            let database: PostgresTestDatabase
+            if let shared {
+                database = shared
+            } else {
+                database = try await PostgresTestDatabase.create()
+                owned = database
+            }
             postgres = database
             var storeConfiguration = try PostgresStoreConfiguration(url: database.url)
             storeConfiguration.poolSize = 8
             var storeLogger = Logger(label: "sync-test-postgres")
             storeLogger.logLevel = .error
-            store = PostgresSyncStore(configuration: storeConfiguration, logger: storeLogger)
+            unwrapped = PostgresSyncStore(configuration: storeConfiguration, logger: storeLogger)
         }
+        let store = wrap(unwrapped)
         var configuration = FerryServerConfiguration(jwtSecret: secret)
         configuration.port = 0
         configuration.tables = tables
@@ -75,18 +91,21 @@ final class SyncServer: Sendable {
         let running = Task { try await group.run() }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else { throw CancellationError() }
-        if let store = store as? PostgresSyncStore { try await store.waitUntilReady() }
-        return SyncServer(directory: directory, store: store, blobs: blobs, postgres: postgres, port: port, group: group, running: running,
+        if let store = unwrapped as? PostgresSyncStore { try await store.waitUntilReady() }
+        return SyncServer(directory: directory, store: store, sqlite: unwrapped as? SQLiteSyncStore, blobs: blobs,
+                          postgres: postgres, owned: owned, port: port, group: group, running: running,
                           authority: await TokenAuthority(secret: secret))
     }
 
-    private init(directory: TemporaryDirectory, store: any SyncStore, blobs: any BlobStore, postgres: PostgresTestDatabase?, port: Int, group: ServiceGroup,
+    private init(directory: TemporaryDirectory, store: any SyncStore, sqlite: SQLiteSyncStore?, blobs: any BlobStore,
+                 postgres: PostgresTestDatabase?, owned: PostgresTestDatabase?, port: Int, group: ServiceGroup,
                  running: Task<Void, any Error>, authority: TokenAuthority) {
         self.directory = directory
         self.store = store
         self.blobs = blobs
-        self.sqlite = store as? SQLiteSyncStore
+        self.sqlite = sqlite
         self.postgres = postgres
+        self.owned = owned
         self.port = port
         self.group = group
         self.running = running
@@ -102,12 +121,16 @@ final class SyncServer: Sendable {
     func stop() async {
         await group.triggerGracefulShutdown()
         _ = try? await running.value
-        try? await postgres?.drop()
+        try? await owned?.drop()
     }
 
     /// The store's version counter: one step per mutation that changed a row.
     func storeVersion() async throws -> Int64 {
-        try await sqlite!.pool.read { db in
+        if let postgres {
+            let line = try await postgres.rows("SELECT (CASE WHEN is_called THEN last_value ELSE 0 END)::text FROM ferry_versions")
+            return try Int64(line.first ?? "").orThrow()
+        }
+        return try await sqlite!.pool.read { db in
             try Int64.fetchOne(db, sql: "SELECT CAST(value AS INTEGER) FROM store_meta WHERE key = 'version'") ?? 0
         }
     }

@@ -50,6 +50,7 @@ struct PushRecorder {
                 case .rejected:
                     try Outbox.settle(mutation.entrySeqs, state: .rejected,
                                       reason: result.reason ?? "rejected by the server", now: now, in: db)
+                    try Self.keepRefusedValues(of: mutation, db)
                     // The server's row as it stays: discarding the edit restores it. A reply
                     // without a row (no such row, or a server that predates rows in replies)
                     // leaves the row to be read back with `GET /v1/rows` on discard.
@@ -73,7 +74,17 @@ struct PushRecorder {
         let now = database.wallClock.nowMilliseconds()
         try await database.write { db in
             try Outbox.settle(mutation.entrySeqs, state: .rejected, reason: reason, now: now, in: db)
+            try Self.keepRefusedValues(of: mutation, db)
         }
+    }
+
+    /// Keeps the values a refused mutation carried with its entries: a
+    /// later pull may give the row other writers' values, and the refused
+    /// edit must not vanish with them.
+    private static func keepRefusedValues(of mutation: PendingMutation, _ db: Database) throws {
+        let values = try ColumnValueJSON.encodeRow(mutation.values.mapValues(ColumnValue.init))
+        try OutboxRecord.all().filter(seqs: mutation.entrySeqs)
+            .updateAll(db, OutboxRecord.Columns.refusedValues.set(to: values))
     }
 
     private func store(_ result: MutationResult, of mutation: PendingMutation, now: Int64, _ db: Database) throws -> Int {

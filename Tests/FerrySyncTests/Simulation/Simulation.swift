@@ -1,0 +1,217 @@
+@_spi(Benchmarks) import Ferry
+import FerryProtocol
+@testable import FerryServer
+import FerryTestSupport
+import Foundation
+import GRDB
+import Logging
+
+/// One seeded run: 3 to 8 devices of two users, some sharing a scope,
+/// insert, update, delete and re-create rows online and offline while the
+/// network drops, delays, duplicates and reorders requests and replies,
+/// servers and devices restart, a device is put back to an old copy of its
+/// file, tombstone collection forces resets, and an app update adding a
+/// column reaches some devices first. Then the network heals, every device
+/// syncs until nothing moves, and ``SimulationCheck`` holds the result
+/// against the ledger of everything the servers acknowledged.
+///
+/// Every decision is drawn from the seed and the run is sequential, so a
+/// seed replays exactly.
+struct Simulation {
+    let seed: UInt64
+    let store: StoreKind
+    var steps = 50
+
+    /// The ids the simulation writes: four notes and four items.
+    static let rowIDs = (0..<4).map { "note-\($0)" } + (0..<4).map { "item-\($0)" }
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// A device as the simulation drives it: reopened on restart, upgrade
+    /// and restore.
+    final class Device {
+        let name: String
+        let user: String
+        let path: String
+        let files: URL
+        var upgraded = false
+        /// An old copy of the file, when one was taken.
+        var backup: String?
+        var database: FerryDatabase!
+        var engine: SyncEngine!
+
+        init(name: String, user: String, path: String, files: URL) {
+            self.name = name
+            self.user = user
+            self.path = path
+            self.files = files
+        }
+    }
+
+    func run() async throws {
+        var random = SplitMix64(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ 1)
+        let policy = ConflictPolicy.allCases[Int(random.next() % UInt64(ConflictPolicy.allCases.count))]
+        // Some writes are refused: a title ending in "!" never passes.
+        let validator = MutationValidator { proposed in
+            if case .text(let title)? = proposed.mutation.columns["title"], title.hasSuffix("!") { return .reject(reason: "no shouting") }
+            return .accept
+        }
+        let tables = ServerTables(rules: ["note": TableRule(policy: policy, validator: validator),
+                                          "item": TableRule(policy: policy)])
+        let directory = try TemporaryDirectory()
+        let cluster = try await SimCluster.start(store, tables: tables, directory: directory)
+        var log: [String] = ["seed \(seed), \(store), policy \(policy)"]
+        do {
+            try await cluster.store.createScope("team:sim", owner: nil)
+            for user in ["alice", "bob"] { try await cluster.store.setMember(user, role: .write, in: "team:sim") }
+            let devices = try await simulate(cluster: cluster, directory: directory, random: &random, log: &log)
+            try await SimulationCheck(cluster: cluster, devices: devices, log: log).run()
+            await cluster.stop()
+        } catch {
+            await cluster.stop()
+            if error is Failure { throw error }
+            throw Failure(description: "\(error)\n\(log.joined(separator: "\n"))")
+        }
+    }
+
+    private func simulate(cluster: SimCluster, directory: TemporaryDirectory, random: inout SplitMix64,
+                          log: inout [String]) async throws -> [Device] {
+        let count = 3 + Int(random.next() % 6)   // 3 to 8 devices
+        var devices: [Device] = []
+        for index in 0..<count {
+            let device = Device(name: "d\(index)", user: index % 2 == 0 ? "alice" : "bob",
+                                path: directory.path("d\(index).sqlite"), files: directory.url.appending(path: "d\(index)-files"))
+            try await open(device, cluster: cluster, faultSeed: random.next())
+            devices.append(device)
+        }
+        for step in 0..<steps {
+            let device = devices[Int(random.next() % UInt64(devices.count))]
+            let roll = random.next() % 100
+            switch roll {
+            case 0..<50:
+                let table = random.next() % 2 == 0 ? "note" : "item"
+                let row = "\(table)-\(random.next() % 4)"
+                let value = "\(device.name)-\(step)\(random.next() % 10 == 0 ? "!" : "")"
+                let op = try await write(device, table: table, row: row, value: value, delete: random.next() % 6 == 0,
+                                         choice: random.next())
+                log.append("\(step) \(device.name) \(op)")
+            case 50..<78:
+                let outcome: String
+                do {
+                    let summary = try await device.engine.sync()
+                    outcome = "pushed \(summary.pushed) pulled \(summary.pulled)\(summary.resets > 0 ? " reset" : "")\(summary.identityRenewed ? " new identity" : "")"
+                } catch {
+                    outcome = "failed (\(error))"
+                }
+                log.append("\(step) \(device.name) sync: \(outcome)")
+            case 78..<84:
+                try await open(device, cluster: cluster, faultSeed: random.next())
+                log.append("\(step) \(device.name) restart")
+            case 84..<88:
+                let index = Int(random.next() % UInt64(cluster.instanceCount))
+                try await cluster.restart(index)
+                log.append("\(step) server \(index) restart")
+            case 88..<93:
+                if let backup = device.backup {
+                    device.engine = nil
+                    try device.database.close()
+                    device.database = nil
+                    for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: device.path + suffix) }
+                    try FileManager.default.copyItem(atPath: backup, toPath: device.path)
+                    device.backup = nil
+                    try await open(device, cluster: cluster, faultSeed: random.next())
+                    log.append("\(step) \(device.name) restored from its old copy")
+                } else {
+                    let backup = device.path + ".backup-\(step)"
+                    try device.database.writer.backup(to: try DatabaseQueue(path: backup))
+                    device.backup = backup
+                    log.append("\(step) \(device.name) copied its file")
+                }
+            case 93..<95:
+                let report = try await cluster.collectGarbage()
+                log.append("\(step) server collects tombstones: \(report.tombstonesRemoved), horizon \(report.horizon)")
+            default:
+                if !device.upgraded {
+                    device.upgraded = true
+                    try await open(device, cluster: cluster, faultSeed: random.next())
+                    log.append("\(step) \(device.name) upgraded: note.priority")
+                } else {
+                    log.append("\(step) \(device.name) idle")
+                }
+            }
+        }
+        // Quiescence: the network heals; every device syncs until nothing moves.
+        for device in devices { try await open(device, cluster: cluster, faultSeed: nil) }
+        for _ in 0..<2 {
+            for device in devices { _ = try await device.engine.sync() }
+        }
+        return devices
+    }
+
+    /// Opens the device's file (again, on a restart) with a fresh engine;
+    /// with `faultSeed`, its network misbehaves.
+    private func open(_ device: Device, cluster: SimCluster, faultSeed: UInt64?) async throws {
+        device.engine = nil
+        device.database = nil
+        var configuration = FerryConfiguration()
+        configuration.attachmentsDirectory = device.files
+        device.database = try FerryDatabase(path: device.path, schema: SyncSchema.schema(withPriority: device.upgraded),
+                                            configuration: configuration)
+        let faults = FaultInjectingTransport(wrapping: InstanceRouter(cluster, seed: faultSeed ?? 0))
+        if let faultSeed {
+            let kinds: [FaultInjectingTransport.Fault] = [.dropRequest, .dropResponse, .duplicate, .reorder, .delay(.milliseconds(3))]
+            faults.injectRandomly(kinds, on: .push, probability: 0.25, seed: faultSeed)
+            faults.injectRandomly(kinds, on: .pull, probability: 0.25, seed: faultSeed &+ 7)
+        }
+        var sync = SyncConfiguration(userID: device.user, sharedScopes: ["team:sim"])
+        sync.retry = RetryPolicy(initialDelay: .milliseconds(1), maximumDelay: .milliseconds(5), attemptsPerSync: 3)
+        sync.periodicInterval = nil
+        sync.live = false
+        sync.pushBatchSize = 3
+        sync.pullPageSize = 4
+        // Quiet: the faults are on purpose, and the step log tells a failing seed's story.
+        var logger = Logger(label: "ferry.simulation")
+        logger.logLevel = .critical
+        device.engine = try SyncEngine(database: device.database, transport: faults, configuration: sync,
+                                       token: try await cluster.token(device.user), logger: logger)
+    }
+
+    /// One local write: an insert or re-creation when the row is not here,
+    /// else an update of one column, or a delete. An upgraded device also
+    /// writes `note.priority`.
+    private func write(_ device: Device, table: String, row: String, value: String, delete: Bool, choice: UInt64) async throws -> String {
+        let upgraded = device.upgraded
+        return try await device.database.write { db in
+            let exists = try Bool.fetchOne(db, sql: "SELECT 1 FROM \(table) WHERE id = ?", arguments: [row]) ?? false
+            switch (table, exists, delete) {
+            case (_, true, true):
+                try db.execute(sql: "DELETE FROM \(table) WHERE id = ?", arguments: [row])
+                return "delete \(row)"
+            case ("note", false, _) where upgraded:
+                let priority = Int(choice % 5)
+                try db.execute(sql: "INSERT INTO note(id, title, body, priority) VALUES (?, ?, ?, ?)", arguments: [row, value, value, priority])
+                return "insert \(row) \(value) priority \(priority)"
+            case ("note", false, _):
+                try db.execute(sql: "INSERT INTO note(id, title, body) VALUES (?, ?, ?)", arguments: [row, value, value])
+                return "insert \(row) \(value)"
+            case ("note", true, _):
+                if upgraded, choice % 3 == 0 {
+                    let priority = Int(choice % 5)
+                    try db.execute(sql: "UPDATE note SET priority = ? WHERE id = ?", arguments: [priority, row])
+                    return "update \(row).priority = \(priority)"
+                }
+                let column = choice % 2 == 0 ? "title" : "body"
+                try db.execute(sql: "UPDATE note SET \(column) = ? WHERE id = ?", arguments: [value, row])
+                return "update \(row).\(column) = \(value)"
+            case (_, false, _):
+                try db.execute(sql: "INSERT INTO item(id, listScope, name) VALUES (?, 'team:sim', ?)", arguments: [row, value])
+                return "insert \(row) \(value)"
+            default:
+                try db.execute(sql: "UPDATE item SET name = ? WHERE id = ?", arguments: [value, row])
+                return "update \(row).name = \(value)"
+            }
+        }
+    }
+}
