@@ -12,6 +12,13 @@
 //                                                   sync (and open every attachment); once a
 //                                                   transfer has moved <bytes>, a download kills
 //                                                   itself and an upload prints `paused` and hangs
+//   ferry-test-worker sync-kill <path> <server> <token> <user> pull|push <k> [writes]
+//                                                   make <writes> local changes (printed once
+//                                                   committed), then sync, killing itself (SIGKILL)
+//                                                   at the k-th statement that applies a pulled row
+//                                                   (pull) or settles an outbox entry from a push
+//                                                   reply (push), inside that transaction; k = 0
+//                                                   never kills, and prints `synced` at the end
 @_spi(Testing) import Ferry
 import FerryHTTPClient
 import Foundation
@@ -35,6 +42,21 @@ func itemMigrator() -> DatabaseMigrator {
             """)
     }
     return migrator
+}
+
+/// Counts the traced statements a `sync-kill` run watches, once armed.
+final class StatementCounter: @unchecked Sendable {
+    // @unchecked: both fields are only touched under `lock`.
+    private let lock = NSLock()
+    private var count = 0
+    private var isArmed = false
+
+    var armed: Bool {
+        get { lock.withLock { isArmed } }
+        set { lock.withLock { isArmed = newValue } }
+    }
+
+    func next() -> Int { lock.withLock { count += 1; return count } }
 }
 
 let arguments = CommandLine.arguments.dropFirst()
@@ -144,6 +166,47 @@ do {
             _ = try await engine.open(attachment)
         }
         emit("synced uploaded=\(summary.attachmentsUploaded)")
+    case "sync-kill":
+        guard arguments.count >= 7, let server = URL(string: arguments[arguments.startIndex + 2]),
+              let killAt = Int(arguments[arguments.startIndex + 6]) else {
+            fail("sync-kill needs <path> <server> <token> <user> pull|push <k> [writes]")
+        }
+        let phase = arguments[arguments.startIndex + 5]
+        let writes = arguments.count >= 8 ? Int(arguments[arguments.startIndex + 7]) ?? 0 : 0
+        let marker = phase == "pull" ? ["INSERT INTO \"item\"", "DELETE FROM \"item\""] : ["UPDATE \"ferry_outbox\" SET \"state\""]
+        let counter = StatementCounter()
+        var configuration = FerryConfiguration()
+        configuration.sqlTrace = { sql in
+            guard killAt > 0, counter.armed, marker.contains(where: { sql.hasPrefix($0) }) else { return }
+            if counter.next() == killAt { raise(SIGKILL) }
+        }
+        let database = try FerryDatabase(path: path, schema: schema, configuration: configuration)
+        for _ in 0..<writes {
+            let existing = try database.read { db in try String.fetchOne(db, sql: "SELECT id FROM item ORDER BY random() LIMIT 1") }
+            if let existing, Bool.random() {
+                let revision = try database.write { db in
+                    try db.execute(sql: "UPDATE item SET revision = revision + 1, writer = 'worker' WHERE id = ?", arguments: [existing])
+                    return try Int.fetchOne(db, sql: "SELECT revision FROM item WHERE id = ?", arguments: [existing]) ?? 0
+                }
+                emit("update \(existing) \(revision)")
+            } else {
+                let id = UUID().uuidString
+                try database.write { db in
+                    try db.execute(sql: "INSERT INTO item(id, writer, revision) VALUES (?, 'worker', 0)", arguments: [id])
+                }
+                emit("insert \(id)")
+            }
+        }
+        var syncConfiguration = SyncConfiguration(userID: arguments[arguments.startIndex + 4])
+        syncConfiguration.periodicInterval = nil
+        syncConfiguration.live = false
+        syncConfiguration.pullPageSize = 5
+        syncConfiguration.pushBatchSize = 4
+        let engine = try SyncEngine(database: database, transport: HTTPSyncTransport(baseURL: server),
+                                    configuration: syncConfiguration, token: arguments[arguments.startIndex + 3])
+        counter.armed = true
+        let summary = try await engine.sync()
+        emit("synced pushed=\(summary.pushed) pulled=\(summary.pulled)")
     default:
         fail("unknown mode \(mode)")
     }
