@@ -8,9 +8,17 @@ public final class WorkerProcess: @unchecked Sendable {
     private var buffer = Data()
     private var finished = false
 
-    public init(_ arguments: [String]) throws {
-        process.executableURL = try Self.executable()
-        process.arguments = arguments
+    /// Starts `ferry-test-worker arguments…`; with `launcher` (such as
+    /// `["/usr/sbin/ip", "netns", "exec", name]`), through it, which execs
+    /// the worker in its place.
+    public init(_ arguments: [String], launcher: [String] = []) throws {
+        if let tool = launcher.first {
+            process.executableURL = URL(filePath: tool)
+            process.arguments = Array(launcher.dropFirst()) + [try Self.executable().path] + arguments
+        } else {
+            process.executableURL = try Self.executable()
+            process.arguments = arguments
+        }
         process.standardOutput = output
         try process.run()
     }
