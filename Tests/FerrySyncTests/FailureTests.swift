@@ -68,53 +68,77 @@ import FerryTestSupport
         #expect(try device.database.outbox.pendingCount() == 0)
     }
 
-    /// The server process is SIGKILLed while a device pushes 1,500 rows in
-    /// batches of 25, and restarted on the same port: the sync rides it out
-    /// and every row is on the server exactly once.
-    @Test func serverKilledAndRestartedMidSync() async throws {
+    /// The server process is SIGKILLed while three devices push 500 rows
+    /// each in batches of 25, and restarted on the same port and store: the
+    /// syncs ride it out and every row is on the server exactly once, on
+    /// each store.
+    @Test(arguments: StoreKind.available)
+    func serverKilledUnderLoadFromSeveralDevicesAndRestarted(_ kind: StoreKind) async throws {
         let data = directory.url.appending(path: "server-data").path
         let secret = SyncServer.secret
-        let first = try ServerProcess(["serve", "--port", "0", "--data-dir", data, "--jwt-secret", secret])
+        let postgres = kind == .postgres ? try await PostgresTestDatabase.create() : nil
+        defer { if let postgres { Task { try? await postgres.drop() } } }
+        let store = postgres.map { ["--postgres", $0.url] } ?? []
+        let first = try ServerProcess(["serve", "--port", "0", "--data-dir", data, "--jwt-secret", secret] + store)
+        defer { first.kill() }
         let line = try await first.waitForLine(startingWith: "Ferry server listening on ")
         let url = try #require(URL(string: String(line.dropFirst("Ferry server listening on ".count))))
         let port = try #require(url.port)
-        let token = try #require(ServerProcess.run(["token", "--user", "alice", "--data-dir", data, "--jwt-secret", secret])
-            .output.split(separator: "\n").last.map(String.init))
-
-        let device = try await Device.make("a", user: "alice", baseURL: url, directory: directory, configure: {
-            $0.pushBatchSize = 25
-            $0.retry = RetryPolicy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(300), attemptsPerSync: 200)
-        }, token: token)
-        try await device.database.write { db in
-            for index in 0..<1500 {
-                try db.execute(sql: "INSERT INTO note(id, title, counter) VALUES (?, ?, ?)", arguments: ["n\(index)", "t\(index)", index])
+        let users = ["alice", "bob", "carol"]
+        var devices: [Device] = []
+        for user in users {
+            let token = try #require(ServerProcess.run(["token", "--user", user, "--data-dir", data, "--jwt-secret", secret])
+                .output.split(separator: "\n").last.map(String.init))
+            let device = try await Device.make(user, user: user, baseURL: url, directory: directory, configure: {
+                $0.pushBatchSize = 25
+                $0.retry = RetryPolicy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(300), attemptsPerSync: 200)
+            }, token: token)
+            try await device.database.write { db in
+                for index in 0..<500 {
+                    try db.execute(sql: "INSERT INTO note(id, title, counter) VALUES (?, ?, ?)", arguments: ["n\(index)", "\(user) \(index)", index])
+                }
             }
+            devices.append(device)
         }
-        let sync = Task { try await device.engine.sync() }
+        let syncs = devices.map { device in Task { try await device.engine.sync() } }
         // Kill once some batches are in.
-        while try acknowledgedMutations(device) < 200 { try await Task.sleep(for: .milliseconds(5)) }
+        func acknowledged() throws -> Int { try devices.map { try acknowledgedMutations($0) }.reduce(0, +) }
+        while try acknowledged() < 300 { try await Task.sleep(for: .milliseconds(5)) }
         first.kill()
-        let atKill = try acknowledgedMutations(device)
+        let atKill = try acknowledged()
         try await Task.sleep(for: .milliseconds(400))
-        let second = try ServerProcess(["serve", "--port", "\(port)", "--data-dir", data, "--jwt-secret", secret])
+        let second = try ServerProcess(["serve", "--port", "\(port)", "--data-dir", data, "--jwt-secret", secret] + store)
         defer { second.stop() }
         _ = try await second.waitForLine(startingWith: "Ferry server listening on ")
 
-        let summary = try await sync.value
+        var retries = 0
+        for sync in syncs { retries += try await sync.value.retries }
         #expect(atKill < 1500)
-        #expect(summary.retries > 0)
-        #expect(try acknowledgedMutations(device) == 1500)
+        #expect(retries > 0)
+        #expect(try acknowledged() == 1500)
 
-        // A fresh device pulls every row back, each with its value.
-        let reader = try await Device.make("reader", user: "alice", baseURL: url, directory: directory, token: token)
-        try await reader.engine.sync()
-        let notes = try reader.notes()
-        #expect(notes.count == 1500)
-        #expect(notes["n1499"] == Note(title: "t1499", body: nil, counter: 1499))
-        let version = try await DatabaseQueue(path: data + "/ferry-server.sqlite").read { db in
-            try Int64.fetchOne(db, sql: "SELECT CAST(value AS INTEGER) FROM store_meta WHERE key = 'version'")
+        // A fresh device of each user pulls every row back, each with its value.
+        for (index, user) in users.enumerated() {
+            let token = try #require(ServerProcess.run(["token", "--user", user, "--data-dir", data, "--jwt-secret", secret])
+                .output.split(separator: "\n").last.map(String.init))
+            let reader = try await Device.make("reader-\(index)", user: user, baseURL: url, directory: directory, token: token)
+            try await reader.engine.sync()
+            let notes = try reader.notes()
+            #expect(notes.count == 500)
+            #expect(notes["n499"] == Note(title: "\(user) 499", body: nil, counter: 499))
         }
-        #expect(version == 1500)
+        // Exactly once: one result per mutation, and on SQLite one version each
+        // (PostgreSQL's sequence may skip the draws of the transactions the kill cut).
+        if let postgres {
+            let results = try await postgres.rows("SELECT count(*)::text FROM ferry_results")
+            let versions = try await postgres.rows("SELECT count(DISTINCT version)::text FROM ferry_rows")
+            #expect(results == ["1500"] && versions == ["1500"], "\(results) results, \(versions) row versions")
+        } else {
+            let version = try await DatabaseQueue(path: data + "/ferry-server.sqlite").read { db in
+                try Int64.fetchOne(db, sql: "SELECT CAST(value AS INTEGER) FROM store_meta WHERE key = 'version'")
+            }
+            #expect(version == 1500)
+        }
     }
 
     /// Found by the seeded simulation (seed 129): an edit made after the
