@@ -94,7 +94,9 @@ import Testing
     /// Runs the worker to its end (its own SIGKILL, or `synced`).
     static func run(_ arguments: [String]) throws -> (killed: Bool, lines: [String]) {
         let worker = try WorkerProcess(arguments)
-        worker.wait()
+        guard worker.wait(atMost: .seconds(120)) else {
+            throw Simulation.Failure(description: "the worker was still running after 120 s: \(worker.readRemainingLines())")
+        }
         let lines = worker.readRemainingLines()
         let killed = worker.process.terminationReason == .uncaughtSignal && worker.process.terminationStatus == SIGKILL
         if !killed && lines.last?.hasPrefix("synced") != true {

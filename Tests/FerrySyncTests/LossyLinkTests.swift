@@ -82,14 +82,21 @@ struct LossyLink {
     /// What the link does to packets, as set up.
     let faults: String
 
-    var inServer: [String] { ["/usr/sbin/ip", "netns", "exec", serverNamespace] }
-    var inDevice: [String] { ["/usr/sbin/ip", "netns", "exec", deviceNamespace] }
+    var inServer: [String] { ["/usr/bin/env", "ip", "netns", "exec", serverNamespace] }
+    var inDevice: [String] { ["/usr/bin/env", "ip", "netns", "exec", deviceNamespace] }
 
     /// The link, or `nil` (having said why) where this machine does not
     /// permit network namespaces; under `CI=true` that fails the test.
     static func make() throws -> LossyLink? {
         let suffix = "\(getpid())"
         let server = "ferry-s\(suffix)", device = "ferry-d\(suffix)"
+        // What an earlier run that died left behind: namespaces of processes gone.
+        shell("""
+            for ns in $(ip netns list | awk '{print $1}' | grep -E '^ferry-[sd][0-9]+$'); do
+                pid=${ns#ferry-?}; [ -d /proc/$pid ] && continue
+                ip netns pids "$ns" | xargs -r kill -9; ip netns del "$ns"
+            done
+            """)
         guard shell("ip netns add \(server)") == 0 else {
             let reason = "network namespaces are not permitted here (`ip netns add` failed): the lossy-link test is skipped"
             if ProcessInfo.processInfo.environment["CI"] == "true" { Issue.record(Comment(rawValue: reason)) } else { print(reason) }
@@ -127,7 +134,9 @@ struct LossyLink {
     /// Runs `ferry-test-worker` in the device's namespace to its end.
     func device(_ arguments: [String]) throws -> (status: Int32, lines: [String], inserts: [String]) {
         let worker = try WorkerProcess(arguments, launcher: inDevice)
-        worker.wait()
+        guard worker.wait(atMost: .seconds(180)) else {
+            throw CommandFailed(command: "ferry-test-worker \(arguments.joined(separator: " ")) (still running after 180 s)")
+        }
         let lines = worker.readRemainingLines()
         let inserts = lines.filter { $0.hasPrefix("insert ") }.map { String($0.dropFirst("insert ".count)) }
         return (worker.process.terminationStatus, lines, inserts)
@@ -139,8 +148,9 @@ struct LossyLink {
 
     /// Deletes both namespaces (and with them the veth pair).
     func remove() {
-        _ = Self.shell("ip netns del \(deviceNamespace)")
-        _ = Self.shell("ip netns del \(serverNamespace)")
+        for namespace in [deviceNamespace, serverNamespace] {
+            Self.shell("ip netns pids \(namespace) | xargs -r kill -9; ip netns del \(namespace)")
+        }
     }
 
     struct CommandFailed: Error, CustomStringConvertible {
@@ -156,7 +166,7 @@ struct LossyLink {
     static func shell(_ command: String) -> Int32 {
         let process = Process()
         process.executableURL = URL(filePath: "/bin/sh")
-        process.arguments = ["-c", command + " >/dev/null 2>&1"]
+        process.arguments = ["-c", "{ " + command + "\n} >/dev/null 2>&1"]
         do { try process.run() } catch { return -1 }
         process.waitUntilExit()
         return process.terminationStatus

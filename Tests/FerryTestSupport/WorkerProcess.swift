@@ -98,6 +98,20 @@ public final class WorkerProcess: @unchecked Sendable {
         process.waitUntilExit()
     }
 
+    /// Waits up to `limit` for it to end on its own, then kills it; returns
+    /// whether it ended on its own.
+    @discardableResult
+    public func wait(atMost limit: Duration) -> Bool {
+        let deadline = ContinuousClock.now + limit
+        while process.isRunning, ContinuousClock.now < deadline { usleep(10_000) }
+        guard process.isRunning else {
+            process.waitUntilExit()
+            return true
+        }
+        kill()
+        return false
+    }
+
     struct WorkerNotFound: Error, CustomStringConvertible {
         var searched: [String]
         var description: String { "ferry-test-worker not found in \(searched); run `swift build --build-tests`" }

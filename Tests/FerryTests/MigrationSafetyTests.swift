@@ -42,7 +42,7 @@ import FerryTestSupport
         try expectIntactAtV1(path)
     }
 
-    @Test func aProcessKilledInsideAMigrationLeavesThePreviousVersion() throws {
+    @Test func aProcessKilledInsideAMigrationLeavesThePreviousVersionAndTheNextLaunchCompletesIt() throws {
         let directory = try TemporaryDirectory()
         let path = directory.path("app.sqlite")
         try seed(path)
@@ -51,6 +51,18 @@ import FerryTestSupport
         worker.kill()
         #expect(worker.process.terminationReason == .uncaughtSignal)
         try expectIntactAtV1(path)
+        // The next launch runs the migration to its end.
+        var migrator = ItemSchema.migrator()
+        migrator.registerMigration("v2") { db in
+            try db.execute(sql: "CREATE TABLE extra (id INTEGER PRIMARY KEY, label TEXT)")
+            try db.execute(sql: "UPDATE item SET revision = revision + 1000")
+        }
+        let database = try FerryDatabase(path: path, schema: FerrySchema(migrator: migrator, syncedTables: [SyncedTable("item")]))
+        try database.read { (db: Database) throws -> Void in
+            #expect(try migrator.appliedMigrations(db) == ["v1", "v2"])
+            #expect(try Int.fetchAll(db, sql: "SELECT DISTINCT revision FROM item") == [1000])
+            #expect(try String.fetchAll(db, sql: "PRAGMA integrity_check") == ["ok"])
+        }
     }
 
     @Test func openingAtAnOlderVersionThanTheFileIsAnError() throws {
