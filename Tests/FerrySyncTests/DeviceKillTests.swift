@@ -79,6 +79,10 @@ import Testing
 
     // MARK: - Support
 
+    struct WorkerFailed: Error, CustomStringConvertible {
+        var description: String
+    }
+
     static func withServer(_ body: (SyncServer, TemporaryDirectory) async throws -> Void) async throws {
         let directory = try TemporaryDirectory()
         let server = try await SyncServer.start(in: directory)
@@ -95,12 +99,12 @@ import Testing
     static func run(_ arguments: [String]) throws -> (killed: Bool, lines: [String]) {
         let worker = try WorkerProcess(arguments)
         guard worker.wait(atMost: .seconds(120)) else {
-            throw Simulation.Failure(description: "the worker was still running after 120 s: \(worker.readRemainingLines())")
+            throw WorkerFailed(description: "the worker was still running after 120 s: \(worker.readRemainingLines())")
         }
         let lines = worker.readRemainingLines()
         let killed = worker.process.terminationReason == .uncaughtSignal && worker.process.terminationStatus == SIGKILL
         if !killed && lines.last?.hasPrefix("synced") != true {
-            throw Simulation.Failure(description: "the worker ended without syncing: \(worker.process.terminationStatus) \(lines)")
+            throw WorkerFailed(description: "the worker ended without syncing: \(worker.process.terminationStatus) \(lines)")
         }
         return (killed, lines)
     }
@@ -159,9 +163,7 @@ import Testing
     static func items(_ path: String) throws -> [String: Int] {
         let database = try FerryDatabase(path: path, schema: ItemSchema.schema)
         defer { try? database.close() }
-        return try database.read { db in
-            try Dictionary(uniqueKeysWithValues: Row.fetchAll(db, sql: "SELECT id, revision FROM item").map { ($0["id"] as String, $0["revision"] as Int) })
-        }
+        return try database.read(ItemSchema.revisions)
     }
 
     /// One more sync without a kill: nothing left to send, and the device
@@ -176,9 +178,7 @@ import Testing
         #expect(try items(path) == onServer, "the device differs from the server")
         if let writer {
             _ = try await writer.1.sync()
-            let held = try await writer.0.read { db in
-                try Dictionary(uniqueKeysWithValues: Row.fetchAll(db, sql: "SELECT id, revision FROM item").map { ($0["id"] as String, $0["revision"] as Int) })
-            }
+            let held = try await writer.0.read(ItemSchema.revisions)
             #expect(held == onServer, "the writer differs from the server")
         }
         let database = try FerryDatabase(path: path, schema: ItemSchema.schema)

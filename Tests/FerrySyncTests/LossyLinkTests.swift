@@ -65,9 +65,7 @@ import Testing
         let database = try FerryDatabase(path: path, schema: ItemSchema.schema)
         defer { try? database.close() }
         #expect(try database.outbox.pendingCount() == 0, "\(path) has changes left to send")
-        return try database.read { db in
-            try Dictionary(uniqueKeysWithValues: Row.fetchAll(db, sql: "SELECT id, revision FROM item").map { ($0["id"] as String, $0["revision"] as Int) })
-        }
+        return try database.read(ItemSchema.revisions)
     }
 }
 

@@ -14,4 +14,9 @@ public enum ItemSchema {
     }
 
     public static let schema = FerrySchema(migrator: migrator(), syncedTables: [SyncedTable("item")])
+
+    /// Every item's revision, by id.
+    public static func revisions(_ db: Database) throws -> [String: Int] {
+        try Dictionary(uniqueKeysWithValues: Row.fetchAll(db, sql: "SELECT id, revision FROM item").map { ($0["id"] as String, $0["revision"] as Int) })
+    }
 }

@@ -46,9 +46,7 @@ import FerryTestSupport
         let database = try FerryDatabase(path: path, schema: ItemSchema.schema)
         try database.read { (db: Database) throws -> Void in
             #expect(try String.fetchAll(db, sql: "PRAGMA integrity_check") == ["ok"], "round \(round)")
-            let revisions = try Dictionary(uniqueKeysWithValues: Row.fetchAll(db, sql: "SELECT id, revision FROM item").map {
-                ($0["id"] as String, $0["revision"] as Int)
-            })
+            let revisions = try ItemSchema.revisions(db)
             let missing = printedInserts.subtracting(revisions.keys)
             #expect(missing.isEmpty, "round \(round): committed rows missing: \(missing)")
             for (id, revision) in printedRevision {

@@ -53,6 +53,14 @@ final class SimCluster: @unchecked Sendable {
     /// The base URL of every running instance.
     var urls: [URL] { lock.withLock { servers.map(\.baseURL) } }
 
+    /// A device's transport: each request to a running instance, picked by
+    /// a generator seeded with `seed`.
+    func router(seed: UInt64) -> RandomInstance {
+        RandomInstance(seed: seed) { [self] in
+            urls.map { HTTPSyncTransport(baseURL: $0, requestTimeout: .seconds(10)) }
+        }
+    }
+
     /// The first instance's store (every instance shares its data).
     var store: any SyncStore { lock.withLock { servers[0].store } }
 
@@ -85,41 +93,5 @@ final class SimCluster: @unchecked Sendable {
     func stop() async {
         for server in lock.withLock({ servers }) { await server.stop() }
         try? await database?.drop()
-    }
-}
-
-/// Sends each request of a device to one running instance, picked by a
-/// seeded generator (instances come and go as they restart).
-final class InstanceRouter: SyncTransport, @unchecked Sendable {
-    // @unchecked: `generator` is only touched under `lock`.
-    private let cluster: SimCluster
-    private let lock = NSLock()
-    private var generator: SplitMix64
-
-    init(_ cluster: SimCluster, seed: UInt64) {
-        self.cluster = cluster
-        generator = SplitMix64(seed: seed)
-    }
-
-    private func pick() -> any SyncTransport {
-        let urls = cluster.urls
-        let index = lock.withLock { Int(generator.next() % UInt64(urls.count)) }
-        return HTTPSyncTransport(baseURL: urls[index], requestTimeout: .seconds(10))
-    }
-
-    func push(_ request: PushRequest, token: String?) async throws -> PushResponse {
-        try await pick().push(request, token: token)
-    }
-
-    func pull(_ request: PullRequest, token: String?) async throws -> PullResponse {
-        try await pick().pull(request, token: token)
-    }
-
-    func row(scope: String, table: String, rowID: String, token: String?) async throws -> ServerRow? {
-        try await pick().row(scope: scope, table: table, rowID: rowID, token: token)
-    }
-
-    func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error> {
-        pick().live(scopes: scopes, token: token)
     }
 }

@@ -159,7 +159,7 @@ struct Simulation {
         configuration.attachmentsDirectory = device.files
         device.database = try FerryDatabase(path: device.path, schema: SyncSchema.schema(withPriority: device.upgraded),
                                             configuration: configuration)
-        let faults = FaultInjectingTransport(wrapping: InstanceRouter(cluster, seed: faultSeed ?? 0))
+        let faults = FaultInjectingTransport(wrapping: cluster.router(seed: faultSeed ?? 0))
         if let faultSeed {
             let kinds: [FaultInjectingTransport.Fault] = [.dropRequest, .dropResponse, .duplicate, .reorder, .delay(.milliseconds(3))]
             faults.injectRandomly(kinds, on: .push, probability: 0.25, seed: faultSeed)

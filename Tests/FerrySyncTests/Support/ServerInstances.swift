@@ -68,20 +68,26 @@ struct ServerInstances {
 }
 
 /// Sends each request to one of several instances, picked by a seeded
-/// generator; live streams go to the first.
+/// generator; live streams go to the first. The instances may change
+/// between requests (a simulation restarts them at new ports).
 final class RandomInstance: SyncTransport, @unchecked Sendable {
     // @unchecked: `generator` is only touched under `lock`.
-    private let transports: [any SyncTransport]
+    private let transports: @Sendable () -> [any SyncTransport]
     private let lock = NSLock()
     private var generator: SplitMix64
 
-    init(transports: [any SyncTransport], seed: UInt64) {
+    convenience init(transports: [any SyncTransport], seed: UInt64) {
+        self.init(seed: seed) { transports }
+    }
+
+    init(seed: UInt64, transports: @escaping @Sendable () -> [any SyncTransport]) {
         self.transports = transports
         generator = SplitMix64(seed: seed)
     }
 
     private func pick() -> any SyncTransport {
-        lock.withLock { transports[Int.random(in: 0..<transports.count, using: &generator)] }
+        let transports = self.transports()
+        return lock.withLock { transports[Int.random(in: 0..<transports.count, using: &generator)] }
     }
 
     func push(_ request: PushRequest, token: String?) async throws -> PushResponse {
@@ -97,7 +103,7 @@ final class RandomInstance: SyncTransport, @unchecked Sendable {
     }
 
     func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error> {
-        transports[0].live(scopes: scopes, token: token)
+        transports()[0].live(scopes: scopes, token: token)
     }
 }
 
