@@ -232,19 +232,32 @@ extension FerryDatabase {
     /// Runs `updates` in an IMMEDIATE write transaction and commits it.
     ///
     /// ```swift
-    /// try database.write { db in
-    ///     try db.execute(sql: "UPDATE note SET title = ? WHERE id = ?", arguments: ["Errands", id])
+    /// do {
+    ///     try database.write { db in
+    ///         try db.execute(sql: "UPDATE note SET title = ? WHERE id = ?", arguments: ["Errands", id])
+    ///     }
+    /// } catch FerryError.Code.storageFull {
+    ///     showAlert("Your phone is full: free some space and save again.")
     /// }
     /// ```
+    ///
+    /// - throws: ``FerryError`` `storageFull` when the disk has no room for
+    ///   the write (it is rolled back whole; nothing committed before it is
+    ///   lost); otherwise what `updates` throws, or GRDB's `DatabaseError`.
     @discardableResult
     public func write<T>(_ updates: (Database) throws -> T) throws -> T {
-        try writer.writeWithoutTransaction { db in try timedWrite(db, updates) }
+        try Self.namingFullDisk { try writer.writeWithoutTransaction { db in try timedWrite(db, updates) } }
     }
 
-    /// Runs `updates` in an IMMEDIATE write transaction without blocking the caller.
+    /// Runs `updates` in an IMMEDIATE write transaction without blocking the
+    /// caller. Throws as the synchronous `write(_:)` does.
     @discardableResult
     public func write<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await writer.writeWithoutTransaction { db in try timedWrite(db, updates) }
+        do {
+            return try await writer.writeWithoutTransaction { db in try timedWrite(db, updates) }
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
+            throw Self.fullDisk(error)
+        }
     }
 
     /// Reads from a consistent snapshot, concurrently with writes.
@@ -283,6 +296,19 @@ extension FerryDatabase {
     func writeWithoutCapture<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
         let capture = self.capture
         return try await write { db in try capture.withoutCapture { try updates(db) } }
+    }
+
+    private static func namingFullDisk<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
+            throw fullDisk(error)
+        }
+    }
+
+    private static func fullDisk(_ error: DatabaseError) -> FerryError {
+        FerryError(.storageFull, "the device has no space left (\(error.message ?? "SQLITE_FULL")): the write was rolled back "
+            + "and everything committed before it is kept; free some space and write again")
     }
 
     private func timedWrite<T>(_ db: Database, _ updates: (Database) throws -> T) throws -> T {

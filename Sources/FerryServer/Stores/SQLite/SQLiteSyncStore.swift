@@ -84,13 +84,16 @@ public final class SQLiteSyncStore: SyncStore {
     }
 
     /// SQLite's own errors, in the HTTP layer's terms: busy or locked is
-    /// `unavailable` (retry shortly); anything else stays
-    /// an internal error the HTTP layer logs.
+    /// `unavailable` (retry shortly), and so is a full disk (the transaction
+    /// is rolled back whole, so nothing changed); anything else stays an
+    /// internal error the HTTP layer logs.
     private static func mappingErrors<T>(_ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
         } catch let error as DatabaseError where [.SQLITE_BUSY, .SQLITE_LOCKED].contains(error.resultCode) {
             throw FerryServerError(.unavailable, "the store is busy; retry shortly")
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
+            throw FerryServerError(.unavailable, "the store has no space left on its disk; nothing was changed, retry once space is freed")
         }
     }
 
