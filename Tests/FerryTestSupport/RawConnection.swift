@@ -32,8 +32,13 @@ public final class RawConnection: @unchecked Sendable {
     /// Sends `text`; `false` when the server has closed the connection.
     @discardableResult
     public func send(_ text: String) -> Bool {
-        let bytes = Array(text.utf8)
-        return bytes.withUnsafeBytes { buffer in
+        send(bytes: Array(text.utf8))
+    }
+
+    /// Sends `bytes` as they are; `false` when the server has closed the connection.
+    @discardableResult
+    public func send(bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { buffer in
             sendBytes(descriptor, buffer.baseAddress, buffer.count) == buffer.count
         }
     }
@@ -41,6 +46,15 @@ public final class RawConnection: @unchecked Sendable {
     /// What arrives within `timeout`, and whether the server closed the
     /// connection (reading stops at the close).
     public func read(for timeout: Duration, untilContains marker: String? = nil) -> (text: String, closed: Bool) {
+        let (bytes, closed) = readBytes(for: timeout, until: marker.map { marker in
+            { String(decoding: $0, as: UTF8.self).contains(marker) }
+        })
+        return (String(decoding: bytes, as: UTF8.self), closed)
+    }
+
+    /// The bytes that arrive within `timeout`, or until `until` holds of
+    /// what arrived, and whether the server closed the connection.
+    public func readBytes(for timeout: Duration, until: (([UInt8]) -> Bool)? = nil) -> (bytes: [UInt8], closed: Bool) {
         var received: [UInt8] = []
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
@@ -50,11 +64,11 @@ public final class RawConnection: @unchecked Sendable {
             guard poll(&poller, 1, milliseconds) > 0 else { continue }
             var chunk = [UInt8](repeating: 0, count: 16_384)
             let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-            if count <= 0 { return (String(decoding: received, as: UTF8.self), true) }
+            if count <= 0 { return (received, true) }
             received += chunk[0..<count]
-            if let marker, String(decoding: received, as: UTF8.self).contains(marker) { break }
+            if let until, until(received) { break }
         }
-        return (String(decoding: received, as: UTF8.self), false)
+        return (received, false)
     }
 
     /// Waits until the server closes the connection; how long that took,

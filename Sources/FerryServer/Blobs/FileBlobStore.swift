@@ -204,8 +204,15 @@ public final class FileBlobStore: BlobStore {
         }
     }
 
+    /// The error for a failed system call: a full disk is `unavailable`
+    /// (503: the upload resumes from its offset once space is freed), any
+    /// other failure an internal error.
     static func failure(_ operation: String, _ path: String) -> FerryServerError {
-        FerryServerError(.internalError, "could not \(operation) \(path): \(String(cString: strerror(errno)))")
+        let code = errno
+        if code == ENOSPC || code == EDQUOT {
+            return FerryServerError(.unavailable, "the blob store has no space left on its disk; retry once space is freed")
+        }
+        return FerryServerError(.internalError, "could not \(operation) \(path): \(String(cString: strerror(code)))")
     }
 }
 

@@ -3,6 +3,7 @@ import FerryProtocol
 import Foundation
 import GRDB
 import Logging
+import PostgresNIO
 import Testing
 import FerryTestSupport
 
@@ -16,16 +17,19 @@ struct StoreUnderTest: Sendable {
     private let running: Task<Void, any Error>?
 
     /// Opens a store of `kind` on fresh data, runs `body`, and closes it
-    /// (dropping a PostgreSQL database) whatever `body` does.
+    /// (dropping a PostgreSQL database) whatever `body` does. With
+    /// `running: false` a PostgreSQL store is not run here: a server that
+    /// runs it as one of its services does (and `body` waits until it is ready).
     static func with<T: Sendable>(
         _ kind: StoreKind,
         maxPageBytes: Int = 8 << 20,
+        running: Bool = true,
         _ body: (StoreUnderTest) async throws -> T
     ) async throws -> T {
         let directory = kind == .sqlite ? try TemporaryDirectory() : nil
         let database = kind == .postgres ? try await PostgresTestDatabase.create() : nil
         do {
-            let opened = try await open(kind, directory: directory, database: database, maxPageBytes: maxPageBytes)
+            let opened = try await open(kind, directory: directory, database: database, maxPageBytes: maxPageBytes, running: running)
             let value: T
             do {
                 value = try await body(opened)
@@ -43,7 +47,7 @@ struct StoreUnderTest: Sendable {
     }
 
     private static func open(
-        _ kind: StoreKind, directory: TemporaryDirectory?, database: PostgresTestDatabase?, maxPageBytes: Int
+        _ kind: StoreKind, directory: TemporaryDirectory?, database: PostgresTestDatabase?, maxPageBytes: Int, running: Bool = true
     ) async throws -> StoreUnderTest {
         switch kind {
         case .sqlite:
@@ -56,6 +60,7 @@ struct StoreUnderTest: Sendable {
             var logger = Logger(label: "store-under-test")
             logger.logLevel = .warning
             let store = PostgresSyncStore(configuration: configuration, logger: logger)
+            guard running else { return StoreUnderTest(kind: kind, store: store, directory: nil, database: database, running: nil) }
             let running = Task { try await store.run() }
             try await store.waitUntilReady()
             return StoreUnderTest(kind: kind, store: store, directory: nil, database: database, running: running)
@@ -76,23 +81,38 @@ struct StoreUnderTest: Sendable {
     var sqlite: SQLiteSyncStore? { store as? SQLiteSyncStore }
 
     /// Every stored row of every store table, in order: equal digests mean
-    /// nothing changed.
+    /// nothing changed. Blobs count by their complete keys (an upload in
+    /// progress is not stored data yet).
     func digest() async throws -> String {
+        let blobTables: Set<String> = ["ferry_blobs", "ferry_blob_chunks"]
+        var lines: [String] = []
         if let sqlite {
-            return try await sqlite.pool.read { db in
+            lines = try await sqlite.pool.read { db in
                 var lines: [String] = []
-                for table in ["store_meta", "rows", "history", "clients", "results", "conflicts", "rejections", "scopes", "members"] {
-                    for row in try Row.fetchAll(db, sql: "SELECT * FROM \(table) ORDER BY 1, 2") {
-                        lines.append("\(table): \(row)")
-                    }
+                for table in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") {
+                    lines += try Row.fetchAll(db, sql: "SELECT * FROM \(table.quotedDatabaseIdentifier)").map { "\(table): \($0)" }.sorted()
                 }
-                return lines.joined(separator: "\n")
+                return lines
+            }
+        } else {
+            lines = try await database!.withConnection { connection in
+                var tables: [String] = []
+                let listing = "SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema() ORDER BY 1"
+                for try await (table) in try await connection.query(PostgresQuery(unsafeSQL: listing), logger: Logger(label: "store-digest")).decode(String.self)
+                where !blobTables.contains(table) {
+                    tables.append(table)
+                }
+                // One round trip for every table.
+                let dump = tables.map { "SELECT '\($0): ' || t::text FROM \($0) t" }.joined(separator: " UNION ALL ") + " ORDER BY 1"
+                var lines: [String] = []
+                for try await (line) in try await connection.query(PostgresQuery(unsafeSQL: dump), logger: Logger(label: "store-digest")).decode(String.self) {
+                    lines.append(line)
+                }
+                return lines
             }
         }
-        var lines: [String] = []
-        for table in ["ferry_meta", "ferry_rows", "ferry_history", "ferry_clients", "ferry_results", "ferry_conflicts", "ferry_rejections", "ferry_scopes", "ferry_members"] {
-            lines += try await database!.rows("SELECT t::text FROM \(table) t ORDER BY 1").map { "\(table): \($0)" }
-        }
+        let blobs = try store.makeBlobStore(maxBlobBytes: 1 << 30)
+        lines += try await blobs.list().filter(\.complete).map { "blob: \($0.key)" }.sorted()
         return lines.joined(separator: "\n")
     }
 
