@@ -89,35 +89,35 @@ struct LossyLink {
         let suffix = "\(getpid())"
         let server = "ferry-s\(suffix)", device = "ferry-d\(suffix)"
         // What an earlier run that died left behind: namespaces of processes gone.
-        shell("""
+        Shell.status("""
             for ns in $(ip netns list | awk '{print $1}' | grep -E '^ferry-[sd][0-9]+$'); do
                 pid=${ns#ferry-?}; [ -d /proc/$pid ] && continue
                 ip netns pids "$ns" | xargs -r kill -9; ip netns del "$ns"
             done
             """)
-        guard shell("ip netns add \(server)") == 0 else {
+        guard Shell.status("ip netns add \(server)") == 0 else {
             let reason = "network namespaces are not permitted here (`ip netns add` failed): the lossy-link test is skipped"
             if ProcessInfo.processInfo.environment["CI"] == "true" { Issue.record(Comment(rawValue: reason)) } else { print(reason) }
             return nil
         }
         var link = LossyLink(serverNamespace: server, deviceNamespace: device, faults: "")
         do {
-            try run("ip netns add \(device)")
-            try run("ip link add vs\(suffix) netns \(server) type veth peer name vd\(suffix) netns \(device)")
-            try run("ip -n \(server) addr add \(serverAddress)/24 dev vs\(suffix)")
-            try run("ip -n \(device) addr add \(deviceAddress)/24 dev vd\(suffix)")
+            try Shell.run("ip netns add \(device)")
+            try Shell.run("ip link add vs\(suffix) netns \(server) type veth peer name vd\(suffix) netns \(device)")
+            try Shell.run("ip -n \(server) addr add \(serverAddress)/24 dev vs\(suffix)")
+            try Shell.run("ip -n \(device) addr add \(deviceAddress)/24 dev vd\(suffix)")
             for (namespace, interface) in [(server, "vs\(suffix)"), (device, "vd\(suffix)")] {
-                try run("ip -n \(namespace) link set lo up")
-                try run("ip -n \(namespace) link set \(interface) up")
+                try Shell.run("ip -n \(namespace) link set lo up")
+                try Shell.run("ip -n \(namespace) link set \(interface) up")
             }
             // netem where the kernel has it; else loss alone, by iptables.
             let netem = "netem loss 10% delay 20ms 10ms reorder 25% 50%"
-            if shell("ip netns exec \(server) tc qdisc add dev vs\(suffix) root \(netem)") == 0,
-               shell("ip netns exec \(device) tc qdisc add dev vd\(suffix) root \(netem)") == 0 {
+            if Shell.status("ip netns exec \(server) tc qdisc add dev vs\(suffix) root \(netem)") == 0,
+               Shell.status("ip netns exec \(device) tc qdisc add dev vd\(suffix) root \(netem)") == 0 {
                 link = LossyLink(serverNamespace: server, deviceNamespace: device, faults: "tc \(netem), both ways")
             } else {
                 for (namespace, interface) in [(server, "vs\(suffix)"), (device, "vd\(suffix)")] {
-                    try run("ip netns exec \(namespace) iptables -A INPUT -i \(interface) -m statistic --mode random --probability 0.10 -j DROP")
+                    try Shell.run("ip netns exec \(namespace) iptables -A INPUT -i \(interface) -m statistic --mode random --probability 0.10 -j DROP")
                 }
                 link = LossyLink(serverNamespace: server, deviceNamespace: device,
                                  faults: "10% of packets dropped both ways by iptables (this kernel has no netem: no delay or reordering)")
@@ -133,40 +133,21 @@ struct LossyLink {
     func device(_ arguments: [String]) throws -> (status: Int32, lines: [String], inserts: [String]) {
         let worker = try WorkerProcess(arguments, launcher: inDevice)
         guard worker.wait(atMost: .seconds(180)) else {
-            throw CommandFailed(command: "ferry-test-worker \(arguments.joined(separator: " ")) (still running after 180 s)")
+            throw Shell.Failed(command: "ferry-test-worker \(arguments.joined(separator: " ")) (still running after 180 s)")
         }
         let lines = worker.readRemainingLines()
         let inserts = lines.filter { $0.hasPrefix("insert ") }.map { String($0.dropFirst("insert ".count)) }
         return (worker.process.terminationStatus, lines, inserts)
     }
 
-    func cut() throws { try Self.run("ip -n \(deviceNamespace) link set vd\(deviceNamespace.dropFirst("ferry-d".count)) down") }
+    func cut() throws { try Shell.run("ip -n \(deviceNamespace) link set vd\(deviceNamespace.dropFirst("ferry-d".count)) down") }
 
-    func restore() throws { try Self.run("ip -n \(deviceNamespace) link set vd\(deviceNamespace.dropFirst("ferry-d".count)) up") }
+    func restore() throws { try Shell.run("ip -n \(deviceNamespace) link set vd\(deviceNamespace.dropFirst("ferry-d".count)) up") }
 
     /// Deletes both namespaces (and with them the veth pair).
     func remove() {
         for namespace in [deviceNamespace, serverNamespace] {
-            Self.shell("ip netns pids \(namespace) | xargs -r kill -9; ip netns del \(namespace)")
+            Shell.status("ip netns pids \(namespace) | xargs -r kill -9; ip netns del \(namespace)")
         }
-    }
-
-    struct CommandFailed: Error, CustomStringConvertible {
-        var command: String
-        var description: String { "`\(command)` failed" }
-    }
-
-    static func run(_ command: String) throws {
-        guard shell(command) == 0 else { throw CommandFailed(command: command) }
-    }
-
-    @discardableResult
-    static func shell(_ command: String) -> Int32 {
-        let process = Process()
-        process.executableURL = URL(filePath: "/bin/sh")
-        process.arguments = ["-c", "{ " + command + "\n} >/dev/null 2>&1"]
-        do { try process.run() } catch { return -1 }
-        process.waitUntilExit()
-        return process.terminationStatus
     }
 }

@@ -235,10 +235,12 @@ struct APIFuzzer {
         if chance(3) {
             method = pick(["DELETE", "PATCH", "OPTIONS", "TRACE", "GET", "POST"])
             label = "\(method) (other method) \(operation.path)"
+            broken = false  // another operation may ignore the body
         }
         if chance(2) {
             path = "/v1/" + pick(["nothing", "push/extra", "rows", "blobs", "scopes/x/members", "%2e%2e/%2e%2e/etc/passwd"])
             label = "\(method) (unknown path)"
+            broken = false
         }
         let target = query.isEmpty ? path : path + "?" + query.joined(separator: "&")
         return Generated(request: RawHTTP.Request(method: method, target: target, headers: headers, body: body),
