@@ -18,55 +18,11 @@ import FerryTestSupport
         directory = try TemporaryDirectory()
     }
 
-    private static let page = String(repeating: "y", count: 8192)
-
     @Test func aDeviceOnAFullDiskRefusesTheWriteKeepsItsDataAndSyncsOnceSpaceReturns() async throws {
         guard let disk = try SmallDisk.mount(bytes: 16 << 20) else { return }
         defer { disk.unmount() }
-        let server = try await SyncServer.start()
-        defer { Task { await server.stop() } }
-        let phone = try await Device.make("phone", user: "alice", server: server, directory: disk.directory)
-        let other = try await Device.make("other", user: "alice", server: server, directory: directory)
-        for index in 0..<20 {
-            try phone.execute("INSERT INTO note(id, title) VALUES (?, ?)", ["n\(index)", "synced \(index)"])
-        }
-        _ = try await phone.engine.sync()
-        for index in 20..<25 {
-            try phone.execute("INSERT INTO note(id, title) VALUES (?, ?)", ["n\(index)", "pending \(index)"])
-        }
-        let before = try phone.notes()
-        try disk.fill(leaving: 16 << 10)
-
-        let refused = await #expect(throws: FerryError.self) {
-            try await phone.database.write { db in
-                for index in 0..<100 {
-                    try db.execute(sql: "INSERT INTO note(id, title, body) VALUES (?, 'big', ?)", arguments: ["big\(index)", Self.page])
-                }
-            }
-        }
-        #expect(refused?.code == .storageFull, "\(String(describing: refused))")
-        #expect(try DiskFullTests.integrity(phone.database.writer) == "ok")
-        #expect(try phone.notes() == before)
-        #expect(try phone.database.outbox.pendingCount() == 5)
-
-        for index in 0..<100 {
-            try other.execute("INSERT INTO note(id, title, body) VALUES (?, 'remote', ?)", ["r\(index)", Self.page])
-        }
-        _ = try await other.engine.sync()
-        let pullRefused = await #expect(throws: FerryError.self) { try await phone.engine.sync() }
-        #expect(pullRefused?.code == .storageFull, "\(String(describing: pullRefused))")
-        #expect(try DiskFullTests.integrity(phone.database.writer) == "ok")
-        let kept = try phone.notes()
-        #expect(before.allSatisfy { kept[$0.key] == $0.value }, "a committed note was lost")
-
-        try disk.free()
-        _ = try await phone.engine.sync()
-        _ = try await other.engine.sync()
-        #expect(try phone.notes().count == 125)
-        #expect(try other.notes() == phone.notes())
-        #expect(try await server.storeVersion() == 125)
-        #expect(try phone.database.outbox.pendingCount() == 0)
-        #expect(try DiskFullTests.integrity(phone.database.writer) == "ok")
+        try await DiskFullTests.deviceFillsUp(in: disk.directory, otherIn: directory,
+                                              fill: { _ in try disk.fill(leaving: 16 << 10) }, free: { _ in try disk.free() })
     }
 
     @Test func aServerOnAFullDiskAnswers503ForRowsAndBlobsChangesNothingAndTakesThemOnceSpaceReturns() async throws {
@@ -80,7 +36,7 @@ import FerryTestSupport
         try device.execute("INSERT INTO note(id, title) VALUES ('first', 'fits')")
         _ = try await device.engine.sync()
         for index in 0..<60 {
-            try device.execute("INSERT INTO note(id, title, body) VALUES (?, 'big', ?)", ["n\(index)", Self.page])
+            try device.execute("INSERT INTO note(id, title, body) VALUES (?, 'big', ?)", ["n\(index)", DiskFullTests.page])
         }
         let photo = Data((0..<400_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
         let attachment = try await device.database.attachments.add(data: photo, to: "note", row: "first", name: "photo.raw")
