@@ -37,21 +37,6 @@ import FerryTestSupport
         try writer.read { db in try String.fetchOne(db, sql: "PRAGMA integrity_check") }
     }
 
-    /// Every table of a database file, row by row: to show a refused write
-    /// changed nothing at all.
-    static func dump(_ reader: any DatabaseReader) throws -> [String: [[String]]] {
-        try reader.read { db in
-            let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-            var dump: [String: [[String]]] = [:]
-            for table in tables {
-                dump[table] = try Row.fetchAll(db, sql: "SELECT * FROM \(table.quotedDatabaseIdentifier)").map { row in
-                    row.databaseValues.map(\.description)
-                }
-            }
-            return dump
-        }
-    }
-
     static let page = String(repeating: "x", count: 8192)
 
     @Test func aDeviceWithAFullDiskRefusesTheWriteKeepsWhatItHadAndSyncsOnceSpaceReturns() async throws {
@@ -133,7 +118,7 @@ import FerryTestSupport
             try device.execute("INSERT INTO note(id, title, body) VALUES (?, 'big', ?)", ["n\(index)", Self.page])
         }
         try Self.capFile(store.pool, sparePages: 0)
-        let before = try Self.dump(store.pool)
+        let before = try SQLiteDump.lines(store.pool)
 
         // On the wire: 503 with the store's reason, nothing stored.
         let transport = HTTPSyncTransport(baseURL: server.baseURL)
@@ -151,12 +136,12 @@ import FerryTestSupport
             #expect(body?.code == .unavailable)
             #expect(body?.message.contains("no space left") == true)
         }
-        #expect(try Self.dump(store.pool) == before)
+        #expect(try SQLiteDump.lines(store.pool) == before)
 
         // Through the engine: the sync gives up as on any outage and keeps the outbox.
         let gaveUp = await #expect(throws: FerryError.self) { try await device.engine.sync() }
         #expect(gaveUp?.code == .serverUnavailable)
-        #expect(try Self.dump(store.pool) == before)
+        #expect(try SQLiteDump.lines(store.pool) == before)
         #expect(try device.database.outbox.pendingCount() == 30)
         #expect(try Self.integrity(store.pool) == "ok")
 

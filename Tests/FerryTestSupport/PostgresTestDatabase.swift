@@ -104,7 +104,30 @@ public struct PostgresTestDatabase: Sendable {
         try await Self.withConnection(host: host, port: port, user: user, password: password, database: name, body)
     }
 
-    private func administer(_ sql: String) async throws {
+    /// Every row of every table in the database's schema but `excluding`,
+    /// as text, sorted, in one round trip: equal dumps mean nothing stored
+    /// changed.
+    public func dump(excluding: Set<String> = []) async throws -> [String] {
+        try await withConnection { connection in
+            var tables: [String] = []
+            let listing = "SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema() ORDER BY 1"
+            for try await (table) in try await connection.query(PostgresQuery(unsafeSQL: listing), logger: Self.logger).decode(String.self)
+            where !excluding.contains(table) {
+                tables.append(table)
+            }
+            guard !tables.isEmpty else { return [] }
+            let dump = tables.map { "SELECT '\($0): ' || t::text FROM \($0) t" }.joined(separator: " UNION ALL ") + " ORDER BY 1"
+            var lines: [String] = []
+            for try await (line) in try await connection.query(PostgresQuery(unsafeSQL: dump), logger: Self.logger).decode(String.self) {
+                lines.append(line)
+            }
+            return lines
+        }
+    }
+
+    /// Runs `sql` in the cluster's maintenance database: for what cannot
+    /// run inside this one (dropping a tablespace it used, say).
+    public func administer(_ sql: String) async throws {
         let maintenance = Self.environment["POSTGRES_DB"] ?? "postgres"
         try await Self.withConnection(host: host, port: port, user: user, password: password, database: maintenance) { connection in
             _ = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: Self.logger)

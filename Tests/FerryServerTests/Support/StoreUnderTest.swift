@@ -3,7 +3,6 @@ import FerryProtocol
 import Foundation
 import GRDB
 import Logging
-import PostgresNIO
 import Testing
 import FerryTestSupport
 
@@ -87,29 +86,9 @@ struct StoreUnderTest: Sendable {
         let blobTables: Set<String> = ["ferry_blobs", "ferry_blob_chunks"]
         var lines: [String] = []
         if let sqlite {
-            lines = try await sqlite.pool.read { db in
-                var lines: [String] = []
-                for table in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") {
-                    lines += try Row.fetchAll(db, sql: "SELECT * FROM \(table.quotedDatabaseIdentifier)").map { "\(table): \($0)" }.sorted()
-                }
-                return lines
-            }
+            lines = try SQLiteDump.lines(sqlite.pool)
         } else {
-            lines = try await database!.withConnection { connection in
-                var tables: [String] = []
-                let listing = "SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema() ORDER BY 1"
-                for try await (table) in try await connection.query(PostgresQuery(unsafeSQL: listing), logger: Logger(label: "store-digest")).decode(String.self)
-                where !blobTables.contains(table) {
-                    tables.append(table)
-                }
-                // One round trip for every table.
-                let dump = tables.map { "SELECT '\($0): ' || t::text FROM \($0) t" }.joined(separator: " UNION ALL ") + " ORDER BY 1"
-                var lines: [String] = []
-                for try await (line) in try await connection.query(PostgresQuery(unsafeSQL: dump), logger: Logger(label: "store-digest")).decode(String.self) {
-                    lines.append(line)
-                }
-                return lines
-            }
+            lines = try await database!.dump(excluding: blobTables)
         }
         let blobs = try store.makeBlobStore(maxBlobBytes: 1 << 30)
         lines += try await blobs.list().filter(\.complete).map { "blob: \($0.key)" }.sorted()

@@ -4,6 +4,7 @@ import Foundation
 import GRDB
 import Hummingbird
 import Logging
+import PostgresNIO
 import ServiceLifecycle
 import FerryTestSupport
 
@@ -137,14 +138,26 @@ final class SyncServer: Sendable {
 
     /// The live (not deleted) rows of a table in a scope: row id → values.
     func rows(_ table: String, in scope: String) async throws -> [String: [String: ColumnValue]] {
-        try await sqlite!.pool.read { db in
-            var rows: [String: [String: ColumnValue]] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT row_id, cells FROM rows WHERE scope = ? AND tbl = ? AND deleted = 0",
-                                        arguments: [scope, table]) {
-                let cells = try JSONDecoder().decode([String: Cell].self, from: Data((row["cells"] as String).utf8))
-                rows[row["row_id"]] = cells.mapValues(\.value)
+        var cellsByRow: [String: String] = [:]
+        if let postgres {
+            let query: PostgresQuery = "SELECT row_id, cells FROM ferry_rows WHERE scope = \(scope) AND tbl = \(table) AND NOT deleted"
+            cellsByRow = try await postgres.withConnection { connection in
+                var found: [String: String] = [:]
+                for try await (rowID, cells) in try await connection.query(query, logger: Logger(label: "sync-test-rows"))
+                    .decode((String, String).self) {
+                    found[rowID] = cells
+                }
+                return found
             }
-            return rows
+        } else {
+            cellsByRow = try await sqlite!.pool.read { db in
+                try Dictionary(uniqueKeysWithValues: Row.fetchAll(
+                    db, sql: "SELECT row_id, cells FROM rows WHERE scope = ? AND tbl = ? AND deleted = 0", arguments: [scope, table]
+                ).map { row in (row["row_id"] as String, row["cells"] as String) })
+            }
+        }
+        return try cellsByRow.mapValues { cells in
+            try JSONDecoder().decode([String: Cell].self, from: Data(cells.utf8)).mapValues(\.value)
         }
     }
 

@@ -222,6 +222,9 @@ public final class PostgresSyncStore: SyncStore {
                 throw FerryServerError(.unavailable, "the database did not finish this request in time; retry shortly")
             } catch let error where Self.isOutage(error) {
                 logger.warning("PostgreSQL unavailable", metadata: ["error": "\(Self.describe(error))"])
+                if Self.sqlState(error) == "53100" {
+                    throw FerryServerError(.unavailable, "the database has no space left on its disk; nothing was changed, retry once space is freed")
+                }
                 throw FerryServerError(.unavailable, "the database is unavailable; retry shortly")
             }
         }
