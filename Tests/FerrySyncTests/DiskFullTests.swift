@@ -54,7 +54,15 @@ import FerryTestSupport
         fill: (Device) throws -> Void, free: (Device) throws -> Void
     ) async throws {
         let server = try await SyncServer.start()
-        defer { Task { await server.stop() } }
+        try await server.stopping {
+            try await deviceFillsUp(server, in: phoneDirectory, otherIn: otherDirectory, fill: fill, free: free)
+        }
+    }
+
+    private static func deviceFillsUp(
+        _ server: SyncServer, in phoneDirectory: TemporaryDirectory, otherIn otherDirectory: TemporaryDirectory,
+        fill: (Device) throws -> Void, free: (Device) throws -> Void
+    ) async throws {
         let phone = try await Device.make("phone", user: "alice", server: server, directory: phoneDirectory)
         let other = try await Device.make("other", user: "alice", server: server, directory: otherDirectory)
         for index in 0..<20 {
@@ -88,6 +96,10 @@ import FerryTestSupport
         _ = try await other.engine.sync()
         let pullRefused = await #expect(throws: FerryError.self) { try await phone.engine.sync() }
         #expect(pullRefused?.code == .storageFull, "\(String(describing: pullRefused))")
+        // The push went first and was recorded: what could not be stored is the pull,
+        // and no pulled row was set aside as if it were bad.
+        #expect(try phone.database.outbox.pendingCount() == 0)
+        #expect(try await phone.database.read { db in try SetAsideRecord.fetchCount(db) } == 0)
         #expect(try integrity(phone.database.writer) == "ok")
         let kept = try phone.notes()
         #expect(before.allSatisfy { kept[$0.key] == $0.value }, "a committed note was lost")
@@ -108,7 +120,10 @@ import FerryTestSupport
 
     @Test func aServerWithAFullDiskAnswers503AndChangesNothingThenTakesThePushOnceSpaceReturns() async throws {
         let server = try await SyncServer.start()
-        defer { Task { await server.stop() } }
+        try await server.stopping { try await serverFillsUp(server) }
+    }
+
+    private func serverFillsUp(_ server: SyncServer) async throws {
         let store = try #require(server.sqlite)
         let device = try await Device.make("a", user: "alice", server: server, directory: directory,
                                            configure: { $0.retry.attemptsPerSync = 2 })

@@ -34,7 +34,9 @@ public struct Attachments: Sendable {
     ///
     /// - throws: ``FerryError`` `.attachmentNotFound` if the table is not
     ///   synced or has no such row; `.invalidConfiguration` for an in-memory
-    ///   database with no ``FerryConfiguration/attachmentsDirectory``.
+    ///   database with no ``FerryConfiguration/attachmentsDirectory``;
+    ///   `.storageFull` when the disk has no room for the copy (nothing is
+    ///   kept of it).
     @discardableResult
     public func add(file url: URL, to table: String, row rowID: String, name: String? = nil,
                     contentType: String? = nil) async throws -> Attachment {

@@ -255,7 +255,7 @@ extension FerryDatabase {
     public func write<T: Sendable>(_ updates: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
             return try await writer.writeWithoutTransaction { db in try timedWrite(db, updates) }
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
+        } catch let error as DatabaseError where NoSpace.means(error) {
             throw Self.fullDisk(error)
         }
     }
@@ -301,7 +301,7 @@ extension FerryDatabase {
     private static func namingFullDisk<T>(_ body: () throws -> T) throws -> T {
         do {
             return try body()
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
+        } catch let error as DatabaseError where NoSpace.means(error) {
             throw fullDisk(error)
         }
     }

@@ -45,9 +45,10 @@ public struct FerryError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let serverUnavailable = Code(rawValue: "serverUnavailable")
         /// The server refused a request the engine cannot fix by itself.
         public static let serverRefused = Code(rawValue: "serverRefused")
-        /// The device has no space left for a write: the write was rolled
-        /// back whole and everything committed before it is kept. Free
-        /// space and write again; a sync that met it resumes where it was.
+        /// The device has no space left for a write, or for an attachment's
+        /// file: the write was rolled back whole and everything committed
+        /// before it is kept. Free space and write again; a sync that met it
+        /// resumes where it was.
         public static let storageFull = Code(rawValue: "storageFull")
     }
 

@@ -135,17 +135,25 @@ public final class FileBlobStore: BlobStore {
 
         func startUpload(scope: String, length: Int64) throws {
             let manager = FileManager.default
-            try manager.createDirectory(at: upload.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try manager.createDirectory(at: complete.deletingLastPathComponent(), withIntermediateDirectories: true)
-            let scopeFile = scopeDirectory.appending(path: "scope")
-            if !manager.fileExists(atPath: scopeFile.path) {
-                try Data(scope.utf8).write(to: scopeFile, options: .atomic)
+            do {
+                try manager.createDirectory(at: upload.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try manager.createDirectory(at: complete.deletingLastPathComponent(), withIntermediateDirectories: true)
+                let scopeFile = scopeDirectory.appending(path: "scope")
+                if !manager.fileExists(atPath: scopeFile.path) {
+                    try Data(scope.utf8).write(to: scopeFile, options: .atomic)
+                }
+            } catch {
+                throw FileBlobStore.failure("prepare", scopeDirectory.path, error)
             }
-            guard manager.createFile(atPath: upload.path, contents: nil) else {
-                throw FerryServerError(.internalError, "could not create an upload file in \(upload.deletingLastPathComponent().path)")
-            }
+            let fd = open(upload.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            guard fd >= 0 else { throw FileBlobStore.failure("create", upload.path) }
+            close(fd)
             // The length last: an upload without it is no upload (see `state()`).
-            try Data(String(length).utf8).write(to: uploadLength, options: .atomic)
+            do {
+                try Data(String(length).utf8).write(to: uploadLength, options: .atomic)
+            } catch {
+                throw FileBlobStore.failure("record the length of", upload.path, error)
+            }
         }
 
         static func size(of url: URL) -> Int64? {
@@ -209,10 +217,22 @@ public final class FileBlobStore: BlobStore {
     /// other failure an internal error.
     static func failure(_ operation: String, _ path: String) -> FerryServerError {
         let code = errno
-        if code == ENOSPC || code == EDQUOT {
-            return FerryServerError(.unavailable, "the blob store has no space left on its disk; retry once space is freed")
-        }
+        if code == ENOSPC || code == EDQUOT { return noSpace }
         return FerryServerError(.internalError, "could not \(operation) \(path): \(String(cString: strerror(code)))")
+    }
+
+    /// The same for a call Foundation made, which reports `errno` in `error`.
+    static func failure(_ operation: String, _ path: String, _ error: any Error) -> FerryServerError {
+        if meansNoSpace(error as NSError) { return noSpace }
+        return FerryServerError(.internalError, "could not \(operation) \(path): \(error)")
+    }
+
+    private static let noSpace = FerryServerError(.unavailable, "the blob store has no space left on its disk; retry once space is freed")
+
+    private static func meansNoSpace(_ error: NSError) -> Bool {
+        if error.domain == NSPOSIXErrorDomain { return error.code == Int(ENOSPC) || error.code == Int(EDQUOT) }
+        if error.domain == NSCocoaErrorDomain, error.code == CocoaError.fileWriteOutOfSpace.rawValue { return true }
+        return (error.userInfo[NSUnderlyingErrorKey] as? NSError).map(meansNoSpace) ?? false
     }
 }
 

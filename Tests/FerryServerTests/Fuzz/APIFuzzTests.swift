@@ -51,7 +51,7 @@ import FerryTestSupport
             for round in 0..<Self.rounds {
                 let user = AccessModel.users[round % 3]
                 let generated = fuzzer.next(as: user)
-                let response = try await Self.exchange(generated, port: port, model: model, tally: &tally)
+                let response = try await Self.exchange(generated, port: port, model: model, rows: seeded.rows, store: store.store, tally: &tally)
                 fuzzer.cursors.collect(from: response)
                 let after = try await store.digest()
                 if response.status >= 400 {
@@ -62,6 +62,7 @@ import FerryTestSupport
 
             // Three users at once.
             let document = try OpenAPIDocument.bundled().data
+            let syncStore = store.store
             let cursors = fuzzer.cursors.seen
             let concurrent = try await withThrowingTaskGroup(of: Tally.self) { group in
                 for (index, user) in AccessModel.users.enumerated() {
@@ -71,7 +72,7 @@ import FerryTestSupport
                         var tally = Tally()
                         for _ in 0..<(Self.rounds / 3) {
                             let generated = own.next(as: user)
-                            let response = try await Self.exchange(generated, port: port, model: model, tally: &tally)
+                            let response = try await Self.exchange(generated, port: port, model: model, rows: seeded.rows, store: syncStore, tally: &tally)
                             own.cursors.collect(from: response)
                         }
                         return tally
@@ -101,8 +102,10 @@ import FerryTestSupport
             let health = try await RawHTTP.send(.init(method: "GET", target: "/healthz"), port: port)
             #expect(health.status == 200)
             print("API fuzz (\(store.kind)): \(tally.requests) requests, statuses \(tally.statuses.sorted { $0.key < $1.key }), "
-                  + "\(tally.secretsSeen) answers carried their requester's own secrets, \(tally.operations.count) kinds of request")
+                  + "\(tally.secretsSeen) answers carried their requester's own secrets, \(tally.operations.count) of the document's operations")
             #expect(tally.requests == Self.rounds + 3 * (Self.rounds / 3))
+            #expect(Set(tally.operations.keys) == Set(fuzzer.operations.map { "\($0.method) \($0.path)" }),
+                    "operations the fuzz never sent: \(Set(fuzzer.operations.map { "\($0.method) \($0.path)" }).subtracting(tally.operations.keys))")
             // The fuzz reached the data: some answers did carry secrets (to those allowed them) and some writes landed.
             #expect(tally.secretsSeen > 0)
             #expect(tally.statuses.keys.contains { (200..<300).contains($0) })
@@ -126,11 +129,12 @@ import FerryTestSupport
 
     /// Sends one request and checks its answer on its own: no 5xx, a broken
     /// body refused, no other scope's secrets, membership only by the owner.
-    static func exchange(_ generated: APIFuzzer.Generated, port: Int, model: AccessModel, tally: inout Tally) async throws -> RawHTTP.Response {
+    static func exchange(_ generated: APIFuzzer.Generated, port: Int, model: AccessModel, rows: [SeededRow],
+                         store: any SyncStore, tally: inout Tally) async throws -> RawHTTP.Response {
         let response = try await RawHTTP.send(generated.request, port: port, stream: generated.isLive ? .milliseconds(200) : nil)
         tally.requests += 1
         tally.statuses[response.status, default: 0] += 1
-        tally.operations[generated.label, default: 0] += 1
+        tally.operations[generated.operation, default: 0] += 1
         let seen = "\(generated.request) as \(generated.requester ?? "nobody") → \(response.status): \(response.text.prefix(400))"
         #expect(response.status < 500, "a server error: \(seen)")
         if generated.broken {
@@ -143,10 +147,42 @@ import FerryTestSupport
                 Issue.record("an answer carried data of `\(scope)`, which \(generated.requester ?? "nobody") cannot read: \(seen)")
             }
         }
+        // A row's id alone, in an answer that was not asked about it, is a leak too, unless the
+        // fuzz itself wrote a row of that id where the requester may read it.
+        let asked = String(decoding: generated.request.body, as: UTF8.self) + generated.request.target
+        for row in rows where !model.canRead(generated.requester, row.scope)
+            && response.text.contains(row.rowID) && !asked.contains(row.rowID) {
+            if try await !heldWhereReadable(row.rowID, by: generated.requester, model: model, store: store) {
+                Issue.record("an answer named row \(row.rowID) of `\(row.scope)`, which \(generated.requester ?? "nobody") cannot read: \(seen)")
+            }
+        }
+        // A blob part (a range, or HEAD's offset) carries no whole secret: judged by status.
+        if ["GET", "HEAD"].contains(generated.request.method), let scope = blobScope(generated.request.target),
+           model.seededScopes.contains(scope), !model.canRead(generated.requester, scope) {
+            #expect(!(200..<300).contains(response.status), "a blob of `\(scope)` was served to one who cannot read it: \(seen)")
+        }
         if let scope = generated.memberScope, (200..<300).contains(response.status) {
             #expect(generated.requester.map { scope.hasSuffix("@\($0)") } == true, "a non-owner changed members: \(seen)")
         }
         return response
+    }
+
+    /// Whether a row `rowID` is held in a scope `requester` may read, or in
+    /// one the fuzz may have made (`list<n>@<user>`, `team:<n>`), whose
+    /// members the model does not follow.
+    static func heldWhereReadable(_ rowID: String, by requester: String?, model: AccessModel, store: any SyncStore) async throws -> Bool {
+        let made = (0..<50).flatMap { number in AccessModel.users.map { "list\(number)@\($0)" } } + (0..<5).map { "team:\($0)" }
+        for scope in model.seededScopes.filter({ model.canRead(requester, $0) }) + made {
+            if try await store.row(scope: scope, table: "note", rowID: rowID) != nil { return true }
+        }
+        return false
+    }
+
+    /// The scope a `/v1/blobs/{scope}/{sha256}` target names.
+    static func blobScope(_ target: String) -> String? {
+        let parts = target.split(separator: "?").first?.split(separator: "/", omittingEmptySubsequences: false) ?? []
+        guard parts.count == 5, parts[1] == "v1", parts[2] == "blobs" else { return nil }
+        return String(parts[3]).removingPercentEncoding
     }
 
     static func tokens(_ authority: TokenAuthority) async throws -> APIFuzzer.Tokens {

@@ -58,6 +58,8 @@ struct APIFuzzer {
         var request: RawHTTP.Request
         /// The user whose valid token it carries; `nil` for none.
         var requester: String?
+        /// The document's operation it was drawn from (`GET /v1/pull`).
+        var operation: String
         var label: String
         /// The body breaks its schema in one place: it must be refused.
         var broken: Bool
@@ -244,7 +246,8 @@ struct APIFuzzer {
         }
         let target = query.isEmpty ? path : path + "?" + query.joined(separator: "&")
         return Generated(request: RawHTTP.Request(method: method, target: target, headers: headers, body: body),
-                         requester: requester, label: label, broken: broken, memberScope: memberScope,
+                         requester: requester, operation: "\(operation.method) \(operation.path)", label: label,
+                         broken: broken, memberScope: memberScope,
                          isLive: path.hasPrefix("/v1/live") && method == "GET")
     }
 

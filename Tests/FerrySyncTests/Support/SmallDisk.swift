@@ -19,8 +19,14 @@ final class SmallDisk {
     /// A tmpfs of `bytes`, or `nil` (having said why) where this machine does
     /// not permit mounting; under `CI=true` that fails the test.
     static func mount(bytes: Int) throws -> SmallDisk? {
+        // What an earlier run that died left mounted: disks of processes gone.
+        Shell.status("""
+            awk '$1 ~ /^ferry-small-disk-[0-9]+$/ { print $1, $2 }' /proc/mounts | while read -r name path; do
+                [ -d "/proc/${name##*-}" ] || umount -l "$path"
+            done
+            """)
         let directory = try TemporaryDirectory()
-        guard Shell.status("mount -t tmpfs -o size=\(bytes) ferry-small-disk '\(directory.url.path)'") == 0 else {
+        guard Shell.status("mount -t tmpfs -o size=\(bytes) ferry-small-disk-\(getpid()) '\(directory.url.path)'") == 0 else {
             let reason = "mounting a tmpfs is not permitted here: the real full-disk test is skipped"
             if ProcessInfo.processInfo.environment["CI"] == "true" { Issue.record(Comment(rawValue: reason)) } else { print(reason) }
             return nil
@@ -48,6 +54,8 @@ final class SmallDisk {
 
     /// Unmounts (lazily, so a file still open cannot keep it mounted).
     func unmount() {
-        Shell.status("umount -l '\(directory.url.path)'")
+        if Shell.status("umount -l '\(directory.url.path)'") != 0 {
+            Issue.record("could not unmount the small disk at \(directory.url.path)")
+        }
     }
 }

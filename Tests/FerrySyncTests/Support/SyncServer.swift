@@ -125,6 +125,20 @@ final class SyncServer: Sendable {
         try? await owned?.drop()
     }
 
+    /// Runs `body`, then stops the server and waits for it to stop, whether
+    /// `body` threw or not.
+    func stopping<T>(after body: () async throws -> T) async throws -> T {
+        let value: T
+        do {
+            value = try await body()
+        } catch {
+            await stop()
+            throw error
+        }
+        await stop()
+        return value
+    }
+
     /// The store's version counter: one step per mutation that changed a row.
     func storeVersion() async throws -> Int64 {
         if let postgres {

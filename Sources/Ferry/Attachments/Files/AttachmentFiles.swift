@@ -127,7 +127,16 @@ struct AttachmentFiles: Sendable {
         return stat(url.path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
     }
 
-    static func failure(_ operation: String, _ url: URL) -> FerryError {
-        FerryError(.attachmentFileFailed, "could not \(operation) \(url.path): \(String(cString: strerror(errno)))")
+    /// The error for a failed file call: `storageFull` when the disk is full
+    /// (`errno`, or `error` when Foundation made the call), else
+    /// `attachmentFileFailed` naming the call and the file.
+    static func failure(_ operation: String, _ url: URL, _ error: (any Error)? = nil) -> FerryError {
+        let code = errno
+        let full = error.map(NoSpace.means) ?? (code == ENOSPC || code == EDQUOT)
+        if full {
+            return FerryError(.storageFull, "the device has no space left to \(operation) \(url.path): free some space and try again")
+        }
+        let reason = error.map { "\($0)" } ?? String(cString: strerror(code))
+        return FerryError(.attachmentFileFailed, "could not \(operation) \(url.path): \(reason)")
     }
 }

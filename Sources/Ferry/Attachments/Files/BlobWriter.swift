@@ -127,9 +127,10 @@ public final class BlobWriter: @unchecked Sendable {
 
     /// Appends `data`, the blob's next bytes.
     ///
-    /// - throws: ``FerryError`` `.attachmentFileFailed` when the file cannot
-    ///   be written (a full disk); the writer then refuses more, and a new
-    ///   one continues from what reached the disk whole.
+    /// - throws: ``FerryError`` `.storageFull` when the disk is full, or
+    ///   `.attachmentFileFailed` when the file cannot be written otherwise;
+    ///   the writer then refuses more, and a new one continues from what
+    ///   reached the disk whole.
     public func write(_ data: Data) throws {
         guard !failed else { throw AttachmentFiles.failure("continue after a failed write to", url) }
         guard var state = sealed else {
@@ -154,7 +155,7 @@ public final class BlobWriter: @unchecked Sendable {
     /// Syncs what is written to disk. A sealed file keeps up to one chunk
     /// in memory until the blob is complete; a crash loses that much, no more.
     public func flush() throws {
-        do { try handle.synchronize() } catch { throw AttachmentFiles.failure("sync", url) }
+        do { try handle.synchronize() } catch { throw AttachmentFiles.failure("sync", url, error) }
     }
 
     /// The blob is complete: seals its last chunk, syncs and closes.
@@ -182,7 +183,7 @@ public final class BlobWriter: @unchecked Sendable {
             try handle.write(contentsOf: data)
         } catch {
             failed = true
-            throw AttachmentFiles.failure("write", url)
+            throw AttachmentFiles.failure("write", url, error)
         }
     }
 }

@@ -108,11 +108,16 @@ struct PageApplier {
                 start += Self.groupSize
                 do {
                     report.add(try applyTogether(group, scope: page.scope, refetching: refetching, pending: pending, context: context, db))
+                } catch where NoSpace.means(error) {
+                    // Not a bad row: the page cannot be stored at all until space returns.
+                    throw error
                 } catch {
                     for change in group {
                         do {
                             report.add(try applyTogether([change], scope: page.scope, refetching: refetching, pending: pending,
                                                          context: context, db))
+                        } catch where NoSpace.means(error) {
+                            throw error
                         } catch {
                             let row = SetAsideRow(table: change.table, rowID: change.rowID, scope: page.scope,
                                                   version: change.version, reason: String(describing: error))
@@ -342,6 +347,8 @@ struct PageApplier {
                 _ = try applyTogether([try record.change()], scope: scope, refetching: refetching, pending: pending,
                                       context: context, db)
                 recovered += 1
+            } catch where NoSpace.means(error) {
+                throw error
             } catch {
                 record.reason = String(describing: error)
                 try record.update(db, columns: [SetAsideRecord.Columns.reason])

@@ -92,7 +92,8 @@ public final class SQLiteSyncStore: SyncStore {
             return try await body()
         } catch let error as DatabaseError where [.SQLITE_BUSY, .SQLITE_LOCKED].contains(error.resultCode) {
             throw FerryServerError(.unavailable, "the store is busy; retry shortly")
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
+        } catch let error as DatabaseError
+                    where error.resultCode == .SQLITE_FULL || error.extendedResultCode == .SQLITE_IOERR_SHMSIZE {
             throw FerryServerError(.unavailable, "the store has no space left on its disk; nothing was changed, retry once space is freed")
         }
     }
