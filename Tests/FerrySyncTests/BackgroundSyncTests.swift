@@ -29,89 +29,93 @@ import FerryTestSupport
     /// 5 s (the full suite shares 2 cores; alone, each takes tens of ms).
     @Test func writesReachAListeningDeviceLive() async throws {
         let server = try await SyncServer.start()
-        defer { Task { await server.stop() } }
-        let a = try await Device.make("a", user: "alice", server: server, directory: directory) { $0.debounce = .milliseconds(20) }
-        let b = try await Device.make("b", user: "alice", server: server, directory: directory) { $0.live = true }
-        await a.engine.start()
-        await b.engine.start()
-        defer { Task { await a.engine.stop(); await b.engine.stop() } }
-        try await waitUntil { b.engine.status.liveConnected }
+        try await server.stopping {
+            let a = try await Device.make("a", user: "alice", server: server, directory: directory) { $0.debounce = .milliseconds(20) }
+            let b = try await Device.make("b", user: "alice", server: server, directory: directory) { $0.live = true }
+            await a.engine.start()
+            await b.engine.start()
+            defer { Task { await a.engine.stop(); await b.engine.stop() } }
+            try await waitUntil { b.engine.status.liveConnected }
 
-        var latencies: [Duration] = []
-        for index in 0..<5 {
-            let start = ContinuousClock.now
-            try a.execute("INSERT INTO note(id, title) VALUES (?, 'live')", ["n\(index)"])
-            try await waitUntil { try b.note("n\(index)") != nil }
-            latencies.append(ContinuousClock.now - start)
+            var latencies: [Duration] = []
+            for index in 0..<5 {
+                let start = ContinuousClock.now
+                try a.execute("INSERT INTO note(id, title) VALUES (?, 'live')", ["n\(index)"])
+                try await waitUntil { try b.note("n\(index)") != nil }
+                latencies.append(ContinuousClock.now - start)
+            }
+            #expect(latencies.sorted()[2] < .seconds(1), "\(latencies)")
+            #expect(latencies.allSatisfy { $0 < .seconds(5) }, "\(latencies)")
+            print("write on a to row on b, live: \(latencies)")
         }
-        #expect(latencies.sorted()[2] < .seconds(1), "\(latencies)")
-        #expect(latencies.allSatisfy { $0 < .seconds(5) }, "\(latencies)")
-        print("write on a to row on b, live: \(latencies)")
     }
 
     @Test func statusReportsPhasesCountsAndTheLastSync() async throws {
         let server = try await SyncServer.start()
-        defer { Task { await server.stop() } }
-        let device = try await Device.make("a", user: "alice", server: server, directory: directory) { $0.pushBatchSize = 10 }
-        let seen = Locked<[SyncStatus]>([])
-        let watcher = Task {
-            for await status in device.engine.statusUpdates() {
-                seen.withLock { $0.append(status) }
+        try await server.stopping {
+            let device = try await Device.make("a", user: "alice", server: server, directory: directory) { $0.pushBatchSize = 10 }
+            let seen = Locked<[SyncStatus]>([])
+            let watcher = Task {
+                for await status in device.engine.statusUpdates() {
+                    seen.withLock { $0.append(status) }
+                }
             }
-        }
-        defer { watcher.cancel() }
-        try await device.database.write { db in
-            for index in 0..<30 { try db.execute(sql: "INSERT INTO note(id, title) VALUES (?, 'x')", arguments: ["n\(index)"]) }
-        }
-        try await device.engine.sync()
-        try await waitUntil { seen.withLock { $0.last?.lastSuccessfulSync != nil } }
+            defer { watcher.cancel() }
+            try await device.database.write { db in
+                for index in 0..<30 { try db.execute(sql: "INSERT INTO note(id, title) VALUES (?, 'x')", arguments: ["n\(index)"]) }
+            }
+            try await device.engine.sync()
+            try await waitUntil { seen.withLock { $0.last?.lastSuccessfulSync != nil } }
 
-        let statuses = seen.withLock { $0 }
-        let phases = statuses.map(\.phase)
-        #expect(phases.contains(.pushing) && phases.contains(.pulling))
-        #expect(statuses.contains { $0.phase == .pushing && $0.pushed == 10 })
-        let last = try #require(statuses.last)
-        #expect(last.phase == .idle && last.pendingCount == 0 && last.pushed == 30 && last.pulled == 30)
-        #expect(last.lastError == nil && last.conflictCount == 0)
+            let statuses = seen.withLock { $0 }
+            let phases = statuses.map(\.phase)
+            #expect(phases.contains(.pushing) && phases.contains(.pulling))
+            #expect(statuses.contains { $0.phase == .pushing && $0.pushed == 10 })
+            let last = try #require(statuses.last)
+            #expect(last.phase == .idle && last.pendingCount == 0 && last.pushed == 30 && last.pulled == 30)
+            #expect(last.lastError == nil && last.conflictCount == 0)
+        }
     }
 
     /// Cancelling a sync mid-pull leaves whole pages applied, and the next
     /// sync finishes the job.
     @Test func cancellingMidPullLeavesWholePages() async throws {
         let server = try await SyncServer.start()
-        defer { Task { await server.stop() } }
-        let writer = try await Device.make("w", user: "alice", server: server, directory: directory) { $0.pushBatchSize = 1000 }
-        try await writer.database.write { db in
-            for index in 0..<3000 { try db.execute(sql: "INSERT INTO note(id, title) VALUES (?, 'x')", arguments: ["n\(index)"]) }
-        }
-        try await writer.engine.sync()
+        try await server.stopping {
+            let writer = try await Device.make("w", user: "alice", server: server, directory: directory) { $0.pushBatchSize = 1000 }
+            try await writer.database.write { db in
+                for index in 0..<3000 { try db.execute(sql: "INSERT INTO note(id, title) VALUES (?, 'x')", arguments: ["n\(index)"]) }
+            }
+            try await writer.engine.sync()
 
-        let reader = try await Device.make("r", user: "alice", server: server, directory: directory) { $0.pullPageSize = 100 }
-        let sync = Task { try await reader.engine.sync() }
-        try await waitUntil { try reader.notes().count >= 300 }
-        sync.cancel()
-        _ = try? await sync.value
-        let count = try reader.notes().count
-        #expect(count % 100 == 0)
-        let cursor = try await reader.database.read { db in try String.fetchOne(db, sql: "SELECT cursor FROM ferry_cursors") }
-        #expect(cursor != nil)
-        try await reader.engine.sync()
-        #expect(try reader.notes().count == 3000)
+            let reader = try await Device.make("r", user: "alice", server: server, directory: directory) { $0.pullPageSize = 100 }
+            let sync = Task { try await reader.engine.sync() }
+            try await waitUntil { try reader.notes().count >= 300 }
+            sync.cancel()
+            _ = try? await sync.value
+            let count = try reader.notes().count
+            #expect(count % 100 == 0)
+            let cursor = try await reader.database.read { db in try String.fetchOne(db, sql: "SELECT cursor FROM ferry_cursors") }
+            #expect(cursor != nil)
+            try await reader.engine.sync()
+            #expect(try reader.notes().count == 3000)
+        }
     }
 
     @Test func localWritesAreSyncedShortlyAfterByAStartedEngine() async throws {
         let server = try await SyncServer.start()
-        defer { Task { await server.stop() } }
-        let device = try await Device.make("a", user: "alice", server: server, directory: directory) {
-            $0.live = false
-            $0.debounce = .milliseconds(50)
+        try await server.stopping {
+            let device = try await Device.make("a", user: "alice", server: server, directory: directory) {
+                $0.live = false
+                $0.debounce = .milliseconds(50)
+            }
+            await device.engine.start()
+            defer { Task { await device.engine.stop() } }
+            try device.execute("INSERT INTO note(id, title) VALUES ('1', 'auto')")
+            try await waitUntil { try await server.rows("note", in: "user:alice")["1"] != nil }
+            await device.engine.stop()
+            #expect(device.engine.status.phase == .idle)
         }
-        await device.engine.start()
-        defer { Task { await device.engine.stop() } }
-        try device.execute("INSERT INTO note(id, title) VALUES ('1', 'auto')")
-        try await waitUntil { try await server.rows("note", in: "user:alice")["1"] != nil }
-        await device.engine.stop()
-        #expect(device.engine.status.phase == .idle)
     }
 
     /// A failure the engine cannot retry (here, a transport that throws
@@ -149,32 +153,33 @@ import FerryTestSupport
     /// may bring the same rows again) changes nothing.
     @Test func aSmallChangeArrivesWithItsRowsWithoutAPull() async throws {
         let server = try await SyncServer.start()
-        defer { Task { await server.stop() } }
-        let pulls = Locked(0)
-        let a = try await Device.make("a", user: "alice", server: server, directory: directory)
-        let b = try await Device.make("b", user: "alice", server: server, directory: directory, configure: { $0.live = true },
-                                      transport: { PullCounter(inner: $0, pulls: pulls) })
-        await b.engine.start()
-        defer { Task { await b.engine.stop() } }
-        try await waitUntil { b.engine.status.liveConnected && b.engine.status.lastSuccessfulSync != nil }
-        // The syncs that start and `ready` asked for are over once no pull happens for a while (bounded).
-        var pullsBefore = pulls.withLock { $0 }
-        for _ in 0..<50 {
-            try await Task.sleep(for: .milliseconds(100))
-            let now = pulls.withLock { $0 }
-            if now == pullsBefore, b.engine.status.phase == .idle { break }
-            pullsBefore = now
+        try await server.stopping {
+            let pulls = Locked(0)
+            let a = try await Device.make("a", user: "alice", server: server, directory: directory)
+            let b = try await Device.make("b", user: "alice", server: server, directory: directory, configure: { $0.live = true },
+                                          transport: { PullCounter(inner: $0, pulls: pulls) })
+            await b.engine.start()
+            defer { Task { await b.engine.stop() } }
+            try await waitUntil { b.engine.status.liveConnected && b.engine.status.lastSuccessfulSync != nil }
+            // The syncs that start and `ready` asked for are over once no pull happens for a while (bounded).
+            var pullsBefore = pulls.withLock { $0 }
+            for _ in 0..<50 {
+                try await Task.sleep(for: .milliseconds(100))
+                let now = pulls.withLock { $0 }
+                if now == pullsBefore, b.engine.status.phase == .idle { break }
+                pullsBefore = now
+            }
+
+            try a.execute("INSERT INTO note(id, title) VALUES ('live-1', 'in one hop')")
+            try await a.engine.sync()
+            try await waitUntil { try b.note("live-1") != nil }
+            #expect(try b.note("live-1")?.title == "in one hop")
+            #expect(pulls.withLock { $0 } == pullsBefore, "the rows came with the live event, not a pull")
+            #expect(try b.database.outbox.pendingCount() == 0, "applied rows never echo into the outbox")
+
+            try await b.engine.sync()
+            #expect(try b.notes() == a.notes())
         }
-
-        try a.execute("INSERT INTO note(id, title) VALUES ('live-1', 'in one hop')")
-        try await a.engine.sync()
-        try await waitUntil { try b.note("live-1") != nil }
-        #expect(try b.note("live-1")?.title == "in one hop")
-        #expect(pulls.withLock { $0 } == pullsBefore, "the rows came with the live event, not a pull")
-        #expect(try b.database.outbox.pendingCount() == 0, "applied rows never echo into the outbox")
-
-        try await b.engine.sync()
-        #expect(try b.notes() == a.notes())
     }
 }
 

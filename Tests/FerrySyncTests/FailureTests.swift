@@ -24,48 +24,49 @@ import FerryTestSupport
 
     @Test func droppedAndDuplicatedRequestsApplyEveryMutationExactlyOnce() async throws {
         let server = try await SyncServer.start()
-        defer { Task { await server.stop() } }
-        let faulty = Locked<FaultInjectingTransport?>(nil)
-        let device = try await Device.make("a", user: "alice", server: server, directory: directory,
-                                           configure: { $0.pushBatchSize = 7; $0.pullPageSize = 5; $0.retry.attemptsPerSync = 1000 },
-                                           transport: { inner in
-            let transport = FaultInjectingTransport(wrapping: inner)
-            faulty.withLock { $0 = transport }
-            return transport
-        })
-        let transport = try #require(faulty.withLock { $0 })
-        let faults: [FaultInjectingTransport.Fault] = [.dropRequest, .dropResponse, .duplicate, .reorder, .delay(.milliseconds(3))]
-        transport.injectRandomly(faults, on: .push, probability: 0.5, seed: 42)
-        transport.injectRandomly(faults, on: .pull, probability: 0.5, seed: 7)
+        try await server.stopping {
+            let faulty = Locked<FaultInjectingTransport?>(nil)
+            let device = try await Device.make("a", user: "alice", server: server, directory: directory,
+                                               configure: { $0.pushBatchSize = 7; $0.pullPageSize = 5; $0.retry.attemptsPerSync = 1000 },
+                                               transport: { inner in
+                let transport = FaultInjectingTransport(wrapping: inner)
+                faulty.withLock { $0 = transport }
+                return transport
+            })
+            let transport = try #require(faulty.withLock { $0 })
+            let faults: [FaultInjectingTransport.Fault] = [.dropRequest, .dropResponse, .duplicate, .reorder, .delay(.milliseconds(3))]
+            transport.injectRandomly(faults, on: .push, probability: 0.5, seed: 42)
+            transport.injectRandomly(faults, on: .pull, probability: 0.5, seed: 7)
 
-        let clientID = try device.database.clientID
-        var expected: [String: Note] = [:]
-        for round in 0..<12 {
-            for index in 0..<10 {
-                let id = "n\(index)"
-                if expected[id] == nil {
-                    try device.execute("INSERT INTO note(id, title, counter) VALUES (?, ?, 1)", [id, "r\(round)"])
-                    expected[id] = Note(title: "r\(round)", body: nil, counter: 1)
-                } else if (round + index) % 3 == 0 {
-                    try device.execute("UPDATE note SET counter = counter + 1, title = ? WHERE id = ?", ["r\(round)", id])
-                    expected[id]!.counter += 1
-                    expected[id]!.title = "r\(round)"
+            let clientID = try device.database.clientID
+            var expected: [String: Note] = [:]
+            for round in 0..<12 {
+                for index in 0..<10 {
+                    let id = "n\(index)"
+                    if expected[id] == nil {
+                        try device.execute("INSERT INTO note(id, title, counter) VALUES (?, ?, 1)", [id, "r\(round)"])
+                        expected[id] = Note(title: "r\(round)", body: nil, counter: 1)
+                    } else if (round + index) % 3 == 0 {
+                        try device.execute("UPDATE note SET counter = counter + 1, title = ? WHERE id = ?", ["r\(round)", id])
+                        expected[id]!.counter += 1
+                        expected[id]!.title = "r\(round)"
+                    }
                 }
+                try await device.engine.sync()
             }
+            transport.heal()
             try await device.engine.sync()
-        }
-        transport.heal()
-        try await device.engine.sync()
 
-        #expect(transport.log.contains { $0.contains("dropResponse") })
-        #expect(transport.log.contains { $0.contains("duplicate") })
-        #expect(try device.notes() == expected)
-        let onServer = try await server.rows("note", in: "user:alice")
-        #expect(onServer.mapValues { $0["counter"] } == expected.mapValues { .integer($0.counter) })
-        // One store version per applied mutation: none was applied twice.
-        #expect(try await server.storeVersion() == Int64(try acknowledgedMutations(device)))
-        #expect(try device.database.clientID == clientID)
-        #expect(try device.database.outbox.pendingCount() == 0)
+            #expect(transport.log.contains { $0.contains("dropResponse") })
+            #expect(transport.log.contains { $0.contains("duplicate") })
+            #expect(try device.notes() == expected)
+            let onServer = try await server.rows("note", in: "user:alice")
+            #expect(onServer.mapValues { $0["counter"] } == expected.mapValues { .integer($0.counter) })
+            // One store version per applied mutation: none was applied twice.
+            #expect(try await server.storeVersion() == Int64(try acknowledgedMutations(device)))
+            #expect(try device.database.clientID == clientID)
+            #expect(try device.database.outbox.pendingCount() == 0)
+        }
     }
 
     /// The server process is SIGKILLed while three devices push 500 rows
@@ -148,25 +149,26 @@ import FerryTestSupport
             proposed.mutation.columns["title"] == .text("forbidden") ? .reject(reason: "that title is not allowed") : .accept
         }
         let server = try await SyncServer.start(tables: ServerTables(rules: ["note": TableRule(validator: noForbidden)]))
-        defer { Task { await server.stop() } }
-        let device = try await Device.make("a", user: "alice", server: server, directory: directory)
-        try device.execute("INSERT INTO note(id, title, body) VALUES ('2', 'forbidden', 'kept body')")
-        #expect(try await device.engine.sync().rejected == 1)
-        // The app edits the title without settling the rejection first.
-        try device.execute("UPDATE note SET title = 'fine' WHERE id = '2'")
-        let summary = try await device.engine.sync()
-        #expect(summary.pushed == 1 && summary.rejected == 0)
-        let held = try #require(try await server.rows("note", in: "user:alice")["2"])
-        #expect(held["title"] == .text("fine") && held["body"] == .text("kept body"), "a partial row: \(held)")
-        // Still refused whole: the same title again is rejected, and the server holds nothing of it.
-        try device.execute("INSERT INTO note(id, title, body) VALUES ('5', 'forbidden', 'a')")
-        try await device.engine.sync()
-        try device.execute("UPDATE note SET body = 'b' WHERE id = '5'")
-        try await device.engine.sync()
-        #expect(try await server.rows("note", in: "user:alice")["5"] == nil)
-        for rejected in try device.database.outbox.rejectedMutations() { try device.database.outbox.discard(rejected) }
-        try await device.engine.sync()
-        #expect(try device.note("5") == nil)
+        try await server.stopping {
+            let device = try await Device.make("a", user: "alice", server: server, directory: directory)
+            try device.execute("INSERT INTO note(id, title, body) VALUES ('2', 'forbidden', 'kept body')")
+            #expect(try await device.engine.sync().rejected == 1)
+            // The app edits the title without settling the rejection first.
+            try device.execute("UPDATE note SET title = 'fine' WHERE id = '2'")
+            let summary = try await device.engine.sync()
+            #expect(summary.pushed == 1 && summary.rejected == 0)
+            let held = try #require(try await server.rows("note", in: "user:alice")["2"])
+            #expect(held["title"] == .text("fine") && held["body"] == .text("kept body"), "a partial row: \(held)")
+            // Still refused whole: the same title again is rejected, and the server holds nothing of it.
+            try device.execute("INSERT INTO note(id, title, body) VALUES ('5', 'forbidden', 'a')")
+            try await device.engine.sync()
+            try device.execute("UPDATE note SET body = 'b' WHERE id = '5'")
+            try await device.engine.sync()
+            #expect(try await server.rows("note", in: "user:alice")["5"] == nil)
+            for rejected in try device.database.outbox.rejectedMutations() { try device.database.outbox.discard(rejected) }
+            try await device.engine.sync()
+            #expect(try device.note("5") == nil)
+        }
     }
 
     /// Found by the seeded simulation (seed 29): a refused edit keeps its
@@ -180,26 +182,27 @@ import FerryTestSupport
             return .accept
         }
         let server = try await SyncServer.start(tables: ServerTables(rules: ["note": TableRule(validator: noShouting)]))
-        defer { Task { await server.stop() } }
-        let older = try await Device.make("older", user: "alice", server: server, directory: directory)
-        let newer = try await Device.make("newer", user: "alice", server: server, directory: directory, withPriority: true)
-        try older.execute("INSERT INTO note(id, title, body) VALUES ('1', 'plain', 'x')")
-        try await older.engine.sync()
-        try await newer.engine.sync()
-        try newer.execute("UPDATE note SET title = 'LOUD!', priority = 3 WHERE id = '1'")
-        #expect(try await newer.engine.sync().rejected == 1)
-        try older.execute("UPDATE note SET body = 'y' WHERE id = '1'")
-        try await older.engine.sync()
-        try await newer.engine.sync()
+        try await server.stopping {
+            let older = try await Device.make("older", user: "alice", server: server, directory: directory)
+            let newer = try await Device.make("newer", user: "alice", server: server, directory: directory, withPriority: true)
+            try older.execute("INSERT INTO note(id, title, body) VALUES ('1', 'plain', 'x')")
+            try await older.engine.sync()
+            try await newer.engine.sync()
+            try newer.execute("UPDATE note SET title = 'LOUD!', priority = 3 WHERE id = '1'")
+            #expect(try await newer.engine.sync().rejected == 1)
+            try older.execute("UPDATE note SET body = 'y' WHERE id = '1'")
+            try await older.engine.sync()
+            try await newer.engine.sync()
 
-        let rejected = try #require(try newer.database.outbox.rejectedMutations().first)
-        #expect(rejected.values["title"] == .text("LOUD!") && rejected.values["priority"] == .integer(3), "\(rejected.values)")
-        try newer.database.outbox.discard(rejected)
-        try await newer.engine.sync()
-        let cleared = try await newer.database.read { db in try Bool.fetchOne(db, sql: "SELECT priority IS NULL FROM note WHERE id = '1'") }
-        #expect(cleared == true, "the refused priority lingers")
-        #expect(try newer.note("1")?.title == "plain" && newer.note("1")?.body == "y")
-        #expect(try newer.database.outbox.pendingCount() == 0)
+            let rejected = try #require(try newer.database.outbox.rejectedMutations().first)
+            #expect(rejected.values["title"] == .text("LOUD!") && rejected.values["priority"] == .integer(3), "\(rejected.values)")
+            try newer.database.outbox.discard(rejected)
+            try await newer.engine.sync()
+            let cleared = try await newer.database.read { db in try Bool.fetchOne(db, sql: "SELECT priority IS NULL FROM note WHERE id = '1'") }
+            #expect(cleared == true, "the refused priority lingers")
+            #expect(try newer.note("1")?.title == "plain" && newer.note("1")?.body == "y")
+            #expect(try newer.database.outbox.pendingCount() == 0)
+        }
     }
 
     @Test func rejectedMutationIsSetAsideAndDoesNotBlockTheQueue() async throws {
@@ -207,44 +210,45 @@ import FerryTestSupport
             proposed.mutation.columns["title"] == .text("forbidden") ? .reject(reason: "that title is not allowed") : .accept
         }
         let server = try await SyncServer.start(tables: ServerTables(rules: ["note": TableRule(validator: noForbidden)]))
-        defer { Task { await server.stop() } }
-        let device = try await Device.make("a", user: "alice", server: server, directory: directory)
-        try device.execute("INSERT INTO note(id, title) VALUES ('1', 'fine')")
-        try device.execute("INSERT INTO note(id, title) VALUES ('2', 'forbidden')")
-        try device.execute("INSERT INTO note(id, title) VALUES ('3', 'also fine')")
-        let summary = try await device.engine.sync()
+        try await server.stopping {
+            let device = try await Device.make("a", user: "alice", server: server, directory: directory)
+            try device.execute("INSERT INTO note(id, title) VALUES ('1', 'fine')")
+            try device.execute("INSERT INTO note(id, title) VALUES ('2', 'forbidden')")
+            try device.execute("INSERT INTO note(id, title) VALUES ('3', 'also fine')")
+            let summary = try await device.engine.sync()
 
-        #expect(summary.rejected == 1 && summary.pushed == 2)
-        #expect(Set(try await server.rows("note", in: "user:alice").keys) == ["1", "3"])
-        let rejected = try device.database.outbox.rejectedMutations()
-        #expect(rejected.map(\.rowID) == ["2"])
-        #expect(rejected.first?.reason == "that title is not allowed")
-        #expect(device.engine.status.rejectedCount == 1)
+            #expect(summary.rejected == 1 && summary.pushed == 2)
+            #expect(Set(try await server.rows("note", in: "user:alice").keys) == ["1", "3"])
+            let rejected = try device.database.outbox.rejectedMutations()
+            #expect(rejected.map(\.rowID) == ["2"])
+            #expect(rejected.first?.reason == "that title is not allowed")
+            #expect(device.engine.status.rejectedCount == 1)
 
-        // Fix it and resend.
-        try device.execute("UPDATE note SET title = 'renamed' WHERE id = '2'")
-        try device.database.outbox.resend(try #require(rejected.first))
-        try await device.engine.sync()
-        #expect(try await server.rows("note", in: "user:alice")["2"]?["title"] == .text("renamed"))
-        #expect(try device.database.outbox.rejectedMutations().isEmpty)
+            // Fix it and resend.
+            try device.execute("UPDATE note SET title = 'renamed' WHERE id = '2'")
+            try device.database.outbox.resend(try #require(rejected.first))
+            try await device.engine.sync()
+            #expect(try await server.rows("note", in: "user:alice")["2"]?["title"] == .text("renamed"))
+            #expect(try device.database.outbox.rejectedMutations().isEmpty)
 
-        // Or discard it.
-        try device.execute("UPDATE note SET title = 'forbidden' WHERE id = '3'")
-        try await device.engine.sync()
-        try device.database.outbox.discard(try #require(try device.database.outbox.rejectedMutations().first))
-        #expect(try device.database.outbox.rejectedMutations().isEmpty)
-        #expect(try await server.rows("note", in: "user:alice")["3"]?["title"] == .text("also fine"))
-        // Discarding restores the server's row: the rejection's reply carried it.
-        #expect(try device.note("3")?.title == "also fine")
+            // Or discard it.
+            try device.execute("UPDATE note SET title = 'forbidden' WHERE id = '3'")
+            try await device.engine.sync()
+            try device.database.outbox.discard(try #require(try device.database.outbox.rejectedMutations().first))
+            #expect(try device.database.outbox.rejectedMutations().isEmpty)
+            #expect(try await server.rows("note", in: "user:alice")["3"]?["title"] == .text("also fine"))
+            // Discarding restores the server's row: the rejection's reply carried it.
+            #expect(try device.note("3")?.title == "also fine")
 
-        // A rejected insert: the server has no such row (its reply carries none), so the
-        // row is read back at the next sync, found missing, and removed.
-        try device.execute("INSERT INTO note(id, title) VALUES ('4', 'forbidden')")
-        try await device.engine.sync()
-        try device.database.outbox.discard(try #require(try device.database.outbox.rejectedMutations().first))
-        try await device.engine.sync()
-        #expect(try device.note("4") == nil)
-        #expect(try device.database.outbox.pendingCount() == 0 && device.database.conflicts.count() == 0)
+            // A rejected insert: the server has no such row (its reply carries none), so the
+            // row is read back at the next sync, found missing, and removed.
+            try device.execute("INSERT INTO note(id, title) VALUES ('4', 'forbidden')")
+            try await device.engine.sync()
+            try device.database.outbox.discard(try #require(try device.database.outbox.rejectedMutations().first))
+            try await device.engine.sync()
+            #expect(try device.note("4") == nil)
+            #expect(try device.database.outbox.pendingCount() == 0 && device.database.conflicts.count() == 0)
+        }
     }
 
     /// An edit refused with a 403 (the user may only read the scope) comes
@@ -282,67 +286,71 @@ import FerryTestSupport
     /// that one aside, and pushes the rest.
     @Test func forbiddenScopeMutationIsSetAside() async throws {
         let server = try await SyncServer.start()
-        defer { Task { await server.stop() } }
-        try await server.store.createScope("team-red", owner: "carol")
-        let device = try await Device.make("a", user: "alice", server: server, directory: directory)
-        try device.execute("INSERT INTO note(id, title) VALUES ('1', 'mine')")
-        try device.execute("INSERT INTO item(id, listScope, name) VALUES ('x', 'team-red', 'not mine')")
-        try device.execute("INSERT INTO note(id, title) VALUES ('2', 'mine too')")
-        let summary = try await device.engine.sync()
-        #expect(summary.rejected == 1 && summary.pushed == 2)
-        #expect(try device.database.outbox.rejectedMutations().map(\.rowID) == ["x"])
-        #expect(Set(try await server.rows("note", in: "user:alice").keys) == ["1", "2"])
+        try await server.stopping {
+            try await server.store.createScope("team-red", owner: "carol")
+            let device = try await Device.make("a", user: "alice", server: server, directory: directory)
+            try device.execute("INSERT INTO note(id, title) VALUES ('1', 'mine')")
+            try device.execute("INSERT INTO item(id, listScope, name) VALUES ('x', 'team-red', 'not mine')")
+            try device.execute("INSERT INTO note(id, title) VALUES ('2', 'mine too')")
+            let summary = try await device.engine.sync()
+            #expect(summary.rejected == 1 && summary.pushed == 2)
+            #expect(try device.database.outbox.rejectedMutations().map(\.rowID) == ["x"])
+            #expect(Set(try await server.rows("note", in: "user:alice").keys) == ["1", "2"])
+        }
     }
 
     /// A followed scope the user may not read fails the whole pull on the
     /// server: the engine pulls the rest and reports that one.
     @Test func aRefusedScopeIsSkippedAndTheOthersArePulled() async throws {
         let server = try await SyncServer.start()
-        defer { Task { await server.stop() } }
-        try await server.store.createScope("team-red", owner: "carol")
-        let writer = try await Device.make("w", user: "alice", server: server, directory: directory)
-        try writer.execute("INSERT INTO note(id, title) VALUES ('1', 'mine')")
-        try await writer.engine.sync()
-        let device = try await Device.make("a", user: "alice", server: server, directory: directory) {
-            $0.sharedScopes = ["team-red"]
+        try await server.stopping {
+            try await server.store.createScope("team-red", owner: "carol")
+            let writer = try await Device.make("w", user: "alice", server: server, directory: directory)
+            try writer.execute("INSERT INTO note(id, title) VALUES ('1', 'mine')")
+            try await writer.engine.sync()
+            let device = try await Device.make("a", user: "alice", server: server, directory: directory) {
+                $0.sharedScopes = ["team-red"]
+            }
+            let summary = try await device.engine.sync()
+            #expect(summary.refusedScopes == ["team-red"])
+            #expect(try device.note("1")?.title == "mine")
+            #expect(device.engine.status.lastError?.contains("team-red") == true)
         }
-        let summary = try await device.engine.sync()
-        #expect(summary.refusedScopes == ["team-red"])
-        #expect(try device.note("1")?.title == "mine")
-        #expect(device.engine.status.lastError?.contains("team-red") == true)
     }
 
     @Test func expiredTokenIsRefreshed() async throws {
         let server = try await SyncServer.start()
-        defer { Task { await server.stop() } }
-        let calls = Locked(0)
-        let fresh = try await server.token("alice")
-        let device = try await Device.make("a", user: "alice", server: server, directory: directory,
-                                           token: "not-a-token", tokenRefresher: {
-            calls.withLock { $0 += 1 }
-            return fresh
-        })
-        try device.execute("INSERT INTO note(id, title) VALUES ('1', 'hello')")
-        try await device.engine.sync()
-        #expect(calls.withLock { $0 } == 1)
-        #expect(try await server.rows("note", in: "user:alice").count == 1)
+        try await server.stopping {
+            let calls = Locked(0)
+            let fresh = try await server.token("alice")
+            let device = try await Device.make("a", user: "alice", server: server, directory: directory,
+                                               token: "not-a-token", tokenRefresher: {
+                calls.withLock { $0 += 1 }
+                return fresh
+            })
+            try device.execute("INSERT INTO note(id, title) VALUES ('1', 'hello')")
+            try await device.engine.sync()
+            #expect(calls.withLock { $0 } == 1)
+            #expect(try await server.rows("note", in: "user:alice").count == 1)
+        }
     }
 
     @Test func noTokenLeavesTheEngineUnauthorized() async throws {
         let server = try await SyncServer.start()
-        defer { Task { await server.stop() } }
-        struct SignedOut: Error {}
-        let device = try await Device.make("a", user: "alice", server: server, directory: directory,
-                                           token: "expired", tokenRefresher: { throw SignedOut() })
-        try device.execute("INSERT INTO note(id, title) VALUES ('1', 'hello')")
-        await #expect(throws: FerryError.self) { try await device.engine.sync() }
-        #expect(device.engine.status.phase == .unauthorized)
-        #expect(try device.database.outbox.pendingCount() == 1)
+        try await server.stopping {
+            struct SignedOut: Error {}
+            let device = try await Device.make("a", user: "alice", server: server, directory: directory,
+                                               token: "expired", tokenRefresher: { throw SignedOut() })
+            try device.execute("INSERT INTO note(id, title) VALUES ('1', 'hello')")
+            await #expect(throws: FerryError.self) { try await device.engine.sync() }
+            #expect(device.engine.status.phase == .unauthorized)
+            #expect(try device.database.outbox.pendingCount() == 1)
 
-        await device.engine.updateToken(try await server.token("alice"))
-        try await device.engine.sync()
-        #expect(device.engine.status.phase == .idle)
-        #expect(try device.database.outbox.pendingCount() == 0)
+            await device.engine.updateToken(try await server.token("alice"))
+            try await device.engine.sync()
+            #expect(device.engine.status.phase == .idle)
+            #expect(try device.database.outbox.pendingCount() == 0)
+        }
     }
 
     @Test func unreachableServerGivesUpAfterTheAttemptsAndKeepsTheQueue() async throws {
@@ -364,30 +372,31 @@ import FerryTestSupport
     /// attempts, with the last error, and the edits after it are pushed.
     @Test func aPoisonMutationIsSetAsideWhileTheOnesAfterItArePushed() async throws {
         let server = try await SyncServer.start()
-        defer { Task { await server.stop() } }
-        let device = try await Device.make("a", user: "alice", server: server, directory: directory,
-                                           configure: { $0.pushBatchSize = 4; $0.poisonAttempts = 3 },
-                                           transport: { PoisonRowTransport(inner: $0, poisonRowID: "n3") })
-        for index in 0..<8 {
-            try device.execute("INSERT INTO note(id, title) VALUES (?, ?)", ["n\(index)", "t\(index)"])
-        }
-        let summary = try await device.engine.sync()
-        #expect(summary.pushed == 7)
-        #expect(summary.rejected == 1)
-        let rejected = try device.database.outbox.rejectedMutations()
-        #expect(rejected.map(\.rowID) == ["n3"])
-        #expect(rejected.first?.reason.contains("HTTP 500") == true)
-        #expect(rejected.first?.reason.contains("3 times") == true)
-        #expect(try device.database.outbox.pendingCount() == 0)
+        try await server.stopping {
+            let device = try await Device.make("a", user: "alice", server: server, directory: directory,
+                                               configure: { $0.pushBatchSize = 4; $0.poisonAttempts = 3 },
+                                               transport: { PoisonRowTransport(inner: $0, poisonRowID: "n3") })
+            for index in 0..<8 {
+                try device.execute("INSERT INTO note(id, title) VALUES (?, ?)", ["n\(index)", "t\(index)"])
+            }
+            let summary = try await device.engine.sync()
+            #expect(summary.pushed == 7)
+            #expect(summary.rejected == 1)
+            let rejected = try device.database.outbox.rejectedMutations()
+            #expect(rejected.map(\.rowID) == ["n3"])
+            #expect(rejected.first?.reason.contains("HTTP 500") == true)
+            #expect(rejected.first?.reason.contains("3 times") == true)
+            #expect(try device.database.outbox.pendingCount() == 0)
 
-        // Every other row reached the server.
-        let reader = try await Device.make("b", user: "alice", server: server, directory: directory)
-        try await reader.engine.sync()
-        #expect(try reader.notes().keys.sorted() == ["n0", "n1", "n2", "n4", "n5", "n6", "n7"])
-        // Resent once the server is fixed (the poison transport refuses it still: it is set aside again).
-        try device.database.outbox.resend(try #require(rejected.first))
-        let again = try await device.engine.sync()
-        #expect(again.rejected == 1)
+            // Every other row reached the server.
+            let reader = try await Device.make("b", user: "alice", server: server, directory: directory)
+            try await reader.engine.sync()
+            #expect(try reader.notes().keys.sorted() == ["n0", "n1", "n2", "n4", "n5", "n6", "n7"])
+            // Resent once the server is fixed (the poison transport refuses it still: it is set aside again).
+            try device.database.outbox.resend(try #require(rejected.first))
+            let again = try await device.engine.sync()
+            #expect(again.rejected == 1)
+        }
     }
 }
 

@@ -30,63 +30,65 @@ import FerryTestSupport
     /// Two devices sync edits, an update and a delete through one transport.
     @Test(arguments: Kind.allCases) func devicesConvergeThroughEitherTransport(_ kind: Kind) async throws {
         let server = try await SyncServer.start()
-        defer { Task { await server.stop() } }
-        let a = try await Device.make("a", user: "alice", server: server, directory: directory, transport: { _ in kind.make(server.baseURL) })
-        let b = try await Device.make("b", user: "alice", server: server, directory: directory, transport: { _ in kind.make(server.baseURL) })
-        try a.execute("INSERT INTO note(id, title, body) VALUES ('n1', 'hello', 'é ✓ \"quoted\"')")
-        try a.execute("INSERT INTO note(id, title) VALUES ('n2', 'gone soon')")
-        let pushed = try await a.engine.sync()
-        #expect(pushed.pushed == 2)
-        try await b.engine.sync()
-        #expect(try b.note("n1") == Note(title: "hello", body: "é ✓ \"quoted\"", counter: 0))
-        try b.execute("UPDATE note SET title = 'edited on b' WHERE id = 'n1'")
-        try b.execute("DELETE FROM note WHERE id = 'n2'")
-        try await b.engine.sync()
-        try await a.engine.sync()
-        #expect(try a.notes() == ["n1": Note(title: "edited on b", body: "é ✓ \"quoted\"", counter: 0)])
+        try await server.stopping {
+            let a = try await Device.make("a", user: "alice", server: server, directory: directory, transport: { _ in kind.make(server.baseURL) })
+            let b = try await Device.make("b", user: "alice", server: server, directory: directory, transport: { _ in kind.make(server.baseURL) })
+            try a.execute("INSERT INTO note(id, title, body) VALUES ('n1', 'hello', 'é ✓ \"quoted\"')")
+            try a.execute("INSERT INTO note(id, title) VALUES ('n2', 'gone soon')")
+            let pushed = try await a.engine.sync()
+            #expect(pushed.pushed == 2)
+            try await b.engine.sync()
+            #expect(try b.note("n1") == Note(title: "hello", body: "é ✓ \"quoted\"", counter: 0))
+            try b.execute("UPDATE note SET title = 'edited on b' WHERE id = 'n1'")
+            try b.execute("DELETE FROM note WHERE id = 'n2'")
+            try await b.engine.sync()
+            try await a.engine.sync()
+            #expect(try a.notes() == ["n1": Note(title: "edited on b", body: "é ✓ \"quoted\"", counter: 0)])
+        }
     }
 
     /// A row read, a missing row, a refused token, a gap and a closed port
     /// come back as the same values and errors.
     @Test(arguments: Kind.allCases) func answersAndFailuresAreTheSame(_ kind: Kind) async throws {
         let server = try await SyncServer.start()
-        defer { Task { await server.stop() } }
-        let transport = kind.make(server.baseURL)
-        let token = try await server.token("alice")
-        let stamp = HLCTimestamp(wallMilliseconds: 1_000, counter: 0)
-        let push = PushRequest(clientID: "parity-\(kind.rawValue)", mutations: [
-            Mutation(mutationID: 1, table: "note", rowID: "r/1?#", scope: "user:alice", operation: .upsert, columns: ["title": "x"], baseVersion: nil, hlc: stamp),
-        ])
-        let reply = try await transport.push(push, token: token)
-        #expect(reply.lastAppliedMutationID == 1)
-        #expect(reply.results.map(\.status) == [.applied])
-        #expect(try await transport.row(scope: "user:alice", table: "note", rowID: "r/1?#", token: token)?.values == ["title": "x"])
-        #expect(try await transport.row(scope: "user:alice", table: "note", rowID: "none", token: token) == nil)
-        let pulled = try await transport.pull(PullRequest(clientID: "parity", scopes: [.init(scope: "user:alice")]), token: token)
-        #expect(pulled.pages.first?.changes.map(\.rowID) == ["r/1?#"])
+        try await server.stopping {
+            let transport = kind.make(server.baseURL)
+            let token = try await server.token("alice")
+            let stamp = HLCTimestamp(wallMilliseconds: 1_000, counter: 0)
+            let push = PushRequest(clientID: "parity-\(kind.rawValue)", mutations: [
+                Mutation(mutationID: 1, table: "note", rowID: "r/1?#", scope: "user:alice", operation: .upsert, columns: ["title": "x"], baseVersion: nil, hlc: stamp),
+            ])
+            let reply = try await transport.push(push, token: token)
+            #expect(reply.lastAppliedMutationID == 1)
+            #expect(reply.results.map(\.status) == [.applied])
+            #expect(try await transport.row(scope: "user:alice", table: "note", rowID: "r/1?#", token: token)?.values == ["title": "x"])
+            #expect(try await transport.row(scope: "user:alice", table: "note", rowID: "none", token: token) == nil)
+            let pulled = try await transport.pull(PullRequest(clientID: "parity", scopes: [.init(scope: "user:alice")]), token: token)
+            #expect(pulled.pages.first?.changes.map(\.rowID) == ["r/1?#"])
 
-        do {
-            _ = try await transport.pull(PullRequest(clientID: "parity", scopes: [.init(scope: "user:alice")]), token: "not a token")
-            Issue.record("a bad token must be refused")
-        } catch let error as SyncTransportError {
-            guard case .http(401, let body, _) = error else { Issue.record("expected 401, got \(error)"); return }
-            #expect(body?.code == .unauthorized)
-        }
-        var gap = push
-        gap.mutations[0].mutationID = 5
-        do {
-            _ = try await transport.push(gap, token: token)
-            Issue.record("a gap must be refused")
-        } catch let error as SyncTransportError {
-            guard case .http(409, let body, _) = error else { Issue.record("expected 409, got \(error)"); return }
-            #expect(body?.lastAppliedMutationID == 1)
-        }
-        let closed = kind.make(URL(string: "http://127.0.0.1:9")!)
-        do {
-            _ = try await closed.push(push, token: token)
-            Issue.record("a closed port must fail")
-        } catch let error as SyncTransportError {
-            guard case .unreachable = error else { Issue.record("expected unreachable, got \(error)"); return }
+            do {
+                _ = try await transport.pull(PullRequest(clientID: "parity", scopes: [.init(scope: "user:alice")]), token: "not a token")
+                Issue.record("a bad token must be refused")
+            } catch let error as SyncTransportError {
+                guard case .http(401, let body, _) = error else { Issue.record("expected 401, got \(error)"); return }
+                #expect(body?.code == .unauthorized)
+            }
+            var gap = push
+            gap.mutations[0].mutationID = 5
+            do {
+                _ = try await transport.push(gap, token: token)
+                Issue.record("a gap must be refused")
+            } catch let error as SyncTransportError {
+                guard case .http(409, let body, _) = error else { Issue.record("expected 409, got \(error)"); return }
+                #expect(body?.lastAppliedMutationID == 1)
+            }
+            let closed = kind.make(URL(string: "http://127.0.0.1:9")!)
+            do {
+                _ = try await closed.push(push, token: token)
+                Issue.record("a closed port must fail")
+            } catch let error as SyncTransportError {
+                guard case .unreachable = error else { Issue.record("expected unreachable, got \(error)"); return }
+            }
         }
     }
 
