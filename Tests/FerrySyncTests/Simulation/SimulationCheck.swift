@@ -95,6 +95,7 @@ struct SimulationCheck {
     private func checkEveryValueAccountedFor(_ entries: [Ledger.Entry]) async throws {
         var finals: [String: ServerRow?] = [:]
         var expired = 0
+        var recreatedAfterCollection = 0
         for entry in entries where entry.result.status != .rejected {
             let mutation = entry.mutation
             let key = "\(mutation.scope)/\(mutation.table)/\(mutation.rowID)"
@@ -136,6 +137,14 @@ struct SimulationCheck {
                     expired += 1
                     continue
                 }
+                // A delete whose tombstone was collected before a writer that never saw the row
+                // created it again: the store no longer knew of the delete, so there was no one to
+                // tell. A known limit of tombstone collection (FAULTS.md); counted.
+                if column == nil, version <= cluster.ledger.collectedThrough,
+                   overwriters.contains(where: { $0.before == nil && $0.mutation.baseVersion == nil }) {
+                    recreatedAfterCollection += 1
+                    continue
+                }
                 let value = column.map { "\($0) = \(mutation.columns[$0]!)" } ?? "delete"
                 throw fail("""
                     \(entry.clientID) #\(mutation.mutationID) (\(entry.result.status) at v\(version)) \(mutation.table) \(mutation.rowID): \
@@ -144,6 +153,9 @@ struct SimulationCheck {
             }
         }
         if expired > 0 { print("simulation: \(expired) overwritten values whose notices tombstone collection removed") }
+        if recreatedAfterCollection > 0 {
+            print("simulation: \(recreatedAfterCollection) deletes whose tombstones were collected before a writer that never saw the row created it again")
+        }
     }
 
     /// A conflict on a device of `user` names the column, or the whole
