@@ -212,22 +212,18 @@ public final class FileBlobStore: BlobStore {
         }
     }
 
-    /// The error for a failed system call: a full disk is `unavailable`
-    /// (503: the upload resumes from its offset once space is freed), any
-    /// other failure an internal error.
-    static func failure(_ operation: String, _ path: String) -> FerryServerError {
+    /// The error for a failed system call (`errno`), or for a Foundation
+    /// call that threw `error`: a full disk is `unavailable` (503: the upload
+    /// resumes from its offset once space is freed), any other failure an
+    /// internal error.
+    static func failure(_ operation: String, _ path: String, _ error: (any Error)? = nil) -> FerryServerError {
         let code = errno
-        if code == ENOSPC || code == EDQUOT { return noSpace }
-        return FerryServerError(.internalError, "could not \(operation) \(path): \(String(cString: strerror(code)))")
+        if error.map({ meansNoSpace($0 as NSError) }) ?? (code == ENOSPC || code == EDQUOT) {
+            return FerryServerError(.unavailable, "the blob store has no space left on its disk; retry once space is freed")
+        }
+        let reason = error.map { "\($0)" } ?? String(cString: strerror(code))
+        return FerryServerError(.internalError, "could not \(operation) \(path): \(reason)")
     }
-
-    /// The same for a call Foundation made, which reports `errno` in `error`.
-    static func failure(_ operation: String, _ path: String, _ error: any Error) -> FerryServerError {
-        if meansNoSpace(error as NSError) { return noSpace }
-        return FerryServerError(.internalError, "could not \(operation) \(path): \(error)")
-    }
-
-    private static let noSpace = FerryServerError(.unavailable, "the blob store has no space left on its disk; retry once space is freed")
 
     private static func meansNoSpace(_ error: NSError) -> Bool {
         if error.domain == NSPOSIXErrorDomain { return error.code == Int(ENOSPC) || error.code == Int(EDQUOT) }
