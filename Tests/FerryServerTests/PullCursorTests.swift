@@ -1,5 +1,6 @@
 @testable import FerryServer
 import Crypto
+import Foundation
 import Testing
 
 @Suite struct PullCursorTests {
@@ -7,7 +8,28 @@ import Testing
 
     @Test func roundTrips() throws {
         let text = Self.codec.encode(PullCursor(epoch: "epoch-1", scope: "team:x", position: 42, subposition: 7))
-        #expect(try Self.codec.decode(text, scope: "team:x") == .position(42, 7))
+        #expect(try Self.codec.decode(text, scope: "team:x") == .position(42, 7, generation: ""))
+    }
+
+    @Test func aCursorNamesTheGenerationThatIssuedIt() throws {
+        let key = SymmetricKey(size: .bits256)
+        let old = PullCursorCodec(epoch: "e", key: key, history: StoreHistory(current: "g1", ended: [:]))
+        let new = PullCursorCodec(epoch: "e", key: key, history: StoreHistory(current: "g2", ended: ["g1": ChangePosition(major: 40)]))
+        let text = old.encode(PullCursor(epoch: "e", scope: "team:x", position: 42))
+        #expect(try new.decode(text, scope: "team:x") == .position(42, 0, generation: "g1"))
+    }
+
+    @Test func cursorsIssuedBeforeGenerationsNameTheEmptyOne() throws {
+        // A `c1` cursor, as stores before generations signed them.
+        let key = SymmetricKey(size: .bits256)
+        let payload = Data("c1|e|team:x|42|0".utf8)
+        let mac = Data(HMAC<SHA256>.authenticationCode(for: payload, using: key))
+        func base64URL(_ data: Data) -> String {
+            data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+        }
+        let codec = PullCursorCodec(epoch: "e", key: key, history: StoreHistory(current: "g1", ended: ["": ChangePosition(major: 50)]))
+        #expect(try codec.decode(base64URL(payload) + "." + base64URL(mac), scope: "team:x") == .position(42, 0, generation: ""))
     }
 
     @Test func cursorsFromAnotherEpochAskForAReset() throws {

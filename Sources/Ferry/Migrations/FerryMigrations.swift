@@ -169,6 +169,18 @@ enum FerryMigrations {
                 ALTER TABLE ferry_outbox ADD COLUMN refused_values TEXT;
                 """)
         },
+        Migration(identifier: "ferry.v6.recovery") { db in
+            try db.execute(sql: """
+                -- The newest edit stamp of the row's values as last pulled:
+                -- when a server that lost history is refilled, a device's copy
+                -- with a newer stamp than the server's goes back to it.
+                ALTER TABLE ferry_rows ADD COLUMN hlc INTEGER;
+                -- A from-scratch fetch because the server lost the history the
+                -- cursor came from: it ends by sending back what the server
+                -- lacks, never by a sweep.
+                ALTER TABLE ferry_cursors ADD COLUMN recovering INTEGER NOT NULL DEFAULT 0;
+                """)
+        },
     ]
 
     static func migrate(_ db: Database) throws {

@@ -6,7 +6,8 @@
 ///
 /// ```swift
 /// for page in response.pages {
-///     if page.reset { /* refetching: rows of the scope not sent again are gone */ }
+///     if page.lostHistory { /* the server lost history: keep every row, send back what it lacks */ }
+///     else if page.reset { /* refetching: rows of the scope not sent again are gone */ }
 ///     for change in page.changes { apply(change) }
 ///     save(page.cursor, for: page.scope)
 /// }
@@ -33,6 +34,12 @@ public struct PullPage: Sendable, Hashable, Codable {
     /// another server epoch. This page starts the scope from scratch: the
     /// client refetches it, keeps its outbox and re-applies pending changes.
     public var reset: Bool
+    /// The reset is because the server lost the history the cursor came
+    /// from: it was restored from a backup, wiped, or is another server.
+    /// Rows it does not send again were *not* deleted; the client keeps
+    /// them and sends back what the server lacks (DESIGN.md server semantic 6).
+    /// Only ever set with ``reset``.
+    public var lostHistory: Bool
     /// Values of this user's, in this scope, that another writer's later
     /// edit or delete discarded (see ``ConflictNotice``).
     public var notices: [ConflictNotice]
@@ -41,7 +48,7 @@ public struct PullPage: Sendable, Hashable, Codable {
     public var noticeCursor: String?
 
     public init(
-        scope: String, changes: [RowChange], cursor: String, hasMore: Bool, reset: Bool,
+        scope: String, changes: [RowChange], cursor: String, hasMore: Bool, reset: Bool, lostHistory: Bool = false,
         notices: [ConflictNotice] = [], noticeCursor: String? = nil
     ) {
         self.scope = scope
@@ -49,12 +56,13 @@ public struct PullPage: Sendable, Hashable, Codable {
         self.cursor = cursor
         self.hasMore = hasMore
         self.reset = reset
+        self.lostHistory = lostHistory
         self.notices = notices
         self.noticeCursor = noticeCursor
     }
 
     private enum CodingKeys: String, CodingKey {
-        case scope, changes, cursor, hasMore, reset, notices, noticeCursor
+        case scope, changes, cursor, hasMore, reset, lostHistory, notices, noticeCursor
     }
 
     public init(from decoder: any Decoder) throws {
@@ -64,6 +72,7 @@ public struct PullPage: Sendable, Hashable, Codable {
         cursor = try container.decode(String.self, forKey: .cursor)
         hasMore = try container.decode(Bool.self, forKey: .hasMore)
         reset = try container.decode(Bool.self, forKey: .reset)
+        lostHistory = try container.decodeIfPresent(Bool.self, forKey: .lostHistory) ?? false
         notices = try container.decodeIfPresent([ConflictNotice].self, forKey: .notices) ?? []
         noticeCursor = try container.decodeIfPresent(String.self, forKey: .noticeCursor)
     }

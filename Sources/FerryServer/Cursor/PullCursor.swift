@@ -3,9 +3,10 @@ import Foundation
 
 /// Where a client is in one scope: the opaque cursor of a pull.
 ///
-/// A cursor names the server epoch it came from, the scope, and a position
-/// in the store's change order (for the SQLite store, the version of the
-/// last change seen; the PostgreSQL store uses both parts). It is signed
+/// A cursor names the server epoch it came from, the store generation that
+/// issued it (``StoreHistory``), the scope, and a position in the store's
+/// change order (for the SQLite store, the version of the last change seen;
+/// the PostgreSQL store uses both parts). It is signed
 /// with the store's cursor key, so a forged or garbled cursor is refused
 /// instead of silently skipping changes.
 struct PullCursor: Hashable, Sendable {
@@ -15,19 +16,21 @@ struct PullCursor: Hashable, Sendable {
     var subposition: Int64 = 0
 }
 
-/// Encodes and checks cursors for one store epoch.
+/// Encodes and checks cursors for one store epoch. Cursors it encodes name
+/// the history's current generation.
 ///
 /// ```swift
 /// let codec = PullCursorCodec(epoch: "e1", key: key)
 /// let text = codec.encode(PullCursor(epoch: "e1", scope: "user:alice", position: 42))
-/// let decoded = try codec.decode(text, scope: "user:alice")   // .position(42, 0)
+/// let decoded = try codec.decode(text, scope: "user:alice")   // .position(42, 0, generation: "")
 /// ```
 struct PullCursorCodec: Sendable {
     let epoch: String
     let key: SymmetricKey
+    var history: StoreHistory = .continuous
 
     enum Decoded: Hashable, Sendable {
-        case position(Int64, Int64)
+        case position(Int64, Int64, generation: String)
         /// The cursor is from another epoch of the server: the client starts over.
         case otherEpoch
     }
@@ -38,11 +41,13 @@ struct PullCursorCodec: Sendable {
         case wrongScope
     }
 
-    private static let version = "c1"
+    /// `c2` adds the generation; a `c1` cursor (issued before generations
+    /// were kept) names the empty one.
+    private static let version = "c2"
 
     func encode(_ cursor: PullCursor) -> String {
-        let payload = [Self.version, cursor.epoch, cursor.scope, String(cursor.position), String(cursor.subposition)]
-            .joined(separator: "|")
+        let payload = [Self.version, cursor.epoch, cursor.scope, String(cursor.position), String(cursor.subposition),
+                       history.current].joined(separator: "|")
         let bytes = Data(payload.utf8)
         let mac = Data(HMAC<SHA256>.authenticationCode(for: bytes, using: key))
         return Self.base64URL(bytes) + "." + Self.base64URL(mac)
@@ -56,7 +61,7 @@ struct PullCursorCodec: Sendable {
             let string = String(data: payload, encoding: .utf8)
         else { throw .garbled }
         let fields = string.split(separator: "|", omittingEmptySubsequences: false)
-        guard fields.count == 5, fields[0] == Self.version,
+        guard (fields.count == 5 && fields[0] == "c1") || (fields.count == 6 && fields[0] == Self.version),
             let position = Int64(fields[3]), let subposition = Int64(fields[4]),
             position >= 0, subposition >= 0
         else { throw .garbled }
@@ -69,7 +74,7 @@ struct PullCursorCodec: Sendable {
             throw .forged
         }
         guard fields[2] == scope else { throw .wrongScope }
-        return .position(position, subposition)
+        return .position(position, subposition, generation: fields.count == 6 ? String(fields[5]) : "")
     }
 
     private static func base64URL(_ data: Data) -> String {

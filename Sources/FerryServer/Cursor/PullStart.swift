@@ -13,12 +13,26 @@ struct ChangePosition: Hashable, Comparable, Sendable {
 }
 
 /// Where a pull of one scope starts, decided from its cursor (DESIGN.md
-/// server semantic 6): at the cursor, or from scratch with a reset when the
-/// cursor is older than the tombstone horizon, from another epoch, or ahead
-/// of the store (a store restored from a backup).
+/// server semantic 6): at the cursor, or from scratch.
+///
+/// From scratch is a reset of one of two kinds. A cursor older than the
+/// tombstone horizon only missed deletes the store has collected: the client
+/// refetches and drops what did not come back. A cursor from another epoch,
+/// from a generation the store does not know, or ahead of the store points
+/// into history the store *lost* (restored from a backup, wiped, or another
+/// server): the client keeps every row and sends back what the store lacks.
 enum PullStart: Hashable, Sendable {
     case after(ChangePosition)
-    case fromScratch(reset: Bool)
+    case fromScratch(Reason)
+
+    enum Reason: Hashable, Sendable {
+        /// No cursor: a first pull.
+        case firstPull
+        /// The cursor is older than the tombstone horizon.
+        case behindHorizon
+        /// The cursor points into history this store does not hold.
+        case lostHistory
+    }
 
     /// - Parameters:
     ///   - horizon: the newest position of a collected tombstone.
@@ -34,10 +48,16 @@ enum PullStart: Hashable, Sendable {
         }
         switch decoded {
         case .otherEpoch:
-            self = .fromScratch(reset: true)
-        case .position(let major, let minor):
+            self = .fromScratch(.lostHistory)
+        case .position(let major, let minor, let generation):
             let position = ChangePosition(major: major, minor: minor)
-            self = position < horizon || position > end ? .fromScratch(reset: true) : .after(position)
+            if !codec.history.holds(generation: generation, position: position) || position > end {
+                self = .fromScratch(.lostHistory)
+            } else if position < horizon {
+                self = .fromScratch(.behindHorizon)
+            } else {
+                self = .after(position)
+            }
         }
     }
 
@@ -50,6 +70,10 @@ enum PullStart: Hashable, Sendable {
     }
 
     var isReset: Bool {
-        if case .fromScratch(true) = self { true } else { false }
+        if case .fromScratch(let reason) = self { reason != .firstPull } else { false }
+    }
+
+    var isLostHistory: Bool {
+        self == .fromScratch(.lostHistory)
     }
 }

@@ -48,11 +48,13 @@ public struct EncodedPullPage: Sendable {
     public var cursor: String
     public var hasMore: Bool
     public var reset: Bool
+    /// The reset is because the store lost the history the cursor came from.
+    public var lostHistory: Bool
     public var notices: [ConflictNotice]
     public var noticeCursor: String?
 
     public init(
-        scope: String, rows: [EncodedRow], cursor: String, hasMore: Bool, reset: Bool,
+        scope: String, rows: [EncodedRow], cursor: String, hasMore: Bool, reset: Bool, lostHistory: Bool = false,
         notices: [ConflictNotice] = [], noticeCursor: String? = nil
     ) {
         self.scope = scope
@@ -60,6 +62,7 @@ public struct EncodedPullPage: Sendable {
         self.cursor = cursor
         self.hasMore = hasMore
         self.reset = reset
+        self.lostHistory = lostHistory
         self.notices = notices
         self.noticeCursor = noticeCursor
     }
@@ -73,6 +76,9 @@ public struct EncodedPullPage: Sendable {
         out += "],\"cursor\":"
         StoreCoding.appendString(cursor, to: &out)
         out += ",\"hasMore\":\(hasMore)"
+        if lostHistory {
+            out += ",\"lostHistory\":true"
+        }
         if let noticeCursor {
             out += ",\"noticeCursor\":"
             StoreCoding.appendString(noticeCursor, to: &out)
@@ -89,7 +95,7 @@ public struct EncodedPullPage: Sendable {
     func decoded() throws -> PullPage {
         PullPage(
             scope: scope, changes: try rows.map { try $0.decoded() }, cursor: cursor, hasMore: hasMore, reset: reset,
-            notices: notices, noticeCursor: noticeCursor
+            lostHistory: lostHistory, notices: notices, noticeCursor: noticeCursor
         )
     }
 }

@@ -32,6 +32,9 @@ public struct SyncConfiguration: Sendable, Hashable {
     /// with the last error, so it cannot hold the queue forever. Resend or
     /// discard it from ``Outbox/rejectedMutations()``.
     public var poisonAttempts = 5
+    /// What the device does when the server lost the history its cursors
+    /// came from (restored from a backup, wiped, or another server).
+    public var lostServerHistory = LostServerHistory.sendBack
 
     public init(userID: String, sharedScopes: [String] = [], pushBatchSize: Int = 500, pullPageSize: Int = 1000,
                 debounce: Duration = .milliseconds(200), periodicInterval: Duration? = .seconds(300),
@@ -44,6 +47,25 @@ public struct SyncConfiguration: Sendable, Hashable {
         self.periodicInterval = periodicInterval
         self.live = live
         self.retry = retry
+    }
+
+    /// What a device does when the server it syncs with lost history.
+    ///
+    /// ```swift
+    /// var configuration = SyncConfiguration(userID: "alice")
+    /// configuration.lostServerHistory = .mirror   // this device moved to another server on purpose
+    /// ```
+    public enum LostServerHistory: Sendable, Hashable {
+        /// Keep every row and send back what the server lacks: rows it does
+        /// not return, and values newer than its own, merged under each
+        /// table's policy so every other device receives them too. A row
+        /// deleted in the lost history may come back. The default: a device
+        /// never deletes a row because a server forgot it.
+        case sendBack
+        /// Take the server's data as it is: rows it does not return are
+        /// removed from this device, as after an ordinary reset. For a
+        /// device pointed at a different server on purpose.
+        case mirror
     }
 
     /// The user's own scope, `user:<userID>`.

@@ -33,7 +33,8 @@ extension SyncEngine {
                                 retry: configuration.retry, attempts: attempts, poisonAttempts: configuration.poisonAttempts),
                 identityChecked: identityChecked, random: random),
             recorder: PushRecorder(database: database, userScope: configuration.userScope),
-            applier: PageApplier(database: database, userScope: configuration.userScope))
+            applier: PageApplier(database: database, userScope: configuration.userScope,
+                                 lostServerHistory: configuration.lostServerHistory))
         // Bytes first, so a device that pulls the metadata finds the blob.
         try await transferAttachments(uploading: true, &run)
         var action = run.machine.start()
@@ -201,6 +202,7 @@ extension SyncEngine {
         let renewed = try await renewIfRestored(serverLastApplied: reply.lastAppliedMutationID)
         if renewed { run.summary.identityRenewed = true }
         var more: [String] = []
+        var sentBack = false
         for page in reply.pages {
             try Task.checkCancellation()
             let applyStart = ContinuousClock.now
@@ -210,6 +212,12 @@ extension SyncEngine {
             run.summary.pulled += page.changes.count
             run.summary.setAside += report.setAside
             run.summary.swept += report.swept
+            run.summary.sentBack += report.sentBack
+            if report.sentBack > 0 {
+                sentBack = true
+                logger.warning("the server lost history; rows it lacks are sent back",
+                               metadata: ["scope": "\(page.scope)", "rows": "\(report.sentBack)"])
+            }
             run.summary.conflicts += report.notices
             run.cursors.advance(page)
             if page.hasMore { more.append(page.scope) }
@@ -219,7 +227,7 @@ extension SyncEngine {
             let pulled = run.summary.pulled
             broadcaster.update { $0.pulled = pulled }
         }
-        return .pulled(asked: asked, more: more, renewed: renewed)
+        return .pulled(asked: asked, more: more, renewed: renewed, sentBack: sentBack)
     }
 
     private func wait(_ delay: Duration, _ run: inout SyncRun) async throws -> SyncStateMachine.Event {

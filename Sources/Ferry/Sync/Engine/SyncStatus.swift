@@ -58,6 +58,10 @@ public struct SyncSummary: Sendable, Hashable {
     public var setAside: [SetAsideRow] = []
     /// Local rows removed after a reset because the server no longer has them.
     public var swept = 0
+    /// Rows queued to go back to a server that lost history (restored from
+    /// a backup, or wiped): it lacked them, or held older values. They are
+    /// pushed in the same sync.
+    public var sentBack = 0
     /// Scopes refetched from scratch after the server reset their cursors.
     public var resets = 0
     /// The database turned out to be a restored older copy and took a new client id.

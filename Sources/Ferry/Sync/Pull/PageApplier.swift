@@ -26,6 +26,9 @@ struct PageApplier {
         var recovered = 0
         /// Local rows removed by the sweep that ends a refetch after a reset.
         var swept = 0
+        /// Rows queued to go back to a server that lost history
+        /// (``PageApplier+Recovery.swift``).
+        var sentBack = 0
         /// Conflict notices stored.
         var notices = 0
     }
@@ -37,28 +40,34 @@ struct PageApplier {
     /// versions the device knows of the page's rows (read in one query), and
     /// the versions and refetched rows to record (written in one statement
     /// each, once the rows are applied).
-    private final class PageContext {
+    final class PageContext {
         var upserts: [UpsertKey: String] = [:]
         var lastUpsert: (key: UpsertKey, sql: String)?
         var setAsideRows: Bool
         var known: [RowKey: Int64] = [:]
-        /// In the order applied; a row twice (a retried set-aside row) keeps its newest through `max`.
-        var versions: [(RowKey, Int64)] = []
+        /// The edit stamps the device knows of the page's rows (`ferry_rows.hlc`), read only while recovering.
+        var stamps: [RowKey: Int64] = [:]
+        /// The server lost history: rows the device holds newer go back (``PageApplier+Recovery.swift``).
+        var recovering: Bool
+        /// In the order applied, with the row's edit stamp; a row twice (a
+        /// retried set-aside row) keeps its newest through `max`.
+        var versions: [(RowKey, Int64, Int64?)] = []
         var seen: [RowKey] = []
 
-        init(setAsideRows: Bool) {
+        init(setAsideRows: Bool, recovering: Bool) {
             self.setAsideRows = setAsideRows
+            self.recovering = recovering
         }
     }
 
-    private struct UpsertKey: Hashable {
+    struct UpsertKey: Hashable {
         var table: String
         var columns: [String]
     }
 
     /// What rows applied in a savepoint will record, kept apart until it commits.
-    private struct Applied {
-        var versions: [(RowKey, Int64)] = []
+    struct Applied {
+        var versions: [(RowKey, Int64, Int64?)] = []
         var seen: [RowKey] = []
 
         func commit(to context: PageContext) {
@@ -70,6 +79,8 @@ struct PageApplier {
     let database: FerryDatabase
     /// The signed-in user's own scope (`user:<id>`).
     let userScope: String
+    /// What a page saying the server lost history does.
+    var lostServerHistory = SyncConfiguration.LostServerHistory.sendBack
 
     /// Applies a page, blocking the caller (tests and `ferry-bench`).
     func apply(_ page: PullPage) throws -> Report {
@@ -95,13 +106,18 @@ struct PageApplier {
             var cursorRecord = try ScopeCursorRecord.find(page.scope, db)
             if page.reset && movesCursor {
                 cursorRecord.refetching = true
+                if page.lostHistory && lostServerHistory == .sendBack {
+                    cursorRecord.recovering = true
+                    try forgetVersions(of: page.scope, db)
+                }
                 try cursorRecord.save(db)
                 try db.execute(sql: "DELETE FROM ferry_refetch_seen WHERE scope = ?", arguments: [page.scope])
             }
             let refetching = cursorRecord.refetching
             let pending = try Outbox.pendingEdits(db)
-            let context = PageContext(setAsideRows: try !SetAsideRecord.all().isEmpty(db))
-            context.known = try Self.knownVersions(of: page.changes, db)
+            let context = PageContext(setAsideRows: try !SetAsideRecord.all().isEmpty(db),
+                                      recovering: refetching && cursorRecord.recovering)
+            (context.known, context.stamps) = try Self.knownVersions(of: page.changes, stamps: context.recovering, db)
             var start = 0
             while start < page.changes.count {
                 let group = page.changes[start..<min(start + Self.groupSize, page.changes.count)]
@@ -130,12 +146,17 @@ struct PageApplier {
             }
             if context.setAsideRows {
                 // A retried row the page also brought is known at the page's version now.
-                for (key, version) in context.versions { context.known[key] = max(context.known[key] ?? version, version) }
+                for (key, version, _) in context.versions { context.known[key] = max(context.known[key] ?? version, version) }
                 report.recovered = try retrySetAside(scope: page.scope, refetching: refetching, pending: pending, context: context, now: now, db)
             }
             try Self.record(context, scope: page.scope, db)
             if refetching && !page.hasMore && movesCursor {
-                report.swept = try sweep(scope: page.scope, db)
+                if cursorRecord.recovering {
+                    report.sentBack += try sendBackUnseen(scope: page.scope, db)
+                    cursorRecord.recovering = false
+                } else {
+                    report.swept = try sweep(scope: page.scope, db)
+                }
                 cursorRecord.refetching = false
                 try db.execute(sql: "DELETE FROM ferry_refetch_seen WHERE scope = ?", arguments: [page.scope])
             }
@@ -210,6 +231,12 @@ struct PageApplier {
             return
         }
         let rowKey = RowKey(table: change.table, rowID: change.rowID)
+        if context.recovering,
+           try recover(change, layout: layout, pending: pending[rowKey] ?? .none, context: context, applied: &applied, db) {
+            report.sentBack += 1
+            applied.seen.append(rowKey)
+            return
+        }
         // An initial sync has nothing pending and knows no row: no lookups then.
         let plan = RowRebase.plan(change, pending: pending.isEmpty ? .none : pending[rowKey] ?? .none,
                                   knownVersion: context.known.isEmpty ? nil : context.known[rowKey],
@@ -258,7 +285,7 @@ struct PageApplier {
             report.written += 1
         }
         if recordVersion {
-            applied.versions.append((rowKey, change.version))
+            applied.versions.append((rowKey, change.version, change.hlc?.rawValue))
         }
         if refetching {
             applied.seen.append(rowKey)
@@ -271,37 +298,43 @@ struct PageApplier {
 
     // MARK: - Versions, in one statement per page
 
-    /// The versions the device knows of the page's rows, read in one
-    /// statement per table and chunk.
-    private static func knownVersions(of changes: [RowChange], _ db: Database) throws -> [RowKey: Int64] {
+    /// The versions the device knows of the page's rows, and with `stamps`
+    /// their edit stamps, read in one statement per table and chunk.
+    private static func knownVersions(of changes: [RowChange], stamps withStamps: Bool,
+                                      _ db: Database) throws -> (versions: [RowKey: Int64], stamps: [RowKey: Int64]) {
         var known: [RowKey: Int64] = [:]
+        var stamps: [RowKey: Int64] = [:]
         for (table, rows) in Dictionary(grouping: changes, by: \.table).mapValues({ $0.map(\.rowID) }) {
             for chunk in chunks(rows) {
                 let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
                 let cursor = try Row.fetchCursor(
-                    db.cachedStatement(sql: "SELECT row_id, version FROM ferry_rows WHERE tbl = ? AND row_id IN (\(marks))"),
+                    db.cachedStatement(sql: "SELECT row_id, version, hlc FROM ferry_rows WHERE tbl = ? AND row_id IN (\(marks))"),
                     arguments: StatementArguments(values: [table.databaseValue] + chunk.map { $0.databaseValue })
                 )
                 while let row = try cursor.next() {
-                    known[RowKey(table: table, rowID: row[0])] = row[1]
+                    let key = RowKey(table: table, rowID: row[0])
+                    known[key] = row[1]
+                    if withStamps, let stamp: Int64 = row[2] { stamps[key] = stamp }
                 }
             }
         }
-        return known
+        return (known, stamps)
     }
 
     /// Writes the versions and refetched rows the page's applied rows record.
     private static func record(_ context: PageContext, scope: String, _ db: Database) throws {
         for chunk in chunks(context.versions) {
-            let tuples = Array(repeating: "(?,?,?)", count: chunk.count).joined(separator: ",")
+            let tuples = Array(repeating: "(?,?,?,?)", count: chunk.count).joined(separator: ",")
             var arguments: [DatabaseValue] = []
-            arguments.reserveCapacity(chunk.count * 3)
-            for (key, version) in chunk {
-                arguments += [key.table.databaseValue, key.rowID.databaseValue, version.databaseValue]
+            arguments.reserveCapacity(chunk.count * 4)
+            for (key, version, stamp) in chunk {
+                arguments += [key.table.databaseValue, key.rowID.databaseValue, version.databaseValue, stamp.databaseValue]
             }
+            // The stamp goes with the newest version (all SET expressions read the old row).
             try db.cachedStatement(sql: """
-                INSERT INTO ferry_rows(tbl, row_id, version) VALUES \(tuples)
-                ON CONFLICT(tbl, row_id) DO UPDATE SET version = max(version, excluded.version)
+                INSERT INTO ferry_rows(tbl, row_id, version, hlc) VALUES \(tuples)
+                ON CONFLICT(tbl, row_id) DO UPDATE SET version = max(version, excluded.version),
+                hlc = CASE WHEN excluded.version >= version THEN coalesce(excluded.hlc, hlc) ELSE hlc END
                 """).execute(arguments: StatementArguments(values: arguments))
         }
         for chunk in chunks(context.seen) {
@@ -364,16 +397,7 @@ struct PageApplier {
     private func sweep(scope: String, _ db: Database) throws -> Int {
         var removed = 0
         for layout in database.layouts.values.sorted(by: { $0.table.name < $1.table.name }) {
-            let condition: String
-            var arguments: [DatabaseValue] = []
-            switch layout.table.scope {
-            case .user:
-                guard scope == userScope else { continue }
-                condition = "1"
-            case .column(let column):
-                condition = "(\(SQLText.identifier(column)) = ? OR (\(SQLText.identifier(column)) IS NULL AND ?))"
-                arguments = [scope.databaseValue, (scope == userScope).databaseValue]
-            }
+            guard let (condition, arguments) = scopeCondition(layout, scope: scope) else { continue }
             let table = SQLText.identifier(layout.table.name)
             let key = SQLText.identifier(layout.primaryKey)
             try db.execute(sql: """
@@ -392,6 +416,20 @@ struct PageApplier {
     }
 }
 
+extension PageApplier {
+    /// The SQL condition (and its arguments) that picks a table's local rows
+    /// of `scope`; `nil` when the table has none there.
+    func scopeCondition(_ layout: TableLayout, scope: String) -> (String, [DatabaseValue])? {
+        switch layout.table.scope {
+        case .user:
+            return scope == userScope ? ("1", []) : nil
+        case .column(let column):
+            return ("(\(SQLText.identifier(column)) = ? OR (\(SQLText.identifier(column)) IS NULL AND ?))",
+                    [scope.databaseValue, (scope == userScope).databaseValue])
+        }
+    }
+}
+
 extension PageApplier.Report {
     mutating func add(_ other: Self) {
         written += other.written
@@ -401,6 +439,7 @@ extension PageApplier.Report {
         setAside += other.setAside
         recovered += other.recovered
         swept += other.swept
+        sentBack += other.sentBack
         notices += other.notices
     }
 }

@@ -15,17 +15,21 @@ struct ScopeCursorRecord: Codable, FetchableRecord, PersistableRecord, Sendable 
     var cursor: String?
     /// A from-scratch fetch after a reset, finished by a sweep.
     var refetching: Bool = false
+    /// With `refetching`: the server lost the history the cursor came from,
+    /// so the fetch ends by sending back what it lacks instead of a sweep.
+    var recovering: Bool = false
     /// Apart from `cursor`: a refetch after a reset does not deliver notices again.
     var noticeCursor: String?
 
     enum CodingKeys: String, CodingKey {
-        case scope, cursor, refetching, noticeCursor = "notice_cursor"
+        case scope, cursor, refetching, recovering, noticeCursor = "notice_cursor"
     }
 
     enum Columns {
         static let scope = Column(CodingKeys.scope)
         static let cursor = Column(CodingKeys.cursor)
         static let refetching = Column(CodingKeys.refetching)
+        static let recovering = Column(CodingKeys.recovering)
         static let noticeCursor = Column(CodingKeys.noticeCursor)
     }
 
@@ -38,6 +42,7 @@ struct ScopeCursorRecord: Codable, FetchableRecord, PersistableRecord, Sendable 
     /// its rows come again and a sweep at the end removes the ones that did not.
     static func startOver(_ scope: String?, _ db: Database) throws {
         let request = scope.map { ScopeCursorRecord.filter(key: $0) } ?? ScopeCursorRecord.all()
+        // A recovery under way stays one: starting over never turns it into a sweep.
         try request.updateAll(db, Columns.cursor.set(to: nil), Columns.refetching.set(to: true))
         try db.execute(sql: "DELETE FROM ferry_refetch_seen WHERE ? IS NULL OR scope = ?", arguments: [scope, scope])
     }

@@ -92,7 +92,9 @@ struct SyncStateMachine {
         case probed(SyncFailure?)
         case rowsReadBack
         /// A page per asked scope was applied; `more` have further pages.
-        case pulled(asked: [String], more: [String], renewed: Bool)
+        /// `sentBack` when a page queued rows a server that lost history
+        /// lacks: they are pushed before the sync ends.
+        case pulled(asked: [String], more: [String], renewed: Bool, sentBack: Bool = false)
         case pullFailed(asked: [String], SyncFailure, hasCursor: Bool, hasNoticeCursor: Bool)
         case cursorReset
         case tokenRefreshed(Bool)
@@ -121,6 +123,7 @@ struct SyncStateMachine {
     /// Where to go on after a wait: the push, narrowed, or the whole cycle again.
     private var resumePush = false
     private var renewed = false
+    private var sentBack = false
     private var active: [String] = []
     private var oneAtATime = false
     private(set) var refusedScopes: [String] = []
@@ -177,8 +180,9 @@ struct SyncStateMachine {
             active = settings.scopes
             oneAtATime = false
             return nextPull()
-        case .pulled(let asked, let more, let renewed):
+        case .pulled(let asked, let more, let renewed, let sentBack):
             self.renewed = self.renewed || renewed
+            self.sentBack = self.sentBack || sentBack
             active = more + active.filter { !asked.contains($0) }
             return nextPull()
         case .pullFailed(let asked, let failure, let hasCursor, let hasNoticeCursor):
@@ -233,9 +237,11 @@ struct SyncStateMachine {
 
     private mutating func nextPull() -> Action {
         guard !active.isEmpty else {
-            if renewed {
-                // The database was a restored copy: its edits go out under the new identity now.
+            if renewed || sentBack {
+                // The database was a restored copy: its edits go out under the
+                // new identity now. Or the server lost history: what it lacks goes back.
                 renewed = false
+                sentBack = false
                 phase = .pushingAgain
                 return .push(limit: limit)
             }

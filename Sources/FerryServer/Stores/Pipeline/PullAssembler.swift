@@ -63,7 +63,7 @@ struct PullAssembler: Sendable {
     ///
     /// - Throws: ``FerryServerError`` `badRequest` for a garbled or forged cursor.
     func start(of followed: PullRequest.ScopeCursor) throws(FerryServerError) -> Start {
-        var rows = PullStart.fromScratch(reset: false)
+        var rows = PullStart.fromScratch(.firstPull)
         if let text = followed.cursor {
             rows = try PullStart(cursor: text, scope: followed.scope, codec: cursors, horizon: horizon, end: end)
         }
@@ -81,6 +81,7 @@ struct PullAssembler: Sendable {
             cursor: cursors.encode(PullCursor(epoch: cursors.epoch, scope: scope, position: position.major, subposition: position.minor)),
             hasMore: hasMore || delivered.hasMore,
             reset: start.rows.isReset,
+            lostHistory: start.rows.isLostHistory,
             notices: delivered.notices,
             noticeCursor: NoticeCursor.text(delivered.position, epoch: cursors.epoch)
         )

@@ -165,6 +165,12 @@ enum PostgresSchema {
             )
             """,
         ]),
+        Migration(version: 4, statements: [
+            // The database the epoch was issued in (its oid): a dump loaded
+            // into another database, of this cluster or another, has lost the
+            // history after the dump, so it starts a new epoch.
+            "ALTER TABLE ferry_meta ADD COLUMN database_oid bigint",
+        ]),
     ]
 
     static var latestVersion: Int { migrations.map(\.version).max() ?? 0 }

@@ -76,23 +76,35 @@ extension PostgresSyncStore {
         throw FerryServerError(.internalError, "the database has no Ferry epoch; it is damaged")
     }
 
-    /// A database restored into a new cluster (a dump loaded elsewhere)
-    /// holds rows stamped with transaction ids the new cluster has not
-    /// reached: new changes would sort before them and cursors would skip
-    /// them. Such rows are restamped at zero and the epoch renewed, so every
-    /// client refetches.
+    /// A dump loaded into another database has lost the history after the
+    /// dump: the devices hold it, and must send it back rather than mirror
+    /// the loss (``StoreHistory``). Such a database starts a new epoch, so
+    /// every cursor points into lost history. Loaded into a new cluster, its
+    /// rows are also stamped with transaction ids the cluster has not reached:
+    /// new changes would sort before them and cursors would skip them, so
+    /// they are restamped at zero.
     private static func renewEpochIfRestored(_ connection: PostgresConnection, logger: Logger) async throws {
         let query: PostgresQuery = """
-            SELECT COALESCE((SELECT max(xid) FROM ferry_rows), 0) >= pg_snapshot_xmax(pg_current_snapshot())::text::bigint
+            SELECT COALESCE((SELECT max(xid) FROM ferry_rows), 0) >= pg_snapshot_xmax(pg_current_snapshot())::text::bigint,
+                (SELECT database_oid FROM ferry_meta) IS DISTINCT FROM (SELECT oid::bigint FROM pg_database WHERE datname = current_database()),
+                (SELECT database_oid IS NULL FROM ferry_meta)
             """
-        for try await ahead in try await connection.query(query, logger: logger).decode(Bool.self) where ahead {
-            logger.warning("rows are stamped ahead of this PostgreSQL cluster (a restored dump?); starting a new epoch")
+        for try await (ahead, moved, unrecorded) in try await connection.query(query, logger: logger).decode((Bool, Bool, Bool).self) {
             try await connection.query("BEGIN", logger: logger)
-            try await connection.query("UPDATE ferry_rows SET xid = 0", logger: logger)
-            try await connection.query("UPDATE ferry_clients SET xid = 0", logger: logger)
-            try await connection.query("UPDATE ferry_results SET xid = 0", logger: logger)
-            try await connection.query("UPDATE ferry_notices SET xid = 0", logger: logger)
-            try await connection.query("UPDATE ferry_meta SET epoch = \(UUID().uuidString), horizon_xid = 0, horizon_seq = 0", logger: logger)
+            if ahead {
+                logger.warning("rows are stamped ahead of this PostgreSQL cluster (a restored dump?); restamping them")
+                try await connection.query("UPDATE ferry_rows SET xid = 0", logger: logger)
+                try await connection.query("UPDATE ferry_clients SET xid = 0", logger: logger)
+                try await connection.query("UPDATE ferry_results SET xid = 0", logger: logger)
+                try await connection.query("UPDATE ferry_notices SET xid = 0", logger: logger)
+            }
+            if ahead || (moved && !unrecorded) {
+                logger.warning("the Ferry data was loaded into another database (a restored dump?); starting a new epoch: devices send back what it lacks")
+                try await connection.query("UPDATE ferry_meta SET epoch = \(UUID().uuidString), horizon_xid = 0, horizon_seq = 0", logger: logger)
+            }
+            try await connection.query("""
+                UPDATE ferry_meta SET database_oid = (SELECT oid::bigint FROM pg_database WHERE datname = current_database())
+                """, logger: logger)
             try await connection.query("COMMIT", logger: logger)
         }
     }

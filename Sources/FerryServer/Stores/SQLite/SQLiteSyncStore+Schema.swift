@@ -122,6 +122,20 @@ extension SQLiteSyncStore {
                 CREATE INDEX notices_by_age ON notices (created_at);
                 """)
         }
+        migrator.registerMigration("server.v3.generations") { db in
+            try db.execute(sql: """
+                -- One row per opening of the store (StoreHistory): cursors name
+                -- the generation that issued them, and a generation ends at the
+                -- version the file held when it was next opened. The empty id
+                -- stands for cursors issued before generations were kept.
+                CREATE TABLE store_generations (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    started_at INTEGER NOT NULL,
+                    ended_at INTEGER
+                ) WITHOUT ROWID;
+                INSERT INTO store_generations (id, started_at) VALUES ('', 0);
+                """)
+        }
         return migrator
     }
 }

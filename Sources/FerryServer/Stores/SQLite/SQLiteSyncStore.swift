@@ -48,12 +48,29 @@ public final class SQLiteSyncStore: SyncStore {
         }
         pool = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(pool)
-        cursors = try pool.read { db in
+        cursors = try pool.write { db in
             guard let epoch = try String.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'epoch'"),
                 let key = try Data.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'cursorKey'")
             else { throw FerryServerError(.internalError, "the store at \(path) has no epoch; it is damaged") }
-            return PullCursorCodec(epoch: epoch, key: SymmetricKey(data: key))
+            return PullCursorCodec(epoch: epoch, key: SymmetricKey(data: key), history: try Self.beginGeneration(db))
         }
+    }
+
+    /// Ends the generation the file was last opened in at the version it
+    /// holds now, and begins a new one (``StoreHistory``). A file restored
+    /// from a backup or copied while a server ran ends the copied generation
+    /// where the copy stopped, so cursors issued past it are known to point
+    /// into lost history.
+    private static func beginGeneration(_ db: Database) throws -> StoreHistory {
+        let version = try meta(db, "version")
+        try db.execute(sql: "UPDATE store_generations SET ended_at = ? WHERE ended_at IS NULL", arguments: [version])
+        let current = UUID().uuidString.lowercased().prefix(12)
+        try db.execute(sql: "INSERT INTO store_generations (id, started_at) VALUES (?, ?)", arguments: [String(current), version])
+        var ended: [String: ChangePosition] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT id, ended_at FROM store_generations WHERE ended_at IS NOT NULL") {
+            ended[row[0]] = ChangePosition(major: row[1])
+        }
+        return StoreHistory(current: String(current), ended: ended)
     }
 
     /// The store's epoch: cursors from any other epoch get a reset.

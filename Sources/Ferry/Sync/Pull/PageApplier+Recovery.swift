@@ -1,0 +1,117 @@
+import FerryProtocol
+import GRDB
+
+/// Refilling a server that lost history (DESIGN.md server semantic 6).
+///
+/// A page marked ``PullPage/lostHistory`` starts a *recovering* refetch of
+/// its scope: the server was restored from a backup, wiped, or is another
+/// server, so a row it does not send was not deleted, and a value it sends
+/// may be older than the device's. While the refetch runs:
+/// - a pulled row the device holds with other values and a newer edit
+///   stamp than the server's is kept, and its differing columns are queued
+///   to go back, based on the server's version;
+/// - a pending local edit is rebased on the server's version, or on none
+///   when the server's row is newer than anything the device saw, so the
+///   push surfaces a conflict instead of overwriting silently;
+/// - anything else applies as usual.
+///
+/// When it ends, every local row of the scope the server did not send goes
+/// back whole, instead of the sweep an ordinary reset ends with. The queued
+/// rows are pushed in the same sync, merged under each table's policy, and
+/// reach every other device from there.
+extension PageApplier {
+    /// The versions the device knows of the scope's rows came from the lost
+    /// history and mean nothing in the server's new one.
+    func forgetVersions(of scope: String, _ db: Database) throws {
+        for layout in database.layouts.values {
+            guard let (condition, arguments) = scopeCondition(layout, scope: scope) else { continue }
+            let table = SQLText.identifier(layout.table.name), key = SQLText.identifier(layout.primaryKey)
+            try db.execute(sql: """
+                UPDATE ferry_rows SET version = 0
+                WHERE tbl = ? AND row_id IN (SELECT \(key) FROM \(table) WHERE \(condition))
+                """, arguments: StatementArguments([layout.table.name.databaseValue] + arguments))
+        }
+    }
+
+    /// Handles one pulled row of a recovering refetch; `true` when the
+    /// device's newer copy was kept and queued to go back (the row is then
+    /// applied no further).
+    func recover(_ change: RowChange, layout: TableLayout, pending: RowRebase.Pending, context: PageContext,
+                 applied: inout Applied, _ db: Database) throws -> Bool {
+        guard !change.deleted else { return false }
+        let key = RowKey(table: change.table, rowID: change.rowID)
+        let local = context.stamps[key] ?? 0
+        let server = change.hlc?.rawValue ?? 0
+        if pending != .none {
+            try db.execute(sql: """
+                UPDATE ferry_outbox SET base_version = ?
+                WHERE tbl = ? AND row_id = ? AND state = ? AND mutation_id IS NULL AND base_version IS NOT NULL
+                """, arguments: [local >= server ? change.version : 0, change.table, change.rowID,
+                                 OutboxRecord.State.pending.databaseValue])
+            return false
+        }
+        guard local > server else { return false }
+        let table = SQLText.identifier(layout.table.name), primaryKey = SQLText.identifier(layout.primaryKey)
+        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM \(table) WHERE \(primaryKey) = ?", arguments: [change.rowID])
+        else { return false }
+        var differing: [String] = []
+        for column in layout.valueColumns {
+            let mine: DatabaseValue = row[column]
+            if let theirs = change.values[column] {
+                if mine != theirs.databaseValue { differing.append(column) }
+            } else if !mine.isNull {
+                differing.append(column)
+            }
+        }
+        guard !differing.isEmpty else { return false }
+        let scope: DatabaseValue
+        switch layout.table.scope {
+        case .user: scope = .null
+        case .column(let column): scope = row[column]
+        }
+        try db.execute(sql: """
+            INSERT INTO ferry_outbox(tbl, row_id, op, columns, scope, base_version, hlc) VALUES (?, ?, 'update', ?, ?, ?, ?)
+            """, arguments: [change.table, change.rowID, "[" + differing.map(SQLText.jsonString).joined(separator: ",") + "]",
+                             scope, change.version, local])
+        applied.versions.append((key, change.version, local))
+        return true
+    }
+
+    /// Ends a recovering refetch: every local row of `scope` the server did
+    /// not send is queued to go back whole. Returns how many.
+    func sendBackUnseen(scope: String, _ db: Database) throws -> Int {
+        var sent = 0
+        let pending = OutboxRecord.State.pending.databaseValue
+        for layout in database.layouts.values.sorted(by: { $0.table.name < $1.table.name }) {
+            guard let (condition, arguments) = scopeCondition(layout, scope: scope) else { continue }
+            let name = layout.table.name.databaseValue
+            let table = SQLText.identifier(layout.table.name), key = SQLText.identifier(layout.primaryKey)
+            let rowScope = switch layout.table.scope {
+            case .user: "NULL"
+            case .column(let column): SQLText.identifier(column)
+            }
+            let unseen = "\(condition) AND \(key) NOT IN (SELECT row_id FROM ferry_refetch_seen WHERE scope = ? AND tbl = ?)"
+            let unseenArguments = arguments + [scope.databaseValue, name]
+            sent += try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table) WHERE \(unseen)",
+                                     arguments: StatementArguments(unseenArguments)) ?? 0
+            // A pending edit of some columns would make a partial row there: all of it goes.
+            try db.execute(sql: """
+                UPDATE ferry_outbox SET columns = NULL, base_version = NULL
+                WHERE state = ? AND mutation_id IS NULL AND tbl = ? AND op <> 'delete'
+                AND row_id IN (SELECT \(key) FROM \(table) WHERE \(unseen))
+                """, arguments: StatementArguments([pending, name] + unseenArguments))
+            // The others go as inserts, stamped with the edit the device last knew of.
+            try db.execute(sql: """
+                INSERT INTO ferry_outbox(tbl, row_id, op, columns, scope, base_version, hlc)
+                SELECT ?, \(key), 'insert', NULL, \(rowScope), NULL,
+                       coalesce((SELECT hlc FROM ferry_rows WHERE tbl = ? AND row_id = \(key)), ferry_hlc())
+                FROM \(table) WHERE \(unseen)
+                AND \(key) NOT IN (SELECT row_id FROM ferry_outbox WHERE state = ? AND mutation_id IS NULL AND tbl = ?)
+                """, arguments: StatementArguments([name, name] + unseenArguments + [pending, name]))
+            try db.execute(sql: """
+                DELETE FROM ferry_rows WHERE tbl = ? AND row_id IN (SELECT \(key) FROM \(table) WHERE \(unseen))
+                """, arguments: StatementArguments([name] + unseenArguments))
+        }
+        return sent
+    }
+}
