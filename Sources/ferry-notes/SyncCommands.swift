@@ -65,12 +65,17 @@ struct Sync: AsyncParsableCommand {
         let conflicts = try library.conflicts().count
         if global.json {
             struct Report: Encodable {
-                var pushed, pulled, conflicts, rejected, attachmentsUploaded, attachmentsDownloaded: Int
+                var pushed, pulled, conflicts, rejected, attachmentsUploaded, attachmentsDownloaded, sentBack: Int
                 var refusedScopes: [String]
             }
             return try global.printJSON(Report(pushed: summary.pushed, pulled: summary.pulled, conflicts: conflicts,
                                                rejected: summary.rejected, attachmentsUploaded: summary.attachmentsUploaded,
-                                               attachmentsDownloaded: summary.attachmentsDownloaded, refusedScopes: summary.refusedScopes))
+                                               attachmentsDownloaded: summary.attachmentsDownloaded, sentBack: summary.sentBack,
+                                               refusedScopes: summary.refusedScopes))
+        }
+        if summary.sentBack > 0 {
+            tell("the server had lost \(summary.sentBack) change\(summary.sentBack == 1 ? "" : "s") this device held "
+                 + "(restored from a backup, or wiped?); this device sent \(summary.sentBack == 1 ? "it" : "them") back")
         }
         var line = "synced: sent \(summary.pushed), received \(summary.pulled)"
         if summary.attachmentsUploaded + summary.attachmentsDownloaded > 0 {

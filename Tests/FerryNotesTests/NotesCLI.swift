@@ -90,9 +90,12 @@ final class NotesServer: @unchecked Sendable {
     let secret = "notes-test-secret-0123456789abcdef"
     let dataDirectory: TemporaryDirectory
 
-    init(arguments: [String] = []) async throws {
-        dataDirectory = try TemporaryDirectory()
-        process = try ServerProcess(["serve", "--port", "0", "--data-dir", dataDirectory.path("data"), "--jwt-secret", secret] + arguments)
+    /// Starts `ferry-server serve`; with `dataDirectory` and `port`, on an
+    /// earlier server's data and port (a restart).
+    init(arguments: [String] = [], dataDirectory: TemporaryDirectory? = nil, port: Int = 0) async throws {
+        self.dataDirectory = try dataDirectory ?? TemporaryDirectory()
+        process = try ServerProcess(["serve", "--port", "\(port)", "--data-dir", self.dataDirectory.path("data"),
+                                     "--jwt-secret", secret] + arguments)
         let line = try await process.waitForLine(startingWith: "Ferry server listening on ")
         url = String(line.dropFirst("Ferry server listening on ".count).split(separator: " ").first ?? "")
     }
@@ -102,6 +105,9 @@ final class NotesServer: @unchecked Sendable {
         guard result.status == 0 else { throw NotesCLI.Failure(command: ["token"], result: .init(status: result.status, output: result.output, errors: "")) }
         return result.output.split(separator: "\n").last.map { String($0).trimmingCharacters(in: .whitespaces) } ?? ""
     }
+
+    /// The port it listens on.
+    var port: Int { URL(string: url)?.port ?? 0 }
 
     func stop() { process.stop() }
 }
