@@ -21,6 +21,10 @@ public struct ErrorResponse: Sendable, Hashable, Codable, Error {
         /// A mutation id skipped ahead of the last applied one (409); resend
         /// from `lastAppliedMutationID + 1`.
         case mutationGap
+        /// The server lost the history the push's ``PushRequest/seen``
+        /// cursor came from (409): it was restored from a backup or wiped.
+        /// Pull first (the pages say ``PullPage/lostHistory``), then push.
+        case historyLost
         /// The body is larger than the server accepts (413).
         case payloadTooLarge
         /// A resumed upload's `Upload-Offset` is not where the server's copy

@@ -9,10 +9,27 @@ public struct PushRequest: Sendable, Hashable, Codable {
     public var clientID: String
     /// Mutations in strictly increasing `mutationID` order.
     public var mutations: [Mutation]
+    /// A pull cursor the client holds: the history its mutations were made
+    /// on. A server that lost it refuses the push (`historyLost`), so a
+    /// mutation based on rows the server no longer has never lands as a
+    /// partial row there.
+    public var seen: Seen?
 
-    public init(clientID: String, mutations: [Mutation]) {
+    /// A pull cursor, and the scope it belongs to.
+    public struct Seen: Sendable, Hashable, Codable {
+        public var scope: String
+        public var cursor: String
+
+        public init(scope: String, cursor: String) {
+            self.scope = scope
+            self.cursor = cursor
+        }
+    }
+
+    public init(clientID: String, mutations: [Mutation], seen: Seen? = nil) {
         self.clientID = clientID
         self.mutations = mutations
+        self.seen = seen
     }
 }
 

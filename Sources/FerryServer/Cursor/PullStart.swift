@@ -1,3 +1,5 @@
+import FerryProtocol
+
 /// A place in a store's change order, compared field by field: for the
 /// SQLite store the version alone, for the PostgreSQL store the writing
 /// transaction's id, then the version.
@@ -58,6 +60,17 @@ enum PullStart: Hashable, Sendable {
             } else {
                 self = .after(position)
             }
+        }
+    }
+
+    /// Refuses a push whose ``PushRequest/seen`` cursor points into history
+    /// this store lost: its mutations were made on rows the store may not
+    /// have, so the client pulls (and sends those back whole) first.
+    static func checkHistory(seen: PushRequest.Seen?, codec: PullCursorCodec, end: ChangePosition) throws(FerryServerError) {
+        guard let seen else { return }
+        let start = try PullStart(cursor: seen.cursor, scope: seen.scope, codec: codec, horizon: .start, end: end)
+        if start.isLostHistory {
+            throw FerryServerError(.historyLost, "this server lost the history the push was made on (restored from a backup, or wiped); pull first, then push")
         }
     }
 

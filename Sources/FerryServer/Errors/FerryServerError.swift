@@ -31,7 +31,7 @@ public struct FerryServerError: Error, Sendable, Hashable, CustomStringConvertib
         case .forbidden: 403
         case .notFound: 404
         case .methodNotAllowed: 405
-        case .alreadyExists, .mutationGap, .uploadOffsetMismatch: 409
+        case .alreadyExists, .mutationGap, .historyLost, .uploadOffsetMismatch: 409
         case .payloadTooLarge: 413
         case .rangeNotSatisfiable: 416
         case .hashMismatch: 422

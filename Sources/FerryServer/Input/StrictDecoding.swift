@@ -18,7 +18,13 @@ extension PushRequest: StrictlyDecodable {
         for (index, item) in items.enumerated() {
             mutations.append(try Mutation(strict: item, at: "mutations.\(index)"))
         }
-        self.init(clientID: try StrictField.string(object["clientID"], "clientID"), mutations: mutations)
+        var seen: Seen?
+        if let cursor = object["seen"] {
+            let fields = try StrictField.object(cursor, "seen")
+            seen = Seen(scope: try StrictField.string(fields["scope"], "seen.scope"),
+                        cursor: try StrictField.string(fields["cursor"], "seen.cursor"))
+        }
+        self.init(clientID: try StrictField.string(object["clientID"], "clientID"), mutations: mutations, seen: seen)
     }
 }
 

@@ -17,11 +17,42 @@ final class Ledger: @unchecked Sendable {
         var mutation: Mutation
         var result: MutationResult
         var before: ServerRow?
+        /// The store's era: 0, and 1 once the store was restored from a
+        /// snapshot (its versions then start over from the snapshot's).
+        var era = 0
+    }
+
+    /// A store restored from a snapshot: what it lost, and where it went on.
+    struct Restore {
+        /// The store's version when the snapshot was taken: era-0 changes
+        /// past it were lost with the restore.
+        var snapshotVersion: Int64
     }
 
     private let lock = NSLock()
     private var outcomes: [Entry] = []
     private var collected: Int64 = 0
+    private var era = 0
+    private var restored: Restore?
+
+    /// Where the store stood when it was restored (once at most), if it was.
+    var restore: Restore? { lock.withLock { restored } }
+
+    /// The store was put back to a snapshot taken at `version`, when
+    /// `collectedThrough` was `collected`: outcomes from now on are of era 1.
+    func storeRestored(snapshotVersion version: Int64, collectedThrough collected: Int64) {
+        lock.withLock {
+            era += 1
+            restored = Restore(snapshotVersion: version)
+            self.collected = collected
+        }
+    }
+
+    /// Whether an entry's change was lost when the store was restored.
+    func lost(_ entry: Entry) -> Bool {
+        guard let restore else { return false }
+        return entry.era == 0 && (entry.result.version ?? 0) > restore.snapshotVersion
+    }
 
     /// The server version at the last tombstone collection: conflict
     /// notices from before it may have been collected with the tombstones.
@@ -36,7 +67,7 @@ final class Ledger: @unchecked Sendable {
             for result in response.results {
                 guard let mutation = mutations[result.mutationID] else { continue }
                 outcomes.append(Entry(user: userID, clientID: request.clientID, mutation: mutation, result: result,
-                                      before: before[mutation.rowID]))
+                                      before: before[mutation.rowID], era: era))
             }
         }
     }
@@ -52,8 +83,10 @@ final class Ledger: @unchecked Sendable {
         var firsts: [String: Int] = [:]
         var entries: [Entry] = []
         var problems: [String] = []
+        // A restored store forgot the ids it applied after the snapshot: they
+        // are applied afresh in the next era.
         for entry in all where !entry.result.replayed {
-            let key = "\(entry.clientID) #\(entry.mutation.mutationID)"
+            let key = "\(entry.era) \(entry.clientID) #\(entry.mutation.mutationID)"
             if let index = firsts[key] {
                 problems.append("\(key) applied twice: \(entries[index].result) and \(entry.result)")
             } else {
@@ -62,8 +95,9 @@ final class Ledger: @unchecked Sendable {
             }
         }
         for entry in all where entry.result.replayed {
-            let key = "\(entry.clientID) #\(entry.mutation.mutationID)"
-            guard let index = firsts[key] else {
+            let key = "\(entry.era) \(entry.clientID) #\(entry.mutation.mutationID)"
+            // A replay in era 1 of an id applied in era 0 before the snapshot.
+            guard let index = firsts[key] ?? firsts["0 \(entry.clientID) #\(entry.mutation.mutationID)"] else {
                 problems.append("\(key) replayed but never applied")
                 continue
             }

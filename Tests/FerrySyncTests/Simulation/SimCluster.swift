@@ -4,6 +4,7 @@ import FerryProtocol
 @testable import FerryServer
 import FerryTestSupport
 import Foundation
+import GRDB
 
 /// The servers a simulation runs against: one on an SQLite store, or two
 /// instances on one PostgreSQL database. Any of them restarts at will (on
@@ -15,9 +16,14 @@ final class SimCluster: @unchecked Sendable {
     let ledger = Ledger()
     private let tables: ServerTables
     private let directory: TemporaryDirectory
-    private let database: PostgresTestDatabase?
+    private var database: PostgresTestDatabase?
+    /// Every database made for the run (a restore loads the snapshot into a fresh one), dropped by ``stop()``.
+    private var databases: [PostgresTestDatabase] = []
     private let lock = NSLock()
     private var servers: [SyncServer] = []
+    /// The store's snapshot, once taken: its file or dump, its version, and
+    /// the collection horizon then.
+    private var snapshot: (path: String, version: Int64, collectedThrough: Int64)?
 
     private init(kind: StoreKind, tables: ServerTables, directory: TemporaryDirectory, database: PostgresTestDatabase?) {
         self.kind = kind
@@ -29,6 +35,7 @@ final class SimCluster: @unchecked Sendable {
     static func start(_ kind: StoreKind, tables: ServerTables, directory: TemporaryDirectory) async throws -> SimCluster {
         let database = kind == .postgres ? try await PostgresTestDatabase.create() : nil
         let cluster = SimCluster(kind: kind, tables: tables, directory: directory, database: database)
+        cluster.databases = database.map { [$0] } ?? []
         do {
             for _ in 0..<(kind == .postgres ? 2 : 1) {
                 let server = try await cluster.launch()
@@ -43,6 +50,7 @@ final class SimCluster: @unchecked Sendable {
 
     private func launch() async throws -> SyncServer {
         let ledger = self.ledger
+        let database = lock.withLock { self.database }
         return try await SyncServer.start(tables: tables, in: directory, store: kind, sharing: database) { store in
             LedgerStore(inner: store, ledger: ledger)
         }
@@ -90,8 +98,54 @@ final class SimCluster: @unchecked Sendable {
         return report
     }
 
+    /// Whether a snapshot is held (and not yet restored).
+    var hasSnapshot: Bool { lock.withLock { snapshot != nil } }
+
+    /// Takes a consistent snapshot of the store while it serves: a SQLite
+    /// backup of the file, or a `pg_dump`.
+    func takeSnapshot() async throws {
+        let path = directory.path("store-snapshot")
+        let version = try await self.version()
+        if let database = lock.withLock({ self.database }) {
+            try Shell.run("pg_dump --no-owner '\(Self.plain(database.url))' > '\(path)'")
+        } else {
+            let server = lock.withLock { servers[0] }
+            try await server.sqlite!.pool.backup(to: try DatabaseQueue(path: path))
+        }
+        let collected = ledger.collectedThrough
+        lock.withLock { snapshot = (path, version, collected) }
+    }
+
+    /// Stops every instance, puts the store back to the snapshot (the file
+    /// copied over the store's, or the dump loaded into a fresh database, as
+    /// an operator restores a backup) and starts them again.
+    func restoreSnapshot() async throws {
+        guard let snapshot = lock.withLock({ self.snapshot }) else { return }
+        let old = lock.withLock { servers }
+        for server in old {
+            await server.stop()
+            try? await server.store.close()
+        }
+        if kind == .postgres {
+            let fresh = try await PostgresTestDatabase.create()
+            lock.withLock { databases.append(fresh); database = fresh }
+            try Shell.run("psql -q -v ON_ERROR_STOP=1 '\(Self.plain(fresh.url))' < '\(snapshot.path)'")
+        } else {
+            let file = directory.url.appending(path: "server").appending(path: SQLiteSyncStore.fileName).path
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: file + suffix) }
+            try FileManager.default.copyItem(atPath: snapshot.path, toPath: file)
+        }
+        ledger.storeRestored(snapshotVersion: snapshot.version, collectedThrough: snapshot.collectedThrough)
+        lock.withLock { self.snapshot = nil }
+        var started: [SyncServer] = []
+        for _ in old { started.append(try await launch()) }
+        lock.withLock { servers = started }
+    }
+
+    private static func plain(_ url: String) -> String { url.replacingOccurrences(of: "?sslmode=disable", with: "") }
+
     func stop() async {
         for server in lock.withLock({ servers }) { await server.stop() }
-        try? await database?.drop()
+        for database in lock.withLock({ databases }) { try? await database.drop() }
     }
 }

@@ -9,8 +9,10 @@ import Logging
 /// One seeded run: 3 to 8 devices of two users, some sharing a scope,
 /// insert, update, delete and re-create rows online and offline while the
 /// network drops, delays, duplicates and reorders requests and replies,
-/// servers and devices restart, a device is put back to an old copy of its
-/// file, tombstone collection forces resets, and an app update adding a
+/// servers and devices restart, the store is put back to an earlier
+/// snapshot (a restored backup: the devices send back what it lost), a
+/// device is put back to an old copy of its file, tombstone collection
+/// forces resets, and an app update adding a
 /// column reaches some devices first. Then the network heals, every device
 /// syncs until nothing moves, and ``SimulationCheck`` holds the result
 /// against the ledger of everything the servers acknowledged.
@@ -39,6 +41,8 @@ struct Simulation {
         var upgraded = false
         /// An old copy of the file, when one was taken.
         var backup: String?
+        /// The file was put back to its old copy once.
+        var restoredFromCopy = false
         var database: FerryDatabase!
         var engine: SyncEngine!
 
@@ -50,8 +54,14 @@ struct Simulation {
         }
     }
 
+    /// The run's generator: the seed mixed first, so neighbouring seeds
+    /// explore different runs.
+    static func generator(seed: UInt64) -> SplitMix64 {
+        SplitMix64(mixing: seed)
+    }
+
     func run() async throws {
-        var random = SplitMix64(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ 1)
+        var random = Self.generator(seed: seed)
         let policy = ConflictPolicy.allCases[Int(random.next() % UInt64(ConflictPolicy.allCases.count))]
         // Some writes are refused: a title ending in "!" never passes.
         let validator = MutationValidator { proposed in
@@ -109,10 +119,28 @@ struct Simulation {
             case 78..<84:
                 try await open(device, cluster: cluster, faultSeed: random.next())
                 log.append("\(step) \(device.name) restart")
-            case 84..<88:
+            case 84..<86:
                 let index = Int(random.next() % UInt64(cluster.instanceCount))
                 try await cluster.restart(index)
                 log.append("\(step) server \(index) restart")
+            case 86..<88:
+                // Once per run: the store is backed up, and later restored from that backup.
+                if cluster.ledger.restore != nil {
+                    log.append("\(step) \(device.name) idle")
+                } else if devices.contains(where: { $0.restoredFromCopy }) {
+                    log.append("\(step) \(device.name) idle")
+                } else if cluster.hasSnapshot {
+                    try await cluster.restoreSnapshot()
+                    log.append("\(step) store restored from its snapshot (at v\(cluster.ledger.restore!.snapshotVersion))")
+                } else {
+                    try await cluster.takeSnapshot()
+                    log.append("\(step) store snapshot taken at v\(try await cluster.version())")
+                }
+            case 88..<93 where cluster.ledger.restore != nil || cluster.hasSnapshot:
+                // A device put back to an old copy after the store lost history may hold the
+                // only copy of what the store lost, and drop it: no system can bring back a
+                // value nothing holds. The two restores are kept to separate runs.
+                log.append("\(step) \(device.name) idle")
             case 88..<93:
                 if let backup = device.backup {
                     device.engine = nil
@@ -121,6 +149,7 @@ struct Simulation {
                     for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: device.path + suffix) }
                     try FileManager.default.copyItem(atPath: backup, toPath: device.path)
                     device.backup = nil
+                    device.restoredFromCopy = true
                     try await open(device, cluster: cluster, faultSeed: random.next())
                     log.append("\(step) \(device.name) restored from its old copy")
                 } else {

@@ -33,16 +33,22 @@ struct SimulationCheck {
         // PostgreSQL draws one from its sequence for each fresh mutation of
         // a push, whatever its outcome, and a push that rolls back (two
         // instances racing a duplicated request) leaves its draws unused.
+        // A store restored from a snapshot counts on from the snapshot's version.
         let version = try await cluster.version()
-        let applied = Set(entries.filter { $0.result.status != .rejected }.compactMap(\.result.version)).count
+        let restore = cluster.ledger.restore
+        let era = restore == nil ? 0 : 1
+        let base = restore?.snapshotVersion ?? 0
+        let current = entries.filter { $0.era == era }
+        // (A mutation that changes nothing answers with the row's version, which may be the snapshot's.)
+        let applied = Set(current.filter { $0.result.status != .rejected }.compactMap(\.result.version).filter { $0 > base }).count
         switch cluster.kind {
         case .sqlite:
-            guard version == Int64(applied) else {
-                throw fail("the version counter is \(version) but \(applied) mutations changed rows")
+            guard version == base + Int64(applied) else {
+                throw fail("the version counter is \(version) but \(applied) mutations changed rows after v\(base)")
             }
         case .postgres:
-            guard version >= Int64(entries.count) else {
-                throw fail("the version counter is \(version) but \(entries.count) fresh mutations were applied")
+            guard version >= base + Int64(current.count) else {
+                throw fail("the version counter is \(version) but \(current.count) fresh mutations were applied after v\(base)")
             }
         }
         try await checkDeviceRecords(entries)
@@ -62,7 +68,12 @@ struct SimulationCheck {
     /// current identity are on the device. (A device put back to an old
     /// copy took a new identity; what it held under the old one after the
     /// copy went with the file it replaced.)
+    ///
+    /// After a store restore, the devices number their mutations again from
+    /// what the restored store had applied, so an id may name two mutations:
+    /// one of them must hold each record.
     private func checkDeviceRecords(_ entries: [Ledger.Entry]) async throws {
+        let restored = cluster.ledger.restore != nil
         for device in devices {
             let clientID = try device.database.clientID
             let conflicts = try device.database.conflicts.list()
@@ -71,6 +82,13 @@ struct SimulationCheck {
             for entry in mine {
                 let id = entry.mutation.mutationID
                 switch entry.result.status {
+                case .rejected where restored:
+                    guard rejected.contains(where: { kept in
+                        kept.entry.mutationID == id && kept.entry.rowID == entry.mutation.rowID
+                            && entry.mutation.columns.allSatisfy { kept.values[$0.key] == $0.value }
+                    }) else {
+                        throw fail("\(device.name) lost the rejection of #\(id) (\(entry.mutation.table) \(entry.mutation.rowID))")
+                    }
                 case .rejected:
                     guard let kept = rejected.first(where: { $0.entry.mutationID == id }) else {
                         throw fail("\(device.name) lost the rejection of #\(id) (\(entry.mutation.table) \(entry.mutation.rowID))")
@@ -80,7 +98,7 @@ struct SimulationCheck {
                     }
                 case .conflict:
                     let held = conflicts.filter { $0.mutationID == id && $0.rowID == entry.mutation.rowID }
-                    guard held.count == entry.result.conflicts.count else {
+                    guard held.count == entry.result.conflicts.count || (restored && held.count > entry.result.conflicts.count) else {
                         throw fail("\(device.name) holds \(held.count) of the \(entry.result.conflicts.count) conflicts of #\(id): \(entry.result.conflicts)")
                     }
                 case .applied, .merged:
@@ -92,6 +110,12 @@ struct SimulationCheck {
 
     /// Every value an acknowledged mutation wrote is in the final state,
     /// or was overwritten by a later write based on it, or is recorded.
+    ///
+    /// Across a store restore: what the restored store holds is history
+    /// again (era 1 comes after all of era 0, and its bases name versions of
+    /// the snapshot). A value the restore lost was sent back by the devices:
+    /// it is in the final state, or a later write of era 1 replaced it. A
+    /// delete the restore lost may be undone (DESIGN.md server semantic 6).
     private func checkEveryValueAccountedFor(_ entries: [Ledger.Entry]) async throws {
         var finals: [String: ServerRow?] = [:]
         var expired = 0
@@ -104,9 +128,12 @@ struct SimulationCheck {
             }
             let final = finals[key]!
             let version = entry.result.version ?? 0
+            let lost = cluster.ledger.lost(entry)
+            if lost && mutation.operation == .delete { continue }
             let later = entries.filter {
                 $0.result.status != .rejected && $0.mutation.scope == mutation.scope && $0.mutation.table == mutation.table
-                    && $0.mutation.rowID == mutation.rowID && ($0.result.version ?? 0) > version
+                    && $0.mutation.rowID == mutation.rowID
+                    && ($0.era > entry.era || ($0.era == entry.era && ($0.result.version ?? 0) > version))
             }
             let columns: [String?] = mutation.operation == .delete ? [nil] : mutation.columns.keys.filter { $0 != "id" }.map { $0 }
             for column in columns {
@@ -125,7 +152,8 @@ struct SimulationCheck {
                 // (A later mutation of the same client comes after it on that device.)
                 if overwriters.contains(where: {
                     ($0.mutation.baseVersion ?? 0) >= version
-                        || ($0.clientID == entry.clientID && $0.mutation.mutationID > mutation.mutationID)
+                        || ($0.clientID == entry.clientID && $0.era == entry.era && $0.mutation.mutationID > mutation.mutationID)
+                        || (lost && $0.era > entry.era)
                 }) { continue }
                 // Recorded in the push reply.
                 if entry.result.conflicts.contains(where: { $0.column == column || $0.column == nil }) { continue }

@@ -1,3 +1,4 @@
+@_spi(Benchmarks) import Ferry
 import FerryTestSupport
 import Foundation
 import Testing
@@ -30,6 +31,24 @@ import Testing
     @Test(.enabled(if: PostgresTestDatabase.shouldRun))
     func replicasConvergeUnderFaultsOnPostgresWithTwoInstances() async throws {
         try await Self.run(.postgres, seeds: Self.seeds(defaultCount: 50))
+    }
+
+    /// Consecutive seeds open differently: no draw of the first ten of any
+    /// of 200 neighbouring seeds repeats in another's (seeded unmixed,
+    /// seed k + 1 repeated nine of seed k's ten).
+    @Test func consecutiveSeedsExploreDifferentRuns() {
+        var draws: Set<UInt64> = []
+        for seed in UInt64(30000)..<30200 {
+            var random = Simulation.generator(seed: seed)
+            for _ in 0..<10 { draws.insert(random.next()) }
+        }
+        #expect(draws.count == 2000)
+        var unmixed: Set<UInt64> = []
+        for seed in UInt64(30000)..<30200 {
+            var random = SplitMix64(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ 1)
+            for _ in 0..<10 { unmixed.insert(random.next()) }
+        }
+        #expect(unmixed.count < 300, "the check tells the old seeding apart")
     }
 
     static func run(_ store: StoreKind, seeds: [UInt64]) async throws {

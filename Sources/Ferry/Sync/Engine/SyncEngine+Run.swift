@@ -119,7 +119,8 @@ extension SyncEngine {
         run.batch = batch
         run.summary.inDatabase += ContinuousClock.now - batchStart
         guard !batch.isEmpty else { return .nothingToPush }
-        let request = PushRequest(clientID: try await clientID(), mutations: batch.map(wire))
+        let request = PushRequest(clientID: try await clientID(), mutations: batch.map(wire),
+                                  seen: run.cursors.seen(among: configuration.scopes))
         let reply: PushResponse
         do {
             reply = try await timed(&run.summary.waitingForServer) {

@@ -10,6 +10,8 @@ import GRDB
 /// - a pulled row the device holds with other values and a newer edit
 ///   stamp than the server's is kept, and its differing columns are queued
 ///   to go back, based on the server's version;
+/// - a column the server's row lacks and the device holds a value in goes
+///   back whatever the stamps (the server has no value there to lose);
 /// - a pending local edit is rebased on the server's version, or on none
 ///   when the server's row is newer than anything the device saw, so the
 ///   push surfaces a conflict instead of overwriting silently;
@@ -35,9 +37,9 @@ extension PageApplier {
 
     /// Handles one pulled row of a recovering refetch; `true` when the
     /// device's newer copy was kept and queued to go back (the row is then
-    /// applied no further).
+    /// applied no further). `sentBack` counts a row queued either way.
     func recover(_ change: RowChange, layout: TableLayout, pending: RowRebase.Pending, context: PageContext,
-                 applied: inout Applied, _ db: Database) throws -> Bool {
+                 applied: inout Applied, sentBack: inout Int, _ db: Database) throws -> Bool {
         guard !change.deleted else { return false }
         let key = RowKey(table: change.table, rowID: change.rowID)
         let local = context.stamps[key] ?? 0
@@ -50,29 +52,37 @@ extension PageApplier {
                                  OutboxRecord.State.pending.databaseValue])
             return false
         }
-        guard local > server else { return false }
         let table = SQLText.identifier(layout.table.name), primaryKey = SQLText.identifier(layout.primaryKey)
         guard let row = try Row.fetchOne(db, sql: "SELECT * FROM \(table) WHERE \(primaryKey) = ?", arguments: [change.rowID])
         else { return false }
         var differing: [String] = []
+        var lacking: [String] = []
         for column in layout.valueColumns {
             let mine: DatabaseValue = row[column]
             if let theirs = change.values[column] {
                 if mine != theirs.databaseValue { differing.append(column) }
             } else if !mine.isNull {
-                differing.append(column)
+                lacking.append(column)
             }
         }
-        guard !differing.isEmpty else { return false }
+        let newer = local > server
+        let sent = (newer ? differing : []) + lacking
+        guard !sent.isEmpty else { return false }
         let scope: DatabaseValue
         switch layout.table.scope {
         case .user: scope = .null
         case .column(let column): scope = row[column]
         }
         try db.execute(sql: """
-            INSERT INTO ferry_outbox(tbl, row_id, op, columns, scope, base_version, hlc) VALUES (?, ?, 'update', ?, ?, ?, ?)
-            """, arguments: [change.table, change.rowID, "[" + differing.map(SQLText.jsonString).joined(separator: ",") + "]",
-                             scope, change.version, local])
+            INSERT INTO ferry_outbox(tbl, row_id, op, columns, scope, base_version, hlc)
+            VALUES (?, ?, 'update', ?, ?, ?, coalesce(nullif(?, 0), ferry_hlc()))
+            """, arguments: [change.table, change.rowID, "[" + sent.map(SQLText.jsonString).joined(separator: ",") + "]",
+                             scope, change.version, newer ? local : max(local, server)])
+        sentBack += 1
+        guard newer else {
+            // The server's values apply; the columns it lacks stay as they are here.
+            return false
+        }
         applied.versions.append((key, change.version, local))
         return true
     }

@@ -232,8 +232,8 @@ struct PageApplier {
         }
         let rowKey = RowKey(table: change.table, rowID: change.rowID)
         if context.recovering,
-           try recover(change, layout: layout, pending: pending[rowKey] ?? .none, context: context, applied: &applied, db) {
-            report.sentBack += 1
+           try recover(change, layout: layout, pending: pending[rowKey] ?? .none, context: context, applied: &applied,
+                       sentBack: &report.sentBack, db) {
             applied.seen.append(rowKey)
             return
         }

@@ -28,6 +28,15 @@ struct ScopeCursors: Sendable {
         PullRequest.ScopeCursor(scope: scope, cursor: rows[scope], notices: notices[scope])
     }
 
+    /// A cursor the device holds, for a push to name the history its edits
+    /// were made on (``PushRequest/seen``): the first of `scopes` that has one.
+    func seen(among scopes: [String]) -> PushRequest.Seen? {
+        for scope in scopes {
+            if let cursor = rows[scope] { return PushRequest.Seen(scope: scope, cursor: cursor) }
+        }
+        return nil
+    }
+
     /// After a page was applied.
     mutating func advance(_ page: PullPage) {
         rows[page.scope] = page.cursor

@@ -13,6 +13,8 @@ enum SyncFailure: Equatable, Sendable {
     case unauthorized
     /// A push skipped ahead of the server: renumber after `lastApplied`.
     case gap(lastApplied: Int64)
+    /// The server lost the history the push was made on: pull, then push.
+    case historyLost
     /// The server refuses the request as sent (4xx): retrying as is cannot help.
     case refused(status: Int, message: String)
     /// Not a transport failure: stop and report.
@@ -32,6 +34,8 @@ enum SyncFailure: Equatable, Sendable {
                 self = .unauthorized
             case 409 where body?.code == .mutationGap:
                 self = .gap(lastApplied: body?.lastAppliedMutationID ?? 0)
+            case 409 where body?.code == .historyLost:
+                self = .historyLost
             case 408, 429, 502, 503, 504:
                 self = .transient(retryAfter: retryAfter)
             case 500...599:

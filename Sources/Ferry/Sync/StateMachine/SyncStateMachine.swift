@@ -124,6 +124,7 @@ struct SyncStateMachine {
     private var resumePush = false
     private var renewed = false
     private var sentBack = false
+    private var historyLost = 0
     private var active: [String] = []
     private var oneAtATime = false
     private(set) var refusedScopes: [String] = []
@@ -210,6 +211,16 @@ struct SyncStateMachine {
             // The server applied nothing past `lastApplied`: number the rest after it.
             gaps += 1
             return gaps <= 3 ? .renumber(after: lastApplied) : .fail(.refused)
+        case .historyLost:
+            // The server lost the history the edits were made on: pull first
+            // (each scope's refetch marks what it lacks to go back whole), then push.
+            historyLost += 1
+            guard historyLost <= 2 else { return .fail(.refused) }
+            phase = .pulling
+            active = settings.scopes
+            oneAtATime = false
+            sentBack = true
+            return nextPull()
         case .refused(let status, let message) where [400, 403, 413].contains(status):
             // A malformed mutation (400), a scope the user may not write (403)
             // or one too large (413) fails the whole push: narrow down to it.
@@ -284,7 +295,7 @@ struct SyncStateMachine {
             guard !refreshed else { return .fail(.unauthorized) }
             refreshed = true
             return .refreshToken
-        case .gap, .refused:
+        case .gap, .historyLost, .refused:
             return .fail(.refused)
         case .fatal:
             return .fail(.fatal)

@@ -6,7 +6,13 @@ extension PostgresSyncStore {
     public func push(_ request: PushRequest, userID: String, rules: PushRules) async throws -> PushReceipt {
         let now = rules.nowMilliseconds
         let logger = self.logger
-        return try await transaction(.serializable) { connection, _ in
+        return try await transaction(.serializable) { connection, cursors in
+            if let seen = request.seen {
+                let readable = try await Self.one(
+                    connection, "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint", as: Int64.self, logger: logger
+                ) ?? 0
+                try PullStart.checkHistory(seen: seen, codec: cursors, end: ChangePosition(major: readable))
+            }
             let lastApplied = try await Self.lastMutationID(connection, userID: userID, clientID: request.clientID, logger: logger)
             let fresh = request.mutations.filter { $0.mutationID > lastApplied }
             let keys = Set(fresh.map { RowKey(scope: $0.scope, table: $0.table, rowID: $0.rowID) })

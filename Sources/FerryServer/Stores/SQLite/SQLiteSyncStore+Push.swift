@@ -5,7 +5,9 @@ import GRDB
 extension SQLiteSyncStore {
     public func push(_ request: PushRequest, userID: String, rules: PushRules) async throws -> PushReceipt {
         let now = rules.nowMilliseconds
+        let cursors = self.cursors
         let receipt = try await write { db -> PushReceipt in
+            try PullStart.checkHistory(seen: request.seen, codec: cursors, end: ChangePosition(major: try Self.meta(db, "version")))
             let lastApplied = try Self.lastMutationID(db, userID: userID, clientID: request.clientID)
             var rows: [RowKey: StoredRow] = [:]
             for mutation in request.mutations where mutation.mutationID > lastApplied {
