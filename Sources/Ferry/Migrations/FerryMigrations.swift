@@ -179,6 +179,10 @@ enum FerryMigrations {
                 -- cursor came from: it ends by sending back what the server
                 -- lacks, never by a sweep.
                 ALTER TABLE ferry_cursors ADD COLUMN recovering INTEGER NOT NULL DEFAULT 0;
+                -- The cursor held before the scope was started over (a new
+                -- column): the refetch names it, so a server that lost that
+                -- history says so instead of being mirrored.
+                ALTER TABLE ferry_cursors ADD COLUMN previous_cursor TEXT;
                 """)
         },
     ]

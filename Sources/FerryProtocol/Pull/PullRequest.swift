@@ -13,11 +13,17 @@ public struct PullRequest: Sendable, Hashable, Codable {
         /// conflict notice the server still keeps. Kept apart from `cursor`:
         /// a refetch of the scope does not deliver notices again.
         public var notices: String?
+        /// With no `cursor`: the cursor the client held before it started
+        /// the scope over (an app update that added a column, say). The page
+        /// from scratch then tells whether the server lost that history
+        /// (``PullPage/lostHistory``), so rows it lacks are sent back, not swept.
+        public var previous: String?
 
-        public init(scope: String, cursor: String? = nil, notices: String? = nil) {
+        public init(scope: String, cursor: String? = nil, notices: String? = nil, previous: String? = nil) {
             self.scope = scope
             self.cursor = cursor
             self.notices = notices
+            self.previous = previous
         }
     }
 

@@ -1,4 +1,5 @@
 import FerryProtocol
+import Foundation
 
 /// A place in a store's change order, compared field by field: for the
 /// SQLite store the version alone, for the PostgreSQL store the writing
@@ -53,6 +54,9 @@ enum PullStart: Hashable, Sendable {
             self = .fromScratch(.lostHistory)
         case .position(let major, let minor, let generation):
             let position = ChangePosition(major: major, minor: minor)
+            if ProcessInfo.processInfo.environment["FERRY_SIM_WATCH"] != nil {
+                print("DEBUG start \(scope) gen \(generation) pos \(major) history \(codec.history) end \(end.major)")
+            }
             if !codec.history.holds(generation: generation, position: position) || position > end {
                 self = .fromScratch(.lostHistory)
             } else if position < horizon {
@@ -67,8 +71,9 @@ enum PullStart: Hashable, Sendable {
     /// this store lost: its mutations were made on rows the store may not
     /// have, so the client pulls (and sends those back whole) first.
     static func checkHistory(seen: PushRequest.Seen?, codec: PullCursorCodec, end: ChangePosition) throws(FerryServerError) {
-        guard let seen else { return }
-        let start = try PullStart(cursor: seen.cursor, scope: seen.scope, codec: codec, horizon: .start, end: end)
+        // A cursor this store cannot read (another scope's, garbled) says nothing of its history.
+        guard let seen, let start = try? PullStart(cursor: seen.cursor, scope: seen.scope, codec: codec, horizon: .start, end: end)
+        else { return }
         if start.isLostHistory {
             throw FerryServerError(.historyLost, "this server lost the history the push was made on (restored from a backup, or wiped); pull first, then push")
         }

@@ -30,9 +30,11 @@ enum NoticeCursor {
         return ChangePosition(major: major, minor: minor)
     }
 
-    /// A notice's id: unique across the store's epochs, so a client that
-    /// keeps the ids it holds never confuses a new notice with an old one.
-    static func id(_ id: Int64, epoch: String) -> String {
-        "\(epoch)/\(id)"
+    /// A notice's id: unique across the store's epochs, and across a
+    /// restore that numbers notices again (the store generation it was
+    /// recorded in), so a client that keeps the ids it holds never confuses
+    /// a new notice with an old one.
+    static func id(_ id: Int64, epoch: String, generation: String = "") -> String {
+        generation.isEmpty ? "\(epoch)/\(id)" : "\(epoch)/\(generation).\(id)"
     }
 }

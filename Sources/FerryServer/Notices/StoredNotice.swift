@@ -19,9 +19,9 @@ struct StoredNotice: Codable, Sendable, Hashable {
         policy = recorded.policy
     }
 
-    func notice(id: Int64, epoch: String) -> ConflictNotice {
+    func notice(id: Int64, epoch: String, generation: String = "") -> ConflictNotice {
         ConflictNotice(
-            id: NoticeCursor.id(id, epoch: epoch), table: table, rowID: rowID, conflict: conflict, row: row,
+            id: NoticeCursor.id(id, epoch: epoch, generation: generation), table: table, rowID: rowID, conflict: conflict, row: row,
             overriddenBy: overriddenBy, policy: policy
         )
     }

@@ -208,6 +208,9 @@ extension SyncEngine {
             try Task.checkCancellation()
             let applyStart = ContinuousClock.now
             let report = try await run.applier.apply(page)
+            if ProcessInfo.processInfo.environment["FERRY_SIM_WATCH"] != nil {
+                print("DEBUG pull \(try await clientID().prefix(6)) \(page.scope) reset \(page.reset) lost \(page.lostHistory) more \(page.hasMore) rows \(page.changes.map { "\($0.rowID)@\($0.version)=\($0.values["name"].map { "\($0)" } ?? "")" }) sentBack \(report.sentBack)")
+            }
             run.summary.inDatabase += ContinuousClock.now - applyStart
             if page.reset { run.summary.resets += 1 }
             run.summary.pulled += page.changes.count

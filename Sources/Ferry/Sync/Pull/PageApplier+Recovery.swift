@@ -23,7 +23,9 @@ import GRDB
 /// reach every other device from there.
 extension PageApplier {
     /// The versions the device knows of the scope's rows came from the lost
-    /// history and mean nothing in the server's new one.
+    /// history and mean nothing in the server's new one. Rows deleted here
+    /// are forgotten too: the store may hold them again (their delete was
+    /// lost with it), and then they come back.
     func forgetVersions(of scope: String, _ db: Database) throws {
         for layout in database.layouts.values {
             guard let (condition, arguments) = scopeCondition(layout, scope: scope) else { continue }
@@ -32,6 +34,8 @@ extension PageApplier {
                 UPDATE ferry_rows SET version = 0
                 WHERE tbl = ? AND row_id IN (SELECT \(key) FROM \(table) WHERE \(condition))
                 """, arguments: StatementArguments([layout.table.name.databaseValue] + arguments))
+            try db.execute(sql: "DELETE FROM ferry_rows WHERE tbl = ? AND row_id NOT IN (SELECT \(key) FROM \(table))",
+                           arguments: [layout.table.name])
         }
     }
 

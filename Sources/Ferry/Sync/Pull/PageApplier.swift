@@ -163,6 +163,7 @@ struct PageApplier {
             report.notices = try storeNotices(page, now: now, db)
             if movesCursor {
                 cursorRecord.cursor = page.cursor
+                cursorRecord.previousCursor = nil
                 cursorRecord.noticeCursor = page.noticeCursor ?? cursorRecord.noticeCursor
                 try cursorRecord.save(db)
             }

@@ -20,9 +20,12 @@ struct ScopeCursorRecord: Codable, FetchableRecord, PersistableRecord, Sendable 
     var recovering: Bool = false
     /// Apart from `cursor`: a refetch after a reset does not deliver notices again.
     var noticeCursor: String?
+    /// The cursor held before the scope was started over, until a page of
+    /// the refetch is applied (``PullRequest/ScopeCursor/previous``).
+    var previousCursor: String?
 
     enum CodingKeys: String, CodingKey {
-        case scope, cursor, refetching, recovering, noticeCursor = "notice_cursor"
+        case scope, cursor, refetching, recovering, noticeCursor = "notice_cursor", previousCursor = "previous_cursor"
     }
 
     enum Columns {
@@ -31,6 +34,7 @@ struct ScopeCursorRecord: Codable, FetchableRecord, PersistableRecord, Sendable 
         static let refetching = Column(CodingKeys.refetching)
         static let recovering = Column(CodingKeys.recovering)
         static let noticeCursor = Column(CodingKeys.noticeCursor)
+        static let previousCursor = Column(CodingKeys.previousCursor)
     }
 
     /// The record of `scope`, or a new one that starts from scratch.
@@ -40,10 +44,15 @@ struct ScopeCursorRecord: Codable, FetchableRecord, PersistableRecord, Sendable 
 
     /// Starts `scope` (or every scope) over from scratch, as after a reset:
     /// its rows come again and a sweep at the end removes the ones that did not.
-    static func startOver(_ scope: String?, _ db: Database) throws {
+    ///
+    /// - Parameter keepingPrevious: the cursor held so far goes with the
+    ///   refetch as ``PullRequest/ScopeCursor/previous`` (a server that lost
+    ///   its history then says so); `false` for a cursor the server refused.
+    static func startOver(_ scope: String?, keepingPrevious: Bool = true, _ db: Database) throws {
         let request = scope.map { ScopeCursorRecord.filter(key: $0) } ?? ScopeCursorRecord.all()
         // A recovery under way stays one: starting over never turns it into a sweep.
-        try request.updateAll(db, Columns.cursor.set(to: nil), Columns.refetching.set(to: true))
+        try request.updateAll(db, Columns.previousCursor.set(to: keepingPrevious ? coalesce([Columns.cursor, Columns.previousCursor]) : nil),
+                              Columns.cursor.set(to: nil), Columns.refetching.set(to: true))
         try db.execute(sql: "DELETE FROM ferry_refetch_seen WHERE ? IS NULL OR scope = ?", arguments: [scope, scope])
     }
 }

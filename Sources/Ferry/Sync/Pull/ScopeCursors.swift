@@ -12,6 +12,8 @@ import GRDB
 struct ScopeCursors: Sendable {
     var rows: [String: String] = [:]
     var notices: [String: String] = [:]
+    /// Cursors held before a scope was started over, until its refetch moves on.
+    var previous: [String: String] = [:]
 
     static func load(_ database: FerryDatabase) async throws -> ScopeCursors {
         try await database.read { db in
@@ -19,20 +21,22 @@ struct ScopeCursors: Sendable {
             for record in try ScopeCursorRecord.fetchAll(db) {
                 cursors.rows[record.scope] = record.cursor
                 cursors.notices[record.scope] = record.noticeCursor
+                cursors.previous[record.scope] = record.previousCursor
             }
             return cursors
         }
     }
 
     func request(for scope: String) -> PullRequest.ScopeCursor {
-        PullRequest.ScopeCursor(scope: scope, cursor: rows[scope], notices: notices[scope])
+        PullRequest.ScopeCursor(scope: scope, cursor: rows[scope], notices: notices[scope],
+                                previous: rows[scope] == nil ? previous[scope] : nil)
     }
 
     /// A cursor the device holds, for a push to name the history its edits
     /// were made on (``PushRequest/seen``): the first of `scopes` that has one.
     func seen(among scopes: [String]) -> PushRequest.Seen? {
         for scope in scopes {
-            if let cursor = rows[scope] { return PushRequest.Seen(scope: scope, cursor: cursor) }
+            if let cursor = rows[scope] ?? previous[scope] { return PushRequest.Seen(scope: scope, cursor: cursor) }
         }
         return nil
     }
@@ -40,6 +44,7 @@ struct ScopeCursors: Sendable {
     /// After a page was applied.
     mutating func advance(_ page: PullPage) {
         rows[page.scope] = page.cursor
+        previous[page.scope] = nil
         if let noticeCursor = page.noticeCursor { notices[page.scope] = noticeCursor }
     }
 
@@ -47,8 +52,9 @@ struct ScopeCursors: Sendable {
     /// no notice is delivered twice.
     mutating func resetRows(of scope: String, in database: FerryDatabase) async throws {
         try await database.write { db in
-            try ScopeCursorRecord.startOver(scope, db)
+            try ScopeCursorRecord.startOver(scope, keepingPrevious: false, db)
         }
+        previous[scope] = nil
         rows[scope] = nil
     }
 

@@ -20,6 +20,8 @@ struct NoticeQueryRow: Sendable {
     var byClient: String
     /// The stored ``StoredNotice`` JSON.
     var json: String
+    /// The store generation it was recorded in (the SQLite store's; empty otherwise).
+    var generation = ""
 }
 
 /// Everything a pull does but read: where each scope starts, how a page's
@@ -66,8 +68,16 @@ struct PullAssembler: Sendable {
         var rows = PullStart.fromScratch(.firstPull)
         if let text = followed.cursor {
             rows = try PullStart(cursor: text, scope: followed.scope, codec: cursors, horizon: horizon, end: end)
+        } else if let previous = followed.previous,
+                  (try? PullStart(cursor: previous, scope: followed.scope, codec: cursors, horizon: horizon, end: end))?.isLostHistory == true {
+            // Started over by the client, from history this store lost. (A
+            // previous cursor this store cannot read asks for nothing more.)
+            rows = .fromScratch(.lostHistory)
         }
-        return Start(rows: rows, notices: try NoticeCursor.position(from: followed.notices, epoch: cursors.epoch))
+        // Notices recorded in history the store lost went with it, and the
+        // ones it numbers again are new: they start over too.
+        let notices = try NoticeCursor.position(from: followed.notices, epoch: cursors.epoch)
+        return Start(rows: rows, notices: rows.isLostHistory ? .start : notices)
     }
 
     /// The page of `scope` from what the store's queries read after `start`.
@@ -99,7 +109,7 @@ struct PullAssembler: Sendable {
         for row in rows.prefix(kept) {
             position = row.position
             if row.byUser == userID, row.byClient == clientID { continue }
-            delivered.append(try StoredNotice.decode(row.json).notice(id: row.id, epoch: cursors.epoch))
+            delivered.append(try StoredNotice.decode(row.json).notice(id: row.id, epoch: cursors.epoch, generation: row.generation))
         }
         return (delivered, position, rows.count > kept)
     }

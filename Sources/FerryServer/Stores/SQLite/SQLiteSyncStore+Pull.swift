@@ -65,13 +65,14 @@ extension SQLiteSyncStore {
     private static func notices(_ db: Database, userID: String, scope: String, after id: Int64, limit: Int) throws -> [NoticeQueryRow] {
         try Row.fetchAll(
             db.cachedStatement(sql: """
-                SELECT id, by_user, by_client, notice FROM notices
+                SELECT id, by_user, by_client, notice, generation FROM notices
                 WHERE user_id = ? AND scope = ? AND id > ? ORDER BY id LIMIT ?
                 """),
             arguments: [userID, scope, id, limit]
         ).map { row in
             let id: Int64 = row[0]
-            return NoticeQueryRow(id: id, position: ChangePosition(major: 0, minor: id), byUser: row[1], byClient: row[2], json: row[3])
+            return NoticeQueryRow(id: id, position: ChangePosition(major: 0, minor: id), byUser: row[1], byClient: row[2], json: row[3],
+                                  generation: row[4])
         }
     }
 }

@@ -20,14 +20,15 @@ extension SQLiteSyncStore {
                 request, userID: userID, lastApplied: lastApplied, rows: rows,
                 version: try Self.meta(db, "version"), horizon: try Self.meta(db, "horizon")
             )
-            try Self.writePlan(plan, db, userID: userID, clientID: request.clientID, now: now)
+            try Self.writePlan(plan, db, userID: userID, clientID: request.clientID, now: now, generation: cursors.history.current)
             return try plan.receipt(recorded: Self.recordedResults(db, userID: userID, clientID: request.clientID, ids: plan.replayedIDs))
         }
         changeFeed.publish(receipt.changedScopes)
         return receipt
     }
 
-    private static func writePlan(_ plan: PushPlan, _ db: Database, userID: String, clientID: String, now: Int64) throws {
+    private static func writePlan(_ plan: PushPlan, _ db: Database, userID: String, clientID: String, now: Int64,
+                                  generation: String) throws {
         func json(_ value: some Encodable) throws -> String { try StoreCoding.json(value) }
         for (key, row) in plan.rows {
             try Self.execute(db, 
@@ -70,12 +71,12 @@ extension SQLiteSyncStore {
         for notice in plan.notices {
             try Self.execute(db, 
                 sql: """
-                    INSERT INTO notices (user_id, scope, by_user, by_client, version, notice, created_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO notices (user_id, scope, by_user, by_client, version, notice, created_at, generation)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     notice.userID, notice.key.scope, notice.byUserID, notice.byClientID, notice.version,
-                    try json(StoredNotice(notice)), now,
+                    try json(StoredNotice(notice)), now, generation,
                 ]
             )
         }

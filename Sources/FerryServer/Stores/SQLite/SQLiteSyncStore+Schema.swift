@@ -134,6 +134,10 @@ extension SQLiteSyncStore {
                     ended_at INTEGER
                 ) WITHOUT ROWID;
                 INSERT INTO store_generations (id, started_at) VALUES ('', 0);
+                -- The generation a notice was recorded in names it with its id:
+                -- a store restored from a backup numbers notices again, and a
+                -- device must not take a new notice for one it already holds.
+                ALTER TABLE notices ADD COLUMN generation TEXT NOT NULL DEFAULT '';
                 """)
         }
         return migrator
