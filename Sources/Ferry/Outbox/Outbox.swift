@@ -258,6 +258,23 @@ public struct Outbox: Sendable {
         try FerryMeta.setValue(lastApplied, for: .lastMutationID, in: db)
     }
 
+    /// Forgets the mutation ids handed out past `lastApplied`, for a server
+    /// that lost the history they were made on: it has applied none of them
+    /// (a push naming that history is refused), so they are coalesced again
+    /// with what the recovery rebases, and numbered again at the next batch.
+    /// Ids at or below `lastApplied` stay: the server applied them.
+    static func forgetHandedOut(after lastApplied: Int64, in db: Database) throws {
+        try OutboxRecord.all().filter(state: .pending).filter(OutboxRecord.Columns.mutationID > lastApplied)
+            .updateAll(db, OutboxRecord.Columns.mutationID.set(to: nil))
+        try db.execute(sql: "DELETE FROM ferry_frozen WHERE mutation_id > ?", arguments: [lastApplied])
+        let last: Int64 = try FerryMeta.value(.lastMutationID, in: db) ?? 0
+        if last > lastApplied {
+            let held = try Int64.fetchOne(db, sql: "SELECT max(mutation_id) FROM ferry_outbox WHERE state = ?",
+                                          arguments: [OutboxRecord.State.pending]) ?? 0
+            try FerryMeta.setValue(max(lastApplied, held), for: .lastMutationID, in: db)
+        }
+    }
+
     /// Settles mutations inside a transaction the caller runs.
     static func settle(_ seqs: [Int64], state: OutboxRecord.State, reason: String?, now: Int64, in db: Database) throws {
         let settled = try OutboxRecord.all().filter(seqs: seqs).filter(state: .pending).updateAll(db, [

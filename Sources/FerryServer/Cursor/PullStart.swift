@@ -1,5 +1,4 @@
 import FerryProtocol
-import Foundation
 
 /// A place in a store's change order, compared field by field: for the
 /// SQLite store the version alone, for the PostgreSQL store the writing
@@ -54,9 +53,6 @@ enum PullStart: Hashable, Sendable {
             self = .fromScratch(.lostHistory)
         case .position(let major, let minor, let generation):
             let position = ChangePosition(major: major, minor: minor)
-            if ProcessInfo.processInfo.environment["FERRY_SIM_WATCH"] != nil {
-                print("DEBUG start \(scope) gen \(generation) pos \(major) history \(codec.history) end \(end.major)")
-            }
             if !codec.history.holds(generation: generation, position: position) || position > end {
                 self = .fromScratch(.lostHistory)
             } else if position < horizon {

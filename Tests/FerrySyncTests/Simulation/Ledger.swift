@@ -66,9 +66,6 @@ final class Ledger: @unchecked Sendable {
         lock.withLock {
             for result in response.results {
                 guard let mutation = mutations[result.mutationID] else { continue }
-                if let watched = ProcessInfo.processInfo.environment["FERRY_SIM_WATCH"], mutation.rowID == watched {
-                    print("DEBUG push \(request.clientID.prefix(6)) era \(era) #\(mutation.mutationID) \(mutation.operation) \(mutation.columns) base \(mutation.baseVersion.map(String.init) ?? "nil") hlc \(mutation.hlc.rawValue) -> \(result.status) v\(result.version ?? -1) \(result.conflicts) replayed \(result.replayed)")
-                }
                 outcomes.append(Entry(user: userID, clientID: request.clientID, mutation: mutation, result: result,
                                       before: before[mutation.rowID], era: era))
             }

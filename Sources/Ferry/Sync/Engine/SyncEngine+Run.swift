@@ -204,13 +204,15 @@ extension SyncEngine {
         if renewed { run.summary.identityRenewed = true }
         var more: [String] = []
         var sentBack = false
+        if configuration.lostServerHistory == .sendBack, reply.pages.contains(where: \.lostHistory) {
+            // Edits handed out on the lost history were applied by none of the store's own.
+            let lastApplied = reply.lastAppliedMutationID
+            try await database.write { db in try Outbox.forgetHandedOut(after: lastApplied, in: db) }
+        }
         for page in reply.pages {
             try Task.checkCancellation()
             let applyStart = ContinuousClock.now
             let report = try await run.applier.apply(page)
-            if ProcessInfo.processInfo.environment["FERRY_SIM_WATCH"] != nil {
-                print("DEBUG pull \(try await clientID().prefix(6)) \(page.scope) reset \(page.reset) lost \(page.lostHistory) more \(page.hasMore) rows \(page.changes.map { "\($0.rowID)@\($0.version)=\($0.values["name"].map { "\($0)" } ?? "")" }) sentBack \(report.sentBack)")
-            }
             run.summary.inDatabase += ContinuousClock.now - applyStart
             if page.reset { run.summary.resets += 1 }
             run.summary.pulled += page.changes.count
