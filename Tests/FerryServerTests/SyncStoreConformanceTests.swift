@@ -294,6 +294,16 @@ import FerryTestSupport
             #expect(stale.response.results.map(\.status) == [.conflict])
             #expect(try await pullAll(store).changes.map(\.rowID) == ["keep"])
 
+            // Nor does a client that never saw the row, inserting the same id: it
+            // meets the deletion record the collected tombstone left, and is told.
+            let unaware = try await store.push(
+                PushRequest(clientID: "c4", mutations: [Mutations.upsert(1, row: "gone", ["t": "from scratch"])]),
+                userID: "alice", rules: Self.rules
+            )
+            #expect(unaware.response.results.map(\.status) == [.conflict])
+            #expect(unaware.response.results.first?.conflicts.map(\.kind) == [.updateLostToDelete])
+            #expect(try await pullAll(store).changes.map(\.rowID) == ["keep"])
+
             // A client that saw the delete (base at the horizon) may re-create it.
             let recreated = try await store.push(
                 PushRequest(clientID: "c3", mutations: [Mutations.upsert(1, row: "gone", ["t": "new"], base: 3)]),
@@ -339,7 +349,8 @@ import FerryTestSupport
                 "horizon 6", "notices 0",
                 // Results older than the horizon go, but each client's newest.
                 "result c1#4", "result c1#5", "result c1#6", "result c2#1",
-                "row r1", "row r3",
+                // r2's tombstone stays as its deletion record: keys and delete version, no values.
+                "row r1", "row r2 deletion record", "row r3",
             ])
 
             // A replay whose results were collected is acknowledged as plainly applied…

@@ -105,4 +105,51 @@ import FerryTestSupport
             #expect(try upgraded.database.outbox.pendingCount() == 0)
         }
     }
+
+    /// A delete's tombstone is collected; then a device put back to a copy
+    /// of its file from before the delete edits the row, and another device
+    /// that never saw the row creates one with the same id. Neither brings
+    /// the row back silently: each meets the deletion record and is told.
+    @Test func aCollectedDeleteNeverSilentlyComesBack() async throws {
+        let server = try await SyncServer.start()
+        try await server.stopping {
+            let copy = directory.path("phone-backup.sqlite")
+            let laptop = try await Device.make("laptop", user: "alice", server: server, directory: directory)
+            do {
+                let phone = try await Device.make("phone", user: "alice", server: server, directory: directory)
+                try laptop.execute("INSERT INTO note(id, title) VALUES ('doomed', 'to be deleted')")
+                try await laptop.engine.sync()
+                try await phone.engine.sync()
+                try phone.database.writer.backup(to: try DatabaseQueue(path: copy))
+                try laptop.execute("DELETE FROM note WHERE id = 'doomed'")
+                try await laptop.engine.sync()
+                try await phone.engine.sync()
+                #expect(try phone.note("doomed") == nil)
+            }
+            let report = try await server.store.collectGarbage(before: Date().addingTimeInterval(3600))
+            #expect(report.tombstonesRemoved == 1)
+
+            // The phone, put back to its copy, still holds the row and edits it.
+            let path = directory.path("phone.sqlite")
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            try FileManager.default.copyItem(atPath: copy, toPath: path)
+            let phone = try await Device.make("phone", user: "alice", server: server, directory: directory)
+            #expect(try phone.note("doomed") != nil)
+            try phone.execute("UPDATE note SET body = 'edited on the restored phone' WHERE id = 'doomed'")
+            try await phone.engine.sync()
+            #expect(try phone.database.conflicts.list().contains { $0.rowID == "doomed" && $0.kind == .updateLostToDelete })
+
+            // A tablet that never saw the row inserts one with its id.
+            let tablet = try await Device.make("tablet", user: "alice", server: server, directory: directory)
+            try tablet.execute("INSERT INTO note(id, title) VALUES ('doomed', 'a new note, same id')")
+            try await tablet.engine.sync()
+            #expect(try tablet.database.conflicts.list().contains { $0.rowID == "doomed" && $0.kind == .updateLostToDelete })
+
+            for device in [laptop, phone, tablet] {
+                try await device.engine.sync()
+                #expect(try device.note("doomed") == nil, "\(device.path)")
+            }
+            #expect(try await server.rows("note", in: "user:alice")["doomed"] == nil)
+        }
+    }
 }

@@ -50,6 +50,10 @@ public struct FerryError: Error, Sendable, Hashable, CustomStringConvertible {
         /// before it is kept. Free space and write again; a sync that met it
         /// resumes where it was.
         public static let storageFull = Code(rawValue: "storageFull")
+        /// Another sync of the same database file (another engine, another
+        /// process) ran past ``SyncConfiguration/syncLockWait``: one sync
+        /// runs at a time per file. Nothing was changed; sync again later.
+        public static let syncAlreadyRunning = Code(rawValue: "syncAlreadyRunning")
     }
 
     /// What kind of failure this is.

@@ -113,7 +113,7 @@ struct StoreUnderTest: Sendable {
         if let sqlite {
             return try await sqlite.pool.read { db in
                 try String.fetchAll(db, sql: """
-                    SELECT 'row ' || row_id || (CASE WHEN deleted THEN ' deleted' ELSE '' END) FROM rows
+                    SELECT 'row ' || row_id || (CASE WHEN collected THEN ' deletion record' WHEN deleted THEN ' deleted' ELSE '' END) FROM rows
                     UNION ALL SELECT 'history ' || row_id || '.' || col || ' v' || version FROM history
                     UNION ALL SELECT 'result ' || client_id || '#' || mutation_id FROM results
                     UNION ALL SELECT 'notices ' || count(*) FROM notices
@@ -124,7 +124,7 @@ struct StoreUnderTest: Sendable {
         }
         return try await database!.rows("""
             SELECT line FROM (
-                SELECT 'row ' || row_id || (CASE WHEN deleted THEN ' deleted' ELSE '' END) AS line FROM ferry_rows
+                SELECT 'row ' || row_id || (CASE WHEN collected THEN ' deletion record' WHEN deleted THEN ' deleted' ELSE '' END) AS line FROM ferry_rows
                 UNION ALL SELECT 'history ' || row_id || '.' || col || ' v' || version FROM ferry_history
                 UNION ALL SELECT 'result ' || client_id || '#' || mutation_id FROM ferry_results
                 UNION ALL SELECT 'notices ' || count(*) FROM ferry_notices

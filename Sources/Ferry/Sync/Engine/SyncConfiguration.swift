@@ -35,6 +35,10 @@ public struct SyncConfiguration: Sendable, Hashable {
     /// What the device does when the server lost the history its cursors
     /// came from (restored from a backup, wiped, or another server).
     public var lostServerHistory = LostServerHistory.sendBack
+    /// How long a sync waits for another sync of the same database file
+    /// (another engine or process: one runs at a time per file) before it
+    /// throws ``FerryError/Code/syncAlreadyRunning``.
+    public var syncLockWait: Duration = .seconds(60)
 
     public init(userID: String, sharedScopes: [String] = [], pushBatchSize: Int = 500, pullPageSize: Int = 1000,
                 debounce: Duration = .milliseconds(200), periodicInterval: Duration? = .seconds(300),

@@ -163,13 +163,36 @@ public actor SyncEngine {
         while let current = running {
             _ = try? await current.value
         }
-        let task = Task { try await self.cycleWithRetries(attempts: attempts) }
+        let task = Task {
+            let lock = try await self.acquireFileLock()
+            defer { lock.release() }
+            return try await self.cycleWithRetries(attempts: attempts)
+        }
         running = task
         defer { running = nil }
         return try await withTaskCancellationHandler {
             try await task.value
         } onCancel: {
             task.cancel()
+        }
+    }
+
+    /// Waits for any other sync of the database file to end (another
+    /// engine, another process), up to ``SyncConfiguration/syncLockWait``.
+    private func acquireFileLock() async throws -> SyncFileLock {
+        let path = database.writer.path
+        let deadline = ContinuousClock.now + configuration.syncLockWait
+        var told = false
+        while true {
+            if let lock = try SyncFileLock.tryAcquire(for: path) { return lock }
+            if !told {
+                told = true
+                logger.info("another sync of this database is running; waiting for it", metadata: ["database": "\(path)"])
+            }
+            guard ContinuousClock.now < deadline else {
+                throw FerryError(.syncAlreadyRunning, "a sync is already running on this database (another process or engine); sync again when it ends")
+            }
+            try await Task.sleep(for: .milliseconds(50))
         }
     }
 

@@ -48,20 +48,29 @@ extension PageApplier {
         let key = RowKey(table: change.table, rowID: change.rowID)
         let local = context.stamps[key] ?? 0
         let server = change.hlc?.rawValue ?? 0
+        // The device's copy is at least as new as the server's when the
+        // newest edit the server's row holds is one the device had seen.
+        let newer = local > 0 && local >= server
+        let protected: Set<String>
+        switch pending {
+        case .none: protected = []
+        case .columns(let columns): protected = columns
+        case .allColumns, .deleted: protected = Set(layout.valueColumns)
+        }
         if pending != .none {
             try db.execute(sql: """
                 UPDATE ferry_outbox SET base_version = ?
                 WHERE tbl = ? AND row_id = ? AND state = ? AND mutation_id IS NULL AND base_version IS NOT NULL
-                """, arguments: [local >= server ? change.version : 0, change.table, change.rowID,
+                """, arguments: [newer ? change.version : 0, change.table, change.rowID,
                                  OutboxRecord.State.pending.databaseValue])
-            return false
         }
         let table = SQLText.identifier(layout.table.name), primaryKey = SQLText.identifier(layout.primaryKey)
         guard let row = try Row.fetchOne(db, sql: "SELECT * FROM \(table) WHERE \(primaryKey) = ?", arguments: [change.rowID])
         else { return false }
+        // Columns with pending edits go out with them.
         var differing: [String] = []
         var lacking: [String] = []
-        for column in layout.valueColumns {
+        for column in layout.valueColumns where !protected.contains(column) {
             let mine: DatabaseValue = row[column]
             if let theirs = change.values[column] {
                 if mine != theirs.databaseValue { differing.append(column) }
@@ -69,7 +78,6 @@ extension PageApplier {
                 lacking.append(column)
             }
         }
-        let newer = local > server
         let sent = (newer ? differing : []) + lacking
         guard !sent.isEmpty else { return false }
         let scope: DatabaseValue

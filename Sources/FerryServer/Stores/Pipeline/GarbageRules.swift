@@ -6,9 +6,13 @@ import Foundation
 ///
 /// 1. Conflict notices created before the cutoff.
 /// 2. Tombstones last changed before the cutoff (on PostgreSQL, only those
-///    every pull can already read), with their history. The horizon moves
-///    to the newest one removed: a cursor behind it gets a reset, and an
-///    edit whose base is behind it is treated as an edit of a removed row.
+///    every pull can already read) lose their values and history, and stay
+///    as deletion records: keys, delete version and deleter. A write of
+///    the row by a client that never saw the delete meets it as it met the
+///    tombstone (the delete wins and the writer is told), so a collected
+///    delete never silently comes back. The horizon moves to the newest one
+///    collected: a cursor behind it gets a reset (the records are not sent),
+///    and an edit whose base is behind it is treated as an edit of a removed row.
 /// 3. History no base can need: per row and column, every value older than
 ///    the newest one at or below the horizon. Run on every collection, since
 ///    an overwrite can add an old value below an unchanged horizon.

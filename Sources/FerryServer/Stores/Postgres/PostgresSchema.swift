@@ -170,6 +170,8 @@ enum PostgresSchema {
             // into another database, of this cluster or another, has lost the
             // history after the dump, so it starts a new epoch.
             "ALTER TABLE ferry_meta ADD COLUMN database_oid bigint",
+            // A tombstone collected into its deletion record (GarbageRules).
+            "ALTER TABLE ferry_rows ADD COLUMN collected boolean NOT NULL DEFAULT false",
         ]),
     ]
 

@@ -22,9 +22,12 @@ extension PostgresSyncStore {
                 position = ChangePosition(major: xid, minor: seq)
             }
             var removed = 0
+            // A collected tombstone stays as its deletion record: keys, version
+            // and deleter, its values and history gone.
             let doomed: PostgresQuery = """
-                DELETE FROM ferry_rows
-                WHERE deleted AND changed_at < \(cutoff) AND xid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+                UPDATE ferry_rows SET cells = '{}', collected = true
+                WHERE deleted AND NOT collected AND changed_at < \(cutoff)
+                    AND xid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
                 RETURNING scope, tbl, row_id, version, xid
                 """
             var scopes: [String] = [], tables: [String] = [], rowIDs: [String] = []

@@ -76,7 +76,7 @@ extension PostgresSyncStore {
         if !updated.isEmpty {
             try await connection.query("""
                 UPDATE ferry_rows r SET version = u.version, xid = \(xid), deleted = u.deleted, client_id = u.client_id,
-                    changed_at = \(now), cells = u.cells
+                    changed_at = \(now), cells = u.cells, collected = false
                 FROM unnest(\(updated.map(\.key.scope))::text[], \(updated.map(\.key.table))::text[], \(updated.map(\.key.rowID))::text[],
                     \(updated.map(\.value.version))::int8[], \(updated.map(\.value.deleted))::bool[], \(updated.map(\.value.clientID))::text[],
                     \(updated.map { StoreCoding.cellsJSON($0.value.cells) })::text[])

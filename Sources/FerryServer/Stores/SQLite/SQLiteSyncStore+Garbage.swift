@@ -9,7 +9,9 @@ extension SQLiteSyncStore {
         let cutoff = GarbageRules.milliseconds(cutoff)
         return try await write { db in
             try db.execute(sql: "DELETE FROM notices WHERE created_at < ?", arguments: [cutoff])
-            let doomed = "deleted = 1 AND changed_at < ?"
+            // A collected tombstone stays as its deletion record: keys, version
+            // and deleter, its values and history gone.
+            let doomed = "deleted = 1 AND collected = 0 AND changed_at < ?"
             let newest = try Int64.fetchOne(db, sql: "SELECT MAX(version) FROM rows WHERE \(doomed)", arguments: [cutoff])
             let horizon = max(try Self.meta(db, "horizon"), newest ?? 0)
             try db.execute(
@@ -20,7 +22,7 @@ extension SQLiteSyncStore {
                     """,
                 arguments: [cutoff]
             )
-            try db.execute(sql: "DELETE FROM rows WHERE \(doomed)", arguments: [cutoff])
+            try db.execute(sql: "UPDATE rows SET cells = '{}', collected = 1 WHERE \(doomed)", arguments: [cutoff])
             let removed = db.changesCount
             try db.execute(
                 sql: """

@@ -37,7 +37,7 @@ extension SQLiteSyncStore {
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (scope, tbl, row_id) DO UPDATE SET
                         version = excluded.version, deleted = excluded.deleted, client_id = excluded.client_id,
-                        changed_at = excluded.changed_at, cells = excluded.cells
+                        changed_at = excluded.changed_at, cells = excluded.cells, collected = 0
                     """,
                 arguments: [
                     key.scope, key.table, key.rowID, row.version, row.deleted, row.clientID, now,

@@ -138,6 +138,8 @@ extension SQLiteSyncStore {
                 -- a store restored from a backup numbers notices again, and a
                 -- device must not take a new notice for one it already holds.
                 ALTER TABLE notices ADD COLUMN generation TEXT NOT NULL DEFAULT '';
+                -- A tombstone collected into its deletion record (GarbageRules).
+                ALTER TABLE rows ADD COLUMN collected INTEGER NOT NULL DEFAULT 0;
                 """)
         }
         return migrator
