@@ -98,7 +98,8 @@ import Testing
         let recreated = RowMerge.merge(Self.upsert(["title": "back"], base: 3), from: Self.alice, into: deleted, policy: .lastWriteWins, version: 4)
         #expect(recreated.status == .applied)
         #expect(recreated.row?.deleted == false)
-        #expect(recreated.row?.values == ["title": "back"])
+        // The column the re-creation does not name keeps the value it held when deleted.
+        #expect(recreated.row?.values == ["title": "back", "body": "x"])
     }
 
     @Test func rowGoneAfterGarbageCollectionStaysGoneForAStaleClient() {

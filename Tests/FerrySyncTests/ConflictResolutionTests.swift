@@ -150,4 +150,34 @@ import FerryTestSupport
             #expect(try b.database.conflicts.count() == 1)
         }
     }
+
+    /// Two app versions share a server: a v2 device (with `priority`)
+    /// deletes a note a v1 device edits offline. The v1 user keeps their
+    /// edit: the row comes back with v2's column as it was when deleted.
+    @Test func anOlderAppVersionsMineAfterADeleteKeepsTheColumnsItDoesNotKnow() async throws {
+        let server = try await SyncServer.start()
+        try await server.stopping {
+            let v2 = try await Device.make("v2", user: "alice", server: server, directory: directory, withPriority: true)
+            let v1 = try await Device.make("v1", user: "alice", server: server, directory: directory)
+            try v2.execute("INSERT INTO note(id, title, priority) VALUES ('n', 'plan', 3)")
+            try await v2.engine.sync()
+            try await v1.engine.sync()
+
+            try v2.execute("DELETE FROM note WHERE id = 'n'")
+            try await v2.engine.sync()
+            try v1.execute("UPDATE note SET title = 'plan, edited on v1' WHERE id = 'n'")
+            try await v1.engine.sync()
+            let conflict = try #require(try v1.database.conflicts.list().first { $0.rowID == "n" })
+            #expect(conflict.kind == .updateLostToDelete)
+            try v1.database.conflicts.resolve(conflict, with: .mine)
+            try await settle([v1, v2])
+
+            let onServer = try #require(try await server.rows("note", in: "user:alice")["n"])
+            #expect(onServer["title"] == .text("plan, edited on v1"))
+            #expect(onServer["priority"] == .integer(3))
+            let priority = try await v2.database.read { db in try Int64.fetchOne(db, sql: "SELECT priority FROM note WHERE id = 'n'") }
+            #expect(priority == 3)
+            #expect(try v2.note("n")?.title == "plan, edited on v1")
+        }
+    }
 }

@@ -82,8 +82,14 @@ enum RowMerge {
         if row.deleted {
             let sawDelete = mutation.baseVersion.map { $0 >= row.version } ?? false
             if sawDelete || row.clientID == clientID {
-                // Re-created by a client that knew of the delete.
-                return Outcome(row: fresh(history: row.history), status: .applied, conflicts: [], changed: true, overwritten: [])
+                // Re-created by a client that knew of the delete. Columns it
+                // does not name (an older app version's device does not know
+                // them) keep the values the row held when it was deleted.
+                var recreated = fresh(history: row.history)
+                for (column, value) in row.serverRow.values where mutation.columns[column] == nil {
+                    recreated.cells[column] = StoredCell(value: value, version: version, hlc: mutation.hlc, clientID: clientID)
+                }
+                return Outcome(row: recreated, status: .applied, conflicts: [], changed: true, overwritten: [])
             }
             return lostToDelete(mutation, row: row, base: mutation.baseVersion ?? 0)
         }

@@ -24,58 +24,101 @@ extension SyncEngine {
         guard background == nil else { return }
         let (triggers, trigger) = AsyncStream.makeStream(of: Trigger.self, bufferingPolicy: .bufferingNewest(1))
         let configuration = self.configuration
-        let database = self.database
-        let clock = self.clock
+        decisions = BackgroundDecisions(debounce: configuration.debounce, retry: configuration.retry)
         background = Task {
             await withTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    // Local writes: the count of rows with pending changes goes up.
-                    var last = Int.max
-                    let counts = ValueObservation.tracking { db in
-                        (try Outbox.pendingCount(db), try Conflicts.count(db))
-                    }.values(in: database.writer)
-                    do {
-                        for try await (pending, conflicts) in counts {
-                            self.broadcaster.update { $0.pendingCount = pending; $0.conflictCount = conflicts }
-                            if pending > last || (last == Int.max && pending > 0) { trigger.yield(.localChange) }
-                            last = pending
-                        }
-                    } catch {}
-                }
+                // Each source of triggers is supervised on its own: one that
+                // fails is reported in the status and restarts with backoff,
+                // and the others keep running.
+                group.addTask { await self.supervise(.observation) { try await self.observeLocalWrites(trigger) } }
                 if let interval = configuration.periodicInterval {
-                    group.addTask {
-                        while !Task.isCancelled {
-                            try? await clock.sleep(for: interval)
-                            trigger.yield(.now)
-                        }
-                    }
+                    group.addTask { await self.supervise(.timer) { try await self.tick(every: interval, trigger) } }
                 }
                 if configuration.live {
-                    group.addTask { await self.listenLive(trigger) }
+                    group.addTask { await self.supervise(.live) { try await self.listenLive(trigger) } }
                 }
-                group.addTask {
-                    for await reason in triggers {
-                        if reason == .localChange, configuration.debounce > .zero {
-                            try? await clock.sleep(for: configuration.debounce)
-                        }
-                        if Task.isCancelled { break }
-                        do {
-                            _ = try await self.runExclusive(attempts: nil)
-                        } catch is CancellationError {
-                            break
-                        } catch {
-                            // Not a transport failure (those are retried): the app hears of it.
-                            self.logger.error("background sync failed", metadata: ["error": "\(error)"])
-                            self.broadcaster.update { $0.phase = $0.phase == .unauthorized ? .unauthorized : .idle; $0.lastError = "\(error)" }
-                        }
-                    }
-                }
+                group.addTask { await self.consume(triggers) }
+                // Only the consumer ends by itself, when ``stop()`` finishes the triggers.
                 await group.next()
                 group.cancelAll()
             }
         }
         trigger.yield(.now)
         stopTrigger = trigger
+    }
+
+    /// Runs a source of triggers until the engine stops, restarting it
+    /// with backoff whenever it fails or ends (``BackgroundDecisions``).
+    private func supervise(_ source: BackgroundDecisions.Source, _ body: () async throws -> Void) async {
+        while !Task.isCancelled {
+            let failure: String
+            do {
+                try await body()
+                failure = "ended"
+            } catch is CancellationError {
+                return
+            } catch {
+                failure = "\(error)"
+            }
+            if Task.isCancelled { return }
+            report(source, failure)
+            let delay = decisions.failed(source, unit: random())
+            try? await clock.sleep(for: delay)
+        }
+    }
+
+    /// A source failed: the app sees it in ``SyncStatus/backgroundIssues``.
+    private func report(_ source: BackgroundDecisions.Source, _ failure: String) {
+        logger.warning("a background sync trigger failed; restarting it", metadata: ["source": "\(source)", "error": "\(failure)"])
+        broadcaster.update { $0.backgroundIssues[source.rawValue] = failure }
+    }
+
+    /// A source runs as it should again.
+    private func ran(_ source: BackgroundDecisions.Source) {
+        decisions.ran(source)
+        if broadcaster.current.backgroundIssues[source.rawValue] != nil {
+            broadcaster.update { $0.backgroundIssues[source.rawValue] = nil }
+        }
+    }
+
+    /// Local writes: the count of rows with pending changes goes up.
+    private func observeLocalWrites(_ trigger: AsyncStream<Trigger>.Continuation) async throws {
+        var last = Int.max
+        let counts = ValueObservation.tracking { db in
+            (try Outbox.pendingCount(db), try Conflicts.count(db))
+        }.values(in: database.writer)
+        for try await (pending, conflicts) in counts {
+            ran(.observation)
+            broadcaster.update { $0.pendingCount = pending; $0.conflictCount = conflicts }
+            if pending > last || (last == Int.max && pending > 0) { trigger.yield(.localChange) }
+            last = pending
+        }
+    }
+
+    private func tick(every interval: Duration, _ trigger: AsyncStream<Trigger>.Continuation) async throws {
+        while true {
+            try await clock.sleep(for: interval)
+            ran(.timer)
+            trigger.yield(.now)
+        }
+    }
+
+    /// Syncs for each trigger, after the wait ``BackgroundDecisions`` gives it.
+    private func consume(_ triggers: AsyncStream<Trigger>) async {
+        for await reason in triggers {
+            let wait = decisions.wait(before: reason)
+            if wait > .zero { try? await clock.sleep(for: wait) }
+            if Task.isCancelled { break }
+            do {
+                _ = try await runExclusive(attempts: nil)
+            } catch is CancellationError {
+                break
+            } catch {
+                // Not a transport failure (those are retried): the app hears of it.
+                logger.error("background sync failed", metadata: ["error": "\(error)"])
+                broadcaster.update { $0.phase = $0.phase == .unauthorized ? .unauthorized : .idle; $0.lastError = "\(error)" }
+            }
+        }
     }
 
     /// Stops syncing by itself and waits until the work in progress ends.
@@ -104,33 +147,28 @@ extension SyncEngine {
         }
     }
 
-    /// Listens on the live endpoint, reconnecting with backoff, and asks for
-    /// a sync when subscribed (to catch up) and on every announcement.
-    private func listenLive(_ trigger: AsyncStream<Trigger>.Continuation) async {
-        var failures = 0
-        while !Task.isCancelled {
-            do {
-                for try await message in transport.live(scopes: configuration.scopes, token: await credentials.token) {
-                    switch message {
-                    case .ready:
-                        failures = 0
-                        broadcaster.update { $0.liveConnected = true }
-                        trigger.yield(.now)
-                    case .change:
-                        trigger.yield(.now)
-                    case .page(let page):
-                        // The rows in one hop; anything amiss and a pull brings them instead.
-                        if await !applyLive(page) { trigger.yield(.now) }
-                    }
+    /// Listens on the live endpoint (``supervise(_:_:)`` reconnects it with
+    /// backoff), and asks for a sync when subscribed (to catch up) and on
+    /// every announcement.
+    private func listenLive(_ trigger: AsyncStream<Trigger>.Continuation) async throws {
+        defer { broadcaster.update { $0.liveConnected = false } }
+        do {
+            for try await message in transport.live(scopes: configuration.scopes, token: await credentials.token) {
+                switch message {
+                case .ready:
+                    ran(.live)
+                    broadcaster.update { $0.liveConnected = true }
+                    trigger.yield(.now)
+                case .change:
+                    trigger.yield(.now)
+                case .page(let page):
+                    // The rows in one hop; anything amiss and a pull brings them instead.
+                    if await !applyLive(page) { trigger.yield(.now) }
                 }
-            } catch {
-                if SyncFailure(error) == .unauthorized { _ = await credentials.refresh() }
             }
-            broadcaster.update { $0.liveConnected = false }
-            if Task.isCancelled { break }
-            let delay = configuration.retry.delay(attempt: failures, unit: random())
-            failures += 1
-            try? await clock.sleep(for: delay)
+        } catch {
+            if SyncFailure(error) == .unauthorized { _ = await credentials.refresh() }
+            throw error
         }
     }
 }

@@ -53,6 +53,8 @@ public actor SyncEngine {
     let random: @Sendable () -> Double
     var background: Task<Void, Never>?
     var stopTrigger: AsyncStream<Trigger>.Continuation?
+    /// The background loop's decisions (``BackgroundDecisions``).
+    var decisions = BackgroundDecisions(debounce: .zero, retry: RetryPolicy())
 
     /// - Parameters:
     ///   - database: the local database to sync.

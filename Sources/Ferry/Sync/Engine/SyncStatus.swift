@@ -40,6 +40,10 @@ public struct SyncStatus: Sendable, Hashable {
     public var rejectedCount = 0
     /// Whether the live stream is connected.
     public var liveConnected = false
+    /// Background triggers that failed and are restarting with backoff, by
+    /// source (`observation`, `timer`, `live`), with the error; a source
+    /// leaves once it runs again. The other sources keep syncing meanwhile.
+    public var backgroundIssues: [String: String] = [:]
 
     public init() {}
 }

@@ -134,6 +134,13 @@ extension PageApplier {
                 DELETE FROM ferry_rows WHERE tbl = ? AND row_id IN (SELECT \(key) FROM \(table) WHERE \(unseen))
                 """, arguments: StatementArguments([name] + unseenArguments))
         }
+        // Pending edits of rows the server did not send (deletes of rows gone
+        // here too, among them) were based on versions it never issued.
+        try db.execute(sql: """
+            UPDATE ferry_outbox SET base_version = NULL
+            WHERE state = ? AND mutation_id IS NULL AND base_version IS NOT NULL AND coalesce(scope, ?) = ?
+            AND NOT EXISTS (SELECT 1 FROM ferry_refetch_seen s WHERE s.scope = ? AND s.tbl = ferry_outbox.tbl AND s.row_id = ferry_outbox.row_id)
+            """, arguments: [pending, userScope, scope, scope])
         return sent
     }
 }
