@@ -181,6 +181,41 @@ import FerryTestSupport
             #expect(try b.notes() == a.notes())
         }
     }
+
+    /// The observation of local writes fails inside a running engine (its
+    /// query meets a missing table): the status names it, the engine
+    /// restarts it with backoff, and the write made meanwhile goes out once
+    /// the table is back. Nothing is lost.
+    @Test func anObservationFailureIsReportedAndBackgroundSyncResumes() async throws {
+        let server = try await SyncServer.start()
+        try await server.stopping {
+            let device = try await Device.make("a", user: "alice", server: server, directory: directory) {
+                $0.debounce = .milliseconds(10)
+                $0.live = false
+                $0.retry = RetryPolicy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(200), attemptsPerSync: 3)
+            }
+            await device.engine.start()
+            defer { Task { await device.engine.stop() } }
+            try device.execute("INSERT INTO note(id, title) VALUES ('before', 'synced by the loop')")
+            try await waitUntil { try await server.rows("note", in: "user:alice")["before"] != nil }
+
+            // The observation reads ferry_conflicts: without it, its next fetch fails.
+            try device.execute("ALTER TABLE ferry_conflicts RENAME TO ferry_conflicts_away")
+            try device.execute("INSERT INTO note(id, title) VALUES ('during', 'written while the observation is down')")
+            try await waitUntil { device.engine.status.backgroundIssues["observation"] != nil }
+            let issue = device.engine.status.backgroundIssues["observation"] ?? ""
+            #expect(issue.contains("ferry_conflicts"), "\(issue)")
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try await server.rows("note", in: "user:alice")["during"] == nil, "nothing else synced it")
+
+            try device.execute("ALTER TABLE ferry_conflicts_away RENAME TO ferry_conflicts")
+            try await waitUntil { try await server.rows("note", in: "user:alice")["during"] != nil }
+            try await waitUntil { device.engine.status.backgroundIssues.isEmpty }
+            try device.execute("INSERT INTO note(id, title) VALUES ('after', 'synced by the restarted observation')")
+            try await waitUntil { try await server.rows("note", in: "user:alice")["after"] != nil }
+            #expect(try device.database.outbox.pendingCount() == 0)
+        }
+    }
 }
 
 /// Counts pulls on the way to the real server.

@@ -57,6 +57,13 @@ public struct Outbox: Sendable {
         let coalesced = OutboxCoalescer.coalesce(try Self.pendingEntries(db, limit: limit))
         if !coalesced.discarded.isEmpty {
             try Self.saveHighestStamp(db)
+            // A row made and removed here before any push may exist on the
+            // server under the same id (another device's): a pull that came
+            // meanwhile kept it out for the pending delete, so it is read back.
+            try db.execute(sql: """
+                INSERT OR IGNORE INTO ferry_row_fetches(tbl, row_id, scope)
+                SELECT DISTINCT tbl, row_id, scope FROM ferry_outbox WHERE seq IN (SELECT value FROM json_each(?))
+                """, arguments: [Self.jsonArray(coalesced.discarded)])
             try db.execute(sql: "DELETE FROM ferry_outbox WHERE seq IN (SELECT value FROM json_each(?))",
                            arguments: [Self.jsonArray(coalesced.discarded)])
         }

@@ -152,7 +152,7 @@ struct SimulationCheck {
                 // (A later mutation of the same client comes after it on that device.)
                 if overwriters.contains(where: {
                     ($0.mutation.baseVersion ?? 0) >= version
-                        || ($0.clientID == entry.clientID && $0.era == entry.era && $0.mutation.mutationID > mutation.mutationID)
+                        || ($0.clientID == entry.clientID && ($0.era > entry.era || $0.mutation.mutationID > mutation.mutationID))
                         || (lost && $0.era > entry.era)
                 }) { continue }
                 // Recorded in the push reply.
