@@ -39,7 +39,8 @@ struct StoreOptions: ParsableArguments {
     /// commands that are not the server.
     func withStore<T>(dataDirectory: URL, _ body: (any SyncStore) async throws -> T) async throws -> T {
         guard let configuration = try postgresConfiguration() else {
-            let store = try SQLiteSyncStore(directory: dataDirectory)
+            // Beside a running server: no new store generation (its cursors stay held).
+            let store = try SQLiteSyncStore(directory: dataDirectory, serving: false)
             let value = try await body(store)
             try await store.close()
             return value

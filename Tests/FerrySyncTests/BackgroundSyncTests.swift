@@ -198,6 +198,7 @@ import FerryTestSupport
             defer { Task { await device.engine.stop() } }
             try device.execute("INSERT INTO note(id, title) VALUES ('before', 'synced by the loop')")
             try await waitUntil { try await server.rows("note", in: "user:alice")["before"] != nil }
+            try await waitUntil { device.engine.status.pendingCount == 0 && device.engine.status.phase == .idle }
 
             // The observation reads ferry_conflicts: without it, its next fetch fails.
             try device.execute("ALTER TABLE ferry_conflicts RENAME TO ferry_conflicts_away")
@@ -205,8 +206,6 @@ import FerryTestSupport
             try await waitUntil { device.engine.status.backgroundIssues["observation"] != nil }
             let issue = device.engine.status.backgroundIssues["observation"] ?? ""
             #expect(issue.contains("ferry_conflicts"), "\(issue)")
-            try await Task.sleep(for: .milliseconds(300))
-            #expect(try await server.rows("note", in: "user:alice")["during"] == nil, "nothing else synced it")
 
             try device.execute("ALTER TABLE ferry_conflicts_away RENAME TO ferry_conflicts")
             try await waitUntil { try await server.rows("note", in: "user:alice")["during"] != nil }

@@ -1,4 +1,4 @@
-import Ferry
+@testable import Ferry
 @testable import FerryServer
 import FerryProtocol
 import Foundation
@@ -189,6 +189,48 @@ import FerryTestSupport
             let fresh = try await Device.make("fresh", user: "alice", server: server, directory: directory)
             try await fresh.engine.sync()
             #expect(try titles(fresh) == expected)
+        }
+    }
+
+    /// The store is copied while it serves; a device then pushes a note but
+    /// its pull fails, so its cursor still points before the copy. Restored
+    /// from the copy, the store knows that cursor: only the server saying it
+    /// applied less for this device than it acknowledged tells the loss, and
+    /// the device sends the note back before it pushes anything new.
+    @Test func aPushAcknowledgedAfterTheCopyIsSentBackThoughTheCursorIsOlder() async throws {
+        var server = try await SyncServer.start(in: directory)
+        let copy = directory.path("live-copy.sqlite")
+        do {
+            let faults = Locked<FaultInjectingTransport?>(nil)
+            let laptop = try await Device.make("laptop", user: "alice", server: server, directory: directory, transport: { inner in
+                let transport = FaultInjectingTransport(wrapping: inner)
+                faults.withLock { $0 = transport }
+                return transport
+            })
+            try laptop.execute("INSERT INTO note(id, title) VALUES ('n1', 'before the copy')")
+            try await laptop.engine.sync()
+            try await server.sqlite!.pool.backup(to: try DatabaseQueue(path: copy))
+            try laptop.execute("INSERT INTO note(id, title) VALUES ('n2', 'pushed after the copy')")
+            faults.withLock { $0 }?.inject(.dropResponse, on: .pull, times: 100)
+            _ = try? await laptop.engine.sync()
+            #expect(try laptop.database.outbox.pendingCount() == 0, "n2 was acknowledged")
+        }
+        try await shutDown(server)
+        let file = storeDirectory.appending(path: SQLiteSyncStore.fileName).path
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: file + suffix) }
+        try FileManager.default.copyItem(atPath: copy, toPath: file)
+
+        server = try await SyncServer.start(in: directory)
+        try await server.stopping {
+            let laptop = try await Device.make("laptop", user: "alice", server: server, directory: directory)
+            try laptop.execute("INSERT INTO note(id, title) VALUES ('n3', 'after the restore')")
+            let summary = try await laptop.engine.sync()
+            #expect(summary.sentBack >= 1, "\(summary)")
+            let onServer = try await server.rows("note", in: "user:alice")
+            #expect(Set(onServer.keys) == ["n1", "n2", "n3"])
+            let phone = try await Device.make("phone", user: "alice", server: server, directory: directory)
+            try await phone.engine.sync()
+            #expect(Set(try phone.notes().keys) == ["n1", "n2", "n3"])
         }
     }
 }

@@ -16,7 +16,7 @@ import FerryTestSupport
         }
         try database.writeWithoutCapture { db in
             try db.execute(sql: "INSERT INTO note(id, title, body) VALUES ('n2', 'server', 'copy')")
-            try db.execute(sql: "INSERT INTO ferry_rows VALUES ('note', 'n2', 10)")
+            try db.execute(sql: "INSERT INTO ferry_rows(tbl, row_id, version) VALUES ('note', 'n2', 10)")
         }
         try database.write { db in try db.execute(sql: "UPDATE note SET body = 'mine' WHERE id = 'n2'") }
 

@@ -12,6 +12,9 @@ enum FerryMeta {
         static let hlc = Key(rawValue: "hlc")
         /// The last mutation id handed to a push.
         static let lastMutationID = Key(rawValue: "lastMutationID")
+        /// The highest id a push reply said the server applied for this
+        /// client id: a server that later says less lost history.
+        static let lastAcknowledged = Key(rawValue: "lastAcknowledged")
         /// The columns of each synced table at the last pull, as JSON: a
         /// column added since makes the engine refetch.
         static let syncedColumns = Key(rawValue: "syncedColumns")

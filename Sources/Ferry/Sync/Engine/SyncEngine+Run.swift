@@ -45,7 +45,7 @@ extension SyncEngine {
             case .checkIdentity: event = await checkIdentity(&run)
             case .refetchGrownTables: event = try await refetchGrownTables(&run)
             case .push(let limit): event = try await push(limit: limit, &run)
-            case .renumber(let lastApplied): event = try await renumber(after: lastApplied)
+            case .renumber(let lastApplied): event = try await renumber(after: lastApplied, &run)
             case .setAside(let reason): event = try await setAside(reason: reason, &run)
             case .probe: event = await probe()
             case .readBackRows: event = await readBackRows(&run)
@@ -94,10 +94,11 @@ extension SyncEngine {
 
     private func checkIdentity(_ run: inout SyncRun) async -> SyncStateMachine.Event {
         do {
-            let renewed = try await checkIdentity()
+            let (renewed, serverLastApplied) = try await checkIdentity()
+            let lost = renewed ? false : try await recoverIfHistoryLost(serverLastApplied: serverLastApplied, &run)
             identityChecked = true
             if renewed { run.summary.identityRenewed = true }
-            return .identityChecked(renewed: renewed)
+            return .identityChecked(renewed: renewed, historyLost: lost)
         } catch {
             return .failed(run.failure(error))
         }
@@ -146,9 +147,30 @@ extension SyncEngine {
         return .pushed(size: batch.count, renewed: false)
     }
 
-    private func renumber(after lastApplied: Int64) async throws -> SyncStateMachine.Event {
+    private func renumber(after lastApplied: Int64, _ run: inout SyncRun) async throws -> SyncStateMachine.Event {
+        let lost = try await recoverIfHistoryLost(serverLastApplied: lastApplied, &run)
         try await database.write { db in try Outbox.renumber(after: lastApplied, in: db) }
-        return .renumbered
+        // Pull (the recovery) before pushing again, as after `historyLost`.
+        return lost ? .pushFailed(size: 0, .historyLost) : .renumbered
+    }
+
+    /// A server that says it applied less for this client than it once
+    /// acknowledged lost history: every followed scope is refetched as a
+    /// recovery, and what the server lacks goes back.
+    @discardableResult
+    private func recoverIfHistoryLost(serverLastApplied: Int64, _ run: inout SyncRun) async throws -> Bool {
+        let applier = run.applier, scopes = configuration.scopes
+        let started = try await database.writeWithoutCapture { db in
+            try applier.startRecoveryIfHistoryLost(serverLastApplied: serverLastApplied, scopes: scopes, db)
+        }
+        guard started else { return false }
+        logger.warning("the server applied less than it had acknowledged: it lost history; refetching every scope to send back what it lacks",
+                       metadata: ["serverLastApplied": "\(serverLastApplied)"])
+        for scope in scopes {
+            run.cursors.previous[scope] = run.cursors.rows[scope] ?? run.cursors.previous[scope]
+            run.cursors.rows[scope] = nil
+        }
+        return true
     }
 
     private func setAside(reason: String, _ run: inout SyncRun) async throws -> SyncStateMachine.Event {

@@ -205,9 +205,9 @@ public actor SyncEngine {
     /// Asks the server how far it got with this client id (an empty push)
     /// before numbering new mutations, so a database file restored from an
     /// older copy takes a new identity before it sends.
-    func checkIdentity() async throws -> Bool {
+    func checkIdentity() async throws -> (renewed: Bool, serverLastApplied: Int64) {
         let reply = try await transport.push(PushRequest(clientID: try await clientID(), mutations: []), token: credentials.token)
-        return try await renewIfRestored(serverLastApplied: reply.lastAppliedMutationID)
+        return (try await renewIfRestored(serverLastApplied: reply.lastAppliedMutationID), reply.lastAppliedMutationID)
     }
 
     func renewIfRestored(serverLastApplied: Int64) async throws -> Bool {

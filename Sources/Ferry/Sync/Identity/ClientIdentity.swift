@@ -31,6 +31,7 @@ enum ClientIdentity {
         }
         let clientID = UUID().uuidString.lowercased()
         try FerryMeta.setValue(clientID, for: .clientID, in: db)
+        try FerryMeta.setValue(0, for: .lastAcknowledged, in: db)
         try Outbox.renumber(after: 0, in: db)
         return clientID
     }

@@ -7,9 +7,11 @@ import GRDB
 /// its scope: the server was restored from a backup, wiped, or is another
 /// server, so a row it does not send was not deleted, and a value it sends
 /// may be older than the device's. While the refetch runs:
-/// - a pulled row the device holds with other values and a newer edit
-///   stamp than the server's is kept, and its differing columns are queued
-///   to go back, based on the server's version;
+/// - a pulled row the device holds with other values and an edit stamp at
+///   least as new as the server's is kept, and its differing columns are
+///   queued to go back, based on the server's version; with an older or
+///   unknown stamp they go back based on nothing, so the table's policy
+///   decides each against the server's value and records what it discards;
 /// - a column the server's row lacks and the device holds a value in goes
 ///   back whatever the stamps (the server has no value there to lose);
 /// - a pending local edit is rebased on the server's version, or on none
@@ -37,6 +39,28 @@ extension PageApplier {
             try db.execute(sql: "DELETE FROM ferry_rows WHERE tbl = ? AND row_id NOT IN (SELECT \(key) FROM \(table))",
                            arguments: [layout.table.name])
         }
+    }
+
+    /// Starts a recovering refetch of every followed scope at once: a push
+    /// reply said the server applied less for this client than it had
+    /// acknowledged, so it lost history, though the cursors may not show it
+    /// (a device whose edits went out after its last pull). Returns whether
+    /// it did (`serverLastApplied` below the highest acknowledged id).
+    func startRecoveryIfHistoryLost(serverLastApplied: Int64, scopes: [String], _ db: Database) throws -> Bool {
+        let acknowledged: Int64 = try FerryMeta.value(.lastAcknowledged, in: db) ?? 0
+        guard lostServerHistory == .sendBack, serverLastApplied < acknowledged else { return false }
+        for scope in scopes {
+            try db.execute(sql: "INSERT OR IGNORE INTO ferry_cursors(scope) VALUES (?)", arguments: [scope])
+            try forgetVersions(of: scope, db)
+        }
+        try ScopeCursorRecord.filter(scopes.contains(ScopeCursorRecord.Columns.scope)).updateAll(
+            db, ScopeCursorRecord.Columns.previousCursor.set(to: coalesce([ScopeCursorRecord.Columns.cursor, ScopeCursorRecord.Columns.previousCursor])),
+            ScopeCursorRecord.Columns.cursor.set(to: nil), ScopeCursorRecord.Columns.refetching.set(to: true),
+            ScopeCursorRecord.Columns.recovering.set(to: true))
+        try db.execute(sql: "DELETE FROM ferry_refetch_seen")
+        try FerryMeta.setValue(serverLastApplied, for: .lastAcknowledged, in: db)
+        try Outbox.forgetHandedOut(after: serverLastApplied, in: db)
+        return true
     }
 
     /// Handles one pulled row of a recovering refetch; `true` when the
@@ -78,24 +102,35 @@ extension PageApplier {
                 lacking.append(column)
             }
         }
-        let sent = (newer ? differing : []) + lacking
-        guard !sent.isEmpty else { return false }
+        guard !differing.isEmpty || !lacking.isEmpty else { return false }
         let scope: DatabaseValue
         switch layout.table.scope {
         case .user: scope = .null
         case .column(let column): scope = row[column]
         }
-        try db.execute(sql: """
-            INSERT INTO ferry_outbox(tbl, row_id, op, columns, scope, base_version, hlc)
-            VALUES (?, ?, 'update', ?, ?, ?, coalesce(nullif(?, 0), ferry_hlc()))
-            """, arguments: [change.table, change.rowID, "[" + sent.map(SQLText.jsonString).joined(separator: ",") + "]",
-                             scope, change.version, newer ? local : max(local, server)])
-        sentBack += 1
-        guard newer else {
-            // The server's values apply; the columns it lacks stay as they are here.
-            return false
+        func queue(_ columns: [String], base: Int64, stamp: Int64) throws {
+            guard !columns.isEmpty else { return }
+            try db.execute(sql: """
+                INSERT INTO ferry_outbox(tbl, row_id, op, columns, scope, base_version, hlc)
+                VALUES (?, ?, 'update', ?, ?, ?, coalesce(nullif(?, 0), ferry_hlc()))
+                """, arguments: [change.table, change.rowID, "[" + columns.map(SQLText.jsonString).joined(separator: ",") + "]",
+                                 scope, base, stamp])
         }
+        if newer {
+            // Newer here: the differing values go back on the server's version, as edits of it.
+            try queue(differing + lacking, base: change.version, stamp: local)
+        } else {
+            // Not known to be newer: based on nothing, so the table's policy
+            // decides each differing column against the server's value and
+            // the one discarded is recorded. (Queued first: a later entry on
+            // a newer base starts a mutation of its own.) The stamp is the
+            // device's own, or the oldest there is when it has none.
+            try queue(differing, base: 0, stamp: max(local, 1))
+            try queue(lacking, base: change.version, stamp: max(local, server))
+        }
+        sentBack += 1
         applied.versions.append((key, change.version, local))
+        // The row stays as it is here until the server answers for it.
         return true
     }
 

@@ -34,6 +34,10 @@ struct PushRecorder {
                 report.restoredFromBackup = true
                 return report
             }
+            let acknowledgedBefore: Int64 = try FerryMeta.value(.lastAcknowledged, in: db) ?? 0
+            if response.lastAppliedMutationID > acknowledgedBefore {
+                try FerryMeta.setValue(response.lastAppliedMutationID, for: .lastAcknowledged, in: db)
+            }
             let byID = Dictionary(batch.compactMap { m in m.mutationID.map { ($0, m) } }, uniquingKeysWith: { a, _ in a })
             // Plain acknowledgements settle together, in one statement.
             var acknowledged: [Int64] = []

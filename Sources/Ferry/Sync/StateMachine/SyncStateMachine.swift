@@ -78,7 +78,9 @@ struct SyncStateMachine {
     }
 
     enum Event: Sendable {
-        case identityChecked(renewed: Bool)
+        /// `historyLost`: the server applied less than it acknowledged; every
+        /// scope was started over as a recovery, pulled before any push.
+        case identityChecked(renewed: Bool, historyLost: Bool = false)
         case tablesRefetched
         /// A batch of `size` mutations was acknowledged; `renewed` when the
         /// reply showed the database is a restored copy (it took a new identity).
@@ -143,9 +145,15 @@ struct SyncStateMachine {
 
     mutating func handle(_ event: Event) -> Action {
         switch event {
-        case .identityChecked(let renewed):
+        case .identityChecked(let renewed, let historyLost):
             identityChecked = true
             self.renewed = self.renewed || renewed
+            if historyLost {
+                phase = .pulling
+                active = settings.scopes
+                sentBack = true
+                return nextPull()
+            }
             phase = .schema
             return .refetchGrownTables
         case .tablesRefetched:

@@ -172,6 +172,9 @@ enum PostgresSchema {
             "ALTER TABLE ferry_meta ADD COLUMN database_oid bigint",
             // A tombstone collected into its deletion record (GarbageRules).
             "ALTER TABLE ferry_rows ADD COLUMN collected boolean NOT NULL DEFAULT false",
+            // Collection looks only at tombstones not yet collected.
+            "DROP INDEX ferry_rows_tombstones",
+            "CREATE INDEX ferry_rows_tombstones ON ferry_rows (changed_at) WHERE deleted AND NOT collected",
         ]),
     ]
 

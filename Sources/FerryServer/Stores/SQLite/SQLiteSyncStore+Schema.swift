@@ -140,6 +140,9 @@ extension SQLiteSyncStore {
                 ALTER TABLE notices ADD COLUMN generation TEXT NOT NULL DEFAULT '';
                 -- A tombstone collected into its deletion record (GarbageRules).
                 ALTER TABLE rows ADD COLUMN collected INTEGER NOT NULL DEFAULT 0;
+                -- Collection looks only at tombstones not yet collected.
+                DROP INDEX rows_tombstones;
+                CREATE INDEX rows_tombstones ON rows (changed_at) WHERE deleted = 1 AND collected = 0;
                 """)
         }
         return migrator

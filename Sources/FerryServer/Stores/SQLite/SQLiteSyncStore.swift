@@ -27,9 +27,13 @@ public final class SQLiteSyncStore: SyncStore {
     let cursors: PullCursorCodec
 
     /// Opens (creating if needed) the store in `directory`.
-    public convenience init(directory: URL, maxPageBytes: Int = 8 << 20) throws {
+    ///
+    /// - Parameter serving: `false` for a command that works on the store
+    ///   beside a running server (`ferry-server grant`): it begins no store
+    ///   generation, so the server's cursors stay in held history.
+    public convenience init(directory: URL, maxPageBytes: Int = 8 << 20, serving: Bool = true) throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        try self.init(path: directory.appending(path: Self.fileName).path, maxPageBytes: maxPageBytes)
+        try self.init(path: directory.appending(path: Self.fileName).path, maxPageBytes: maxPageBytes, serving: serving)
     }
 
     /// Opens (creating if needed) the store at a database file path.
@@ -39,7 +43,9 @@ public final class SQLiteSyncStore: SyncStore {
     ///   - maxPageBytes: the most row bytes one pull returns per scope.
     ///   - busyTimeout: how long a write waits for another process
     ///     holding the file before its request answers 503.
-    public init(path: String, maxPageBytes: Int = 8 << 20, busyTimeout: Duration = .seconds(5)) throws {
+    ///   - serving: whether this opening serves clients (and so begins a
+    ///     store generation); `false` for a command beside a running server.
+    public init(path: String, maxPageBytes: Int = 8 << 20, busyTimeout: Duration = .seconds(5), serving: Bool = true) throws {
         self.maxPageBytes = maxPageBytes
         var configuration = Configuration()
         configuration.busyMode = .timeout(Double(busyTimeout.wholeMilliseconds) / 1000)
@@ -52,8 +58,20 @@ public final class SQLiteSyncStore: SyncStore {
             guard let epoch = try String.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'epoch'"),
                 let key = try Data.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'cursorKey'")
             else { throw FerryServerError(.internalError, "the store at \(path) has no epoch; it is damaged") }
-            return PullCursorCodec(epoch: epoch, key: SymmetricKey(data: key), history: try Self.beginGeneration(db))
+            return PullCursorCodec(epoch: epoch, key: SymmetricKey(data: key),
+                                   history: serving ? try Self.beginGeneration(db) : try Self.currentHistory(db))
         }
+    }
+
+    /// The history as the serving process sees it, for an opening that
+    /// begins no generation: the newest open generation is current.
+    private static func currentHistory(_ db: Database) throws -> StoreHistory {
+        var ended: [String: ChangePosition] = [:]
+        var current = ""
+        for row in try Row.fetchAll(db, sql: "SELECT id, ended_at FROM store_generations ORDER BY ended_at IS NULL, started_at") {
+            if let end: Int64 = row[1] { ended[row[0]] = ChangePosition(major: end) } else { current = row[0] }
+        }
+        return StoreHistory(current: current, ended: ended)
     }
 
     /// Ends the generation the file was last opened in at the version it
