@@ -55,9 +55,13 @@ struct Simulation {
     }
 
     /// The run's generator: the seed mixed first, so neighbouring seeds
-    /// explore different runs.
+    /// explore different runs. `FERRY_SIM_SEEDING=unmixed` seeds it as runs
+    /// before the mixing did, so a seed reported then replays its scenario.
     static func generator(seed: UInt64) -> SplitMix64 {
-        SplitMix64(mixing: seed)
+        if ProcessInfo.processInfo.environment["FERRY_SIM_SEEDING"] == "unmixed" {
+            return SplitMix64(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ 1)
+        }
+        return SplitMix64(mixing: seed)
     }
 
     func run() async throws {
