@@ -138,6 +138,8 @@ struct SimulationCheck {
             for column in columns {
                 // A value the row already held is no change.
                 if let column, let before = entry.before, !before.deleted, before.values[column] == mutation.columns[column] { continue }
+                // Nor is a delete of a row already deleted.
+                if column == nil, let before = entry.before, before.deleted { continue }
                 // In the final state.
                 if let column {
                     // (A column the row lacks reads as NULL on every device.)
