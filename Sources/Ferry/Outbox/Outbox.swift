@@ -204,7 +204,8 @@ public struct Outbox: Sendable {
             }
             guard let layout else { return }
             if let kept = try ServerRowRestore.decode(entries.lazy.compactMap(\.serverRow).first),
-               try !ServerRowRestore.isOlderThanKnown(kept, table: rejected.table, rowID: rejected.rowID, db) {
+               try !ServerRowRestore.isOlderThanKnown(kept, table: rejected.table, rowID: rejected.rowID, db),
+               try !Self.removedSince(kept, table: rejected.table, rowID: rejected.rowID, layout: layout, db) {
                 // A row this database cannot store is left as the edit left it.
                 _ = try ServerRowRestore.restoreIfStorable(kept, table: rejected.table, rowID: rejected.rowID, layout: layout, db)
             } else {
@@ -212,6 +213,18 @@ public struct Outbox: Sendable {
                 try RowFetchRecord(table: rejected.table, rowID: rejected.rowID, scope: scope).insert(db, onConflict: .replace)
             }
         }
+    }
+
+    /// Whether the row the rejection kept may be stale: it was alive, and
+    /// this device neither holds the row nor knows any version of it now (it
+    /// deleted the row since, or a refetch forgot it). The server's row is
+    /// then read back instead of restoring the kept one.
+    private static func removedSince(_ kept: ServerRow?, table: String, rowID: String, layout: TableLayout, _ db: Database) throws -> Bool {
+        guard let kept, !kept.deleted else { return false }
+        let known = try Bool.fetchOne(db, sql: "SELECT 1 FROM ferry_rows WHERE tbl = ? AND row_id = ?", arguments: [table, rowID]) ?? false
+        let held = try Bool.fetchOne(db, sql: "SELECT 1 FROM \(SQLText.identifier(layout.table.name)) WHERE \(SQLText.identifier(layout.primaryKey)) = ?",
+                                     arguments: [rowID]) ?? false
+        return !known && !held
     }
 
     /// The entries the server rejected and that are still kept.
