@@ -28,9 +28,12 @@ public final class SQLiteSyncStore: SyncStore {
 
     /// Opens (creating if needed) the store in `directory`.
     ///
-    /// - Parameter serving: `false` for a command that works on the store
-    ///   beside a running server (`ferry-server grant`): it begins no store
-    ///   generation, so the server's cursors stay in held history.
+    /// - Parameters:
+    ///   - directory: the data directory, created if missing.
+    ///   - maxPageBytes: the most row bytes one pull returns per scope.
+    ///   - serving: `false` for a command that works on the store beside a
+    ///     running server (`ferry-server grant`): it begins no store
+    ///     generation, so the server's cursors stay in held history.
     public convenience init(directory: URL, maxPageBytes: Int = 8 << 20, serving: Bool = true) throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try self.init(path: directory.appending(path: Self.fileName).path, maxPageBytes: maxPageBytes, serving: serving)
