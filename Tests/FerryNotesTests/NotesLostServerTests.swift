@@ -25,14 +25,16 @@ import Testing
 
         var arguments: [String] { databases.last.map { ["--postgres", $0.url] } ?? [] }
 
-        static func plain(_ url: String) -> String { url.replacingOccurrences(of: "?sslmode=disable", with: "") }
+        var backup: URL { directory.url.appending(path: "backup") }
+        var dataDirectory: URL { data.url.appending(path: "data") }
 
         /// Takes a backup of the stopped server's data.
         func backUp() throws {
             if let database = databases.last {
-                try run("pg_dump --no-owner '\(Self.plain(database.url))' > '\(directory.path("backup.sql"))'")
+                try database.pgDump(to: directory.path("backup.sql"))
             } else {
-                try run("rm -rf '\(directory.path("backup"))' && cp -a '\(data.path("data"))' '\(directory.path("backup"))'")
+                try? FileManager.default.removeItem(at: backup)
+                try FileManager.default.copyItem(at: dataDirectory, to: backup)
             }
         }
 
@@ -41,9 +43,10 @@ import Testing
             if kind == .postgres {
                 let fresh = try await PostgresTestDatabase.create()
                 databases.append(fresh)
-                try run("psql -q -v ON_ERROR_STOP=1 '\(Self.plain(fresh.url))' < '\(directory.path("backup.sql"))'")
+                try fresh.load(dump: directory.path("backup.sql"))
             } else {
-                try run("rm -rf '\(data.path("data"))' && cp -a '\(directory.path("backup"))' '\(data.path("data"))'")
+                try FileManager.default.removeItem(at: dataDirectory)
+                try FileManager.default.copyItem(at: backup, to: dataDirectory)
             }
         }
 
@@ -52,17 +55,16 @@ import Testing
             if kind == .postgres {
                 databases.append(try await PostgresTestDatabase.create())
             } else {
-                try run("rm -rf '\(data.path("data"))'")
+                try FileManager.default.removeItem(at: dataDirectory)
             }
         }
+    }
 
-        func run(_ command: String) throws {
-            let process = Process()
-            process.executableURL = URL(filePath: "/bin/sh")
-            process.arguments = ["-c", command]
-            try process.run()
-            process.waitUntilExit()
-            guard process.terminationStatus == 0 else { throw NotesCLI.Failure(command: [command], result: .init(status: process.terminationStatus, output: "", errors: "")) }
+    /// Every device lists every title.
+    func expect(_ titles: [String], on devices: [NotesCLI]) throws {
+        for device in devices {
+            let listing = try device.ok(["ls"])
+            for title in titles { #expect(listing.contains(title), "\(device.database): \(listing)") }
         }
     }
 
@@ -98,10 +100,7 @@ import Testing
         let tablet = device("tablet")
         _ = try tablet.ok(["login", "--server", server.url, "--token", token])
         _ = try tablet.ok(["sync"])
-        for device in [laptop, phone, tablet] {
-            let listing = try device.ok(["ls"])
-            for title in titles { #expect(listing.contains(title), "\(device.database): \(listing)") }
-        }
+        try expect(titles, on: [laptop, phone, tablet])
         server.stop()
 
         // Everything lost: the laptop puts it all back.
@@ -114,9 +113,6 @@ import Testing
         let desktop = device("desktop")
         _ = try desktop.ok(["login", "--server", server.url, "--token", token])
         _ = try desktop.ok(["sync"])
-        for device in [laptop, phone, desktop] {
-            let listing = try device.ok(["ls"])
-            for title in titles { #expect(listing.contains(title), "\(device.database): \(listing)") }
-        }
+        try expect(titles, on: [laptop, phone, desktop])
     }
 }

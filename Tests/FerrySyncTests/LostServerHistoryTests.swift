@@ -168,13 +168,13 @@ import FerryTestSupport
             for id in ["n1", "n2"] { try laptop.execute("INSERT INTO note(id, title) VALUES (?, ?)", [id, "note \(id)"]) }
             try await laptop.engine.sync()
             try await phone.engine.sync()
-            try Shell.run("pg_dump --no-owner '\(original.url.replacingOccurrences(of: "?sslmode=disable", with: ""))' > '\(dump)'")
+            try original.pgDump(to: dump)
             try laptop.execute("INSERT INTO note(id, title) VALUES ('n3', 'written after the dump')")
             try laptop.execute("UPDATE note SET title = 'n2 renamed after the dump' WHERE id = 'n2'")
             try await laptop.engine.sync()
             try await phone.engine.sync()
         }
-        try Shell.run("psql -v ON_ERROR_STOP=1 '\(restored.url.replacingOccurrences(of: "?sslmode=disable", with: ""))' < '\(dump)'")
+        try restored.load(dump: dump)
 
         server = try await SyncServer.start(store: .postgres, sharing: restored)
         try await server.stopping {

@@ -125,6 +125,36 @@ public struct PostgresTestDatabase: Sendable {
         }
     }
 
+    /// The database as libpq's tools (`pg_dump`, `psql`) take it.
+    public var toolURL: String {
+        url.replacingOccurrences(of: "?sslmode=disable", with: "")
+    }
+
+    /// Backs the database up with `pg_dump` into a SQL file, as an operator would.
+    public func pgDump(to path: String) throws {
+        try Self.shell("pg_dump --no-owner '\(toolURL)' > '\(path)'")
+    }
+
+    /// Loads a `pg_dump` file into this database with `psql`, stopping at the first error.
+    public func load(dump path: String) throws {
+        try Self.shell("psql -q -v ON_ERROR_STOP=1 '\(toolURL)' < '\(path)'")
+    }
+
+    public struct ToolFailed: Error, CustomStringConvertible {
+        public var command: String
+        public var status: Int32
+        public var description: String { "`\(command)` exited \(status)" }
+    }
+
+    private static func shell(_ command: String) throws {
+        let process = Process()
+        process.executableURL = URL(filePath: "/bin/sh")
+        process.arguments = ["-c", command]
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw ToolFailed(command: command, status: process.terminationStatus) }
+    }
+
     /// Runs `sql` in the cluster's maintenance database: for what cannot
     /// run inside this one (dropping a tablespace it used, say).
     public func administer(_ sql: String) async throws {

@@ -107,7 +107,7 @@ final class SimCluster: @unchecked Sendable {
         let path = directory.path("store-snapshot")
         let version = try await self.version()
         if let database = lock.withLock({ self.database }) {
-            try Shell.run("pg_dump --no-owner '\(Self.plain(database.url))' > '\(path)'")
+            try database.pgDump(to: path)
         } else {
             let server = lock.withLock { servers[0] }
             try await server.sqlite!.pool.backup(to: try DatabaseQueue(path: path))
@@ -129,7 +129,7 @@ final class SimCluster: @unchecked Sendable {
         if kind == .postgres {
             let fresh = try await PostgresTestDatabase.create()
             lock.withLock { databases.append(fresh); database = fresh }
-            try Shell.run("psql -q -v ON_ERROR_STOP=1 '\(Self.plain(fresh.url))' < '\(snapshot.path)'")
+            try fresh.load(dump: snapshot.path)
         } else {
             let file = directory.url.appending(path: "server").appending(path: SQLiteSyncStore.fileName).path
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: file + suffix) }
@@ -141,8 +141,6 @@ final class SimCluster: @unchecked Sendable {
         for _ in old { started.append(try await launch()) }
         lock.withLock { servers = started }
     }
-
-    private static func plain(_ url: String) -> String { url.replacingOccurrences(of: "?sslmode=disable", with: "") }
 
     func stop() async {
         for server in lock.withLock({ servers }) { await server.stop() }

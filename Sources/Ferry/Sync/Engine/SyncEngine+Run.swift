@@ -166,10 +166,7 @@ extension SyncEngine {
         guard started else { return false }
         logger.warning("the server applied less than it had acknowledged: it lost history; refetching every scope to send back what it lacks",
                        metadata: ["serverLastApplied": "\(serverLastApplied)"])
-        for scope in scopes {
-            run.cursors.previous[scope] = run.cursors.rows[scope] ?? run.cursors.previous[scope]
-            run.cursors.rows[scope] = nil
-        }
+        for scope in scopes { run.cursors.startOver(scope) }
         return true
     }
 

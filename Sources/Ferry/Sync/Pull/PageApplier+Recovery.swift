@@ -50,14 +50,12 @@ extension PageApplier {
         let acknowledged: Int64 = try FerryMeta.value(.lastAcknowledged, in: db) ?? 0
         guard lostServerHistory == .sendBack, serverLastApplied < acknowledged else { return false }
         for scope in scopes {
-            try db.execute(sql: "INSERT OR IGNORE INTO ferry_cursors(scope) VALUES (?)", arguments: [scope])
+            var record = try ScopeCursorRecord.find(scope, db)
+            record.recovering = true
+            try record.save(db)
+            try ScopeCursorRecord.startOver(scope, db)
             try forgetVersions(of: scope, db)
         }
-        try ScopeCursorRecord.filter(scopes.contains(ScopeCursorRecord.Columns.scope)).updateAll(
-            db, ScopeCursorRecord.Columns.previousCursor.set(to: coalesce([ScopeCursorRecord.Columns.cursor, ScopeCursorRecord.Columns.previousCursor])),
-            ScopeCursorRecord.Columns.cursor.set(to: nil), ScopeCursorRecord.Columns.refetching.set(to: true),
-            ScopeCursorRecord.Columns.recovering.set(to: true))
-        try db.execute(sql: "DELETE FROM ferry_refetch_seen")
         try FerryMeta.setValue(serverLastApplied, for: .lastAcknowledged, in: db)
         try Outbox.forgetHandedOut(after: serverLastApplied, in: db)
         return true

@@ -58,6 +58,13 @@ struct ScopeCursors: Sendable {
         rows[scope] = nil
     }
 
+    /// Starts the scope over in memory, its cursor kept as the previous one,
+    /// as `ScopeCursorRecord.startOver` does in the database.
+    mutating func startOver(_ scope: String) {
+        previous[scope] = rows[scope] ?? previous[scope]
+        rows[scope] = nil
+    }
+
     /// Notices start over (stored ones are not stored twice).
     mutating func resetNotices(of scope: String, in database: FerryDatabase) async throws {
         try await database.write { db in

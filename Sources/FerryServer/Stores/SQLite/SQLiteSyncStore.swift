@@ -85,13 +85,9 @@ public final class SQLiteSyncStore: SyncStore {
     private static func beginGeneration(_ db: Database) throws -> StoreHistory {
         let version = try meta(db, "version")
         try db.execute(sql: "UPDATE store_generations SET ended_at = ? WHERE ended_at IS NULL", arguments: [version])
-        let current = UUID().uuidString.lowercased().prefix(12)
-        try db.execute(sql: "INSERT INTO store_generations (id, started_at) VALUES (?, ?)", arguments: [String(current), version])
-        var ended: [String: ChangePosition] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT id, ended_at FROM store_generations WHERE ended_at IS NOT NULL") {
-            ended[row[0]] = ChangePosition(major: row[1])
-        }
-        return StoreHistory(current: String(current), ended: ended)
+        let current = String(UUID().uuidString.lowercased().prefix(12))
+        try db.execute(sql: "INSERT INTO store_generations (id, started_at) VALUES (?, ?)", arguments: [current, version])
+        return try currentHistory(db)
     }
 
     /// The store's epoch: cursors from any other epoch get a reset.
