@@ -132,4 +132,35 @@ import Testing
             #expect(try await Self.get(client, "/v1/blobs/user:bob/\(sha)", token: mallory).status == .forbidden)
         }
     }
+
+    /// A writer's `HEAD` keeps a whole blob from the collector (a push naming
+    /// it may follow); a reader's `HEAD` only asks, so a read-only member
+    /// asking again and again cannot keep a blob no row names alive.
+    @Test func onlyAWritersHeadKeepsABlobFromTheCollector() async throws {
+        let server = try await TestServer()
+        try await server.store.createScope("team:x", owner: "olga")
+        try await server.store.setMember("rita", role: .read, in: "team:x")
+        let olga = try await server.token("olga")
+        let rita = try await server.token("rita")
+        let (readBytes, readSHA) = Self.blob(6000)
+        let (writeBytes, writeSHA) = Self.blob(6001)
+        let blobs = try #require(try server.store.makeBlobStore(maxBlobBytes: 1 << 30) as? FileBlobStore)
+        @Sendable func age(_ sha: String) throws {
+            let paths = FileBlobStore.Paths(blobs.directory, try BlobKey(scope: "team:x", sha256: sha))
+            try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-3600)], ofItemAtPath: paths.complete.path)
+        }
+        try await server.withClient { client in
+            for (bytes, sha) in [(readBytes, readSHA), (writeBytes, writeSHA)] {
+                #expect(try await Self.put(client, "/v1/blobs/team:x/\(sha)", token: olga, bytes[...], length: bytes.count).status == .created)
+                try age(sha)
+            }
+            for _ in 0..<3 {
+                #expect(try await Self.get(client, "/v1/blobs/team:x/\(readSHA)", method: .head, token: rita).status == .ok)
+            }
+            #expect(try await Self.get(client, "/v1/blobs/team:x/\(writeSHA)", method: .head, token: olga).status == .ok)
+        }
+        let removed = try await BlobGarbageRules.collect(store: server.store, blobs: blobs, before: Date().addingTimeInterval(-60))
+        #expect(removed == 1)
+        #expect(Set(try await blobs.list().map(\.key.sha256)) == [writeSHA])
+    }
 }

@@ -65,10 +65,10 @@ public struct FerryConfiguration: Sendable {
     /// attachment, so a crash test can kill the process at that step.
     @_spi(Testing) public var attachmentSteps: (@Sendable (AttachmentStep) -> Void)?
 
-    #if DEBUG
-    /// Debug builds only: called with every SQL statement run, arguments expanded.
+    /// Called with every SQL statement run, arguments expanded (`nil`, the
+    /// default: none). For debugging; the expanded arguments hold the
+    /// app's data, so keep it out of production logs.
     public var sqlTrace: (@Sendable (String) -> Void)?
-    #endif
 
     public init() {}
 

@@ -76,18 +76,14 @@ public struct FerryDatabase: Sendable {
             return true
         }
         let encryption = configuration.encryption
-        #if DEBUG
         let sqlTrace = configuration.sqlTrace
-        #endif
         grdb.prepareDatabase { db in
             // The key goes first: nothing may read the file before it.
             if let encryption { try Encryption.apply(encryption, to: db) }
             try db.execute(sql: "PRAGMA temp_store = MEMORY")
-            #if DEBUG
             if let sqlTrace {
                 db.trace(options: .statement) { event in sqlTrace(event.expandedDescription) }
             }
-            #endif
         }
 
         let existed = FileManager.default.fileExists(atPath: path)

@@ -29,15 +29,30 @@ enum BlobGarbageRules {
     }
 
     /// Removes the collectable blobs; returns how many.
-    static func collect(store: any SyncStore, blobs: any BlobStore, before cutoff: Date) async throws -> Int {
+    ///
+    /// Nothing that lands between the listing and a removal can lose a blob:
+    /// a writer names a blob in a push only after a `HEAD` or upload of it,
+    /// which touches it, and each removal checks, atomically with touches
+    /// and appends, that the blob was not touched or written since `cutoff`
+    /// (``BlobStore/remove(_:ifUntouchedSince:)``). A `HEAD` that loses the
+    /// race finds the blob gone and the client uploads it again.
+    ///
+    /// - Parameters:
+    ///   - store: the rows, whose attachment records name the blobs in use.
+    ///   - blobs: the blob store.
+    ///   - cutoff: blobs last written or touched before it may go.
+    ///   - afterListing: tests only: runs between the listing and the removals.
+    static func collect(store: any SyncStore, blobs: any BlobStore, before cutoff: Date,
+                        afterListing: (@Sendable () async throws -> Void)? = nil) async throws -> Int {
         // Listed before the references are read: a blob named by a row pushed in between is then either
-        // listed and referenced, or too new to collect.
+        // listed and referenced, or touched since the listing.
         let stored = try await blobs.list()
         let referenced = try await store.blobReferences()
-        let doomed = collectable(stored, referenced: referenced, before: cutoff)
-        for key in doomed {
-            try await blobs.remove(key)
+        try await afterListing?()
+        var removed = 0
+        for key in collectable(stored, referenced: referenced, before: cutoff) {
+            if try await blobs.remove(key, ifUntouchedSince: cutoff) { removed += 1 }
         }
-        return doomed.count
+        return removed
     }
 }

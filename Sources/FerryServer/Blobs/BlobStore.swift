@@ -45,16 +45,36 @@ public protocol BlobStore: Sendable {
     /// Removes the blob, complete or partial. Removing an absent blob does nothing.
     func remove(_ key: BlobKey) async throws
 
+    /// Removes the blob, complete or partial, only if it was last written or
+    /// ``touch(_:)``ed before `cutoff` and no append to it is under way, all
+    /// decided atomically with touches and appends: the garbage collector's
+    /// removal, which a `HEAD` or upload landing after its listing must win.
+    ///
+    /// ```swift
+    /// let removed = try await blobs.remove(key, ifUntouchedSince: cutoff)   // false: it was used since
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - key: the blob.
+    ///   - cutoff: the blob goes only if its last write or touch is older.
+    /// - Returns: whether the blob was removed.
+    func remove(_ key: BlobKey, ifUntouchedSince cutoff: Date) async throws -> Bool
+
     /// Every blob held, complete or partial, with when it was last written
     /// or ``touch(_:)``ed.
     func list() async throws -> [StoredBlob]
 
     /// Marks a complete blob as just used, so the garbage collector counts
-    /// its age from now: a client that finds the blob whole (`HEAD`) sends
+    /// its age from now: a writer that finds the blob whole (`HEAD`) sends
     /// no bytes and pushes a row naming it next, and the blob must outlive
     /// that push even if no row named it before. Does nothing to an absent
     /// or partial blob.
-    func touch(_ key: BlobKey) async throws
+    ///
+    /// - Returns: the blob's state after the touch, decided atomically with
+    ///   ``remove(_:ifUntouchedSince:)``: `.complete` means the blob is held
+    ///   and its age now counts from now; `.absent` if a collector took it first.
+    @discardableResult
+    func touch(_ key: BlobKey) async throws -> BlobState
 }
 
 /// A blob's name: its scope and the SHA-256 of its bytes (lowercase hex).

@@ -60,6 +60,9 @@ protocol BlobUploadTarget: Sendable {
     func complete(size: Int64) async throws
     /// The bytes hashed wrong: keep nothing.
     func discard() async throws
+    /// Marks the complete blob as just used (see ``BlobStore/touch(_:)``);
+    /// the state after.
+    func touch() async throws -> BlobState
 }
 
 /// Runs an append for either store: checks it, hashes the bytes held and
@@ -71,6 +74,8 @@ enum BlobUpload {
     static func append(to key: BlobKey, state: BlobState, length: Int64, offset: Int64, limit: Int64,
                        bytes: some AsyncSequence<ByteBuffer, any Error>, target: some BlobUploadTarget) async throws -> BlobState {
         if case .alreadyComplete(let size) = try BlobUploadRules.check(state: state, offset: offset, length: length, limit: limit) {
+            // The uploader names the blob in a push next: its age counts from now, unless a collector took it first.
+            guard case .complete = try await target.touch() else { throw BlobUploadRules.offsetMismatch(0) }
             return .complete(size: size)
         }
         var hasher = SHA256()

@@ -31,8 +31,12 @@ public final class FileBlobStore: BlobStore {
     public let directory: URL
     /// The largest blob accepted.
     public let maxBlobBytes: Int64
-    /// Appends under way: a second one for the same blob is refused, not interleaved.
-    private let uploading = NIOLockedValueBox(Set<BlobKey>())
+    /// Blobs claimed by an append or a collector's removal: a second claim
+    /// of the same blob is refused, not interleaved.
+    private let claimed = NIOLockedValueBox(Set<BlobKey>())
+    /// Held (on the thread pool) around a touch and around a removal's
+    /// check of the blob's age, so the two are decided one after the other.
+    private let ages = NIOLock()
     private let pool = NIOThreadPool.singleton
 
     public init(directory: URL, maxBlobBytes: Int64 = 1 << 30) throws {
@@ -48,17 +52,17 @@ public final class FileBlobStore: BlobStore {
 
     public func append(to key: BlobKey, length: Int64, offset: Int64,
                        bytes: some AsyncSequence<ByteBuffer, any Error>) async throws -> BlobState {
-        guard uploading.withLockedValue({ $0.insert(key).inserted }) else {
+        guard claimed.withLockedValue({ $0.insert(key).inserted }) else {
             throw FerryServerError(.alreadyExists, "another upload of this blob is under way; ask HEAD for its offset and retry")
         }
-        defer { _ = uploading.withLockedValue { $0.remove(key) } }
+        defer { _ = claimed.withLockedValue { $0.remove(key) } }
         let paths = Paths(directory, key)
         let state = try await pool.runIfActive { try paths.state() }
         if case .absent = state, length <= maxBlobBytes, offset == 0 {
             try await pool.runIfActive { try paths.startUpload(scope: key.scope, length: length) }
         }
         return try await BlobUpload.append(to: key, state: state, length: length, offset: offset, limit: maxBlobBytes,
-                                           bytes: bytes, target: Target(paths: paths, pool: pool))
+                                           bytes: bytes, target: Target(paths: paths, pool: pool, ages: ages))
     }
 
     public func read(_ key: BlobKey, range: Range<Int64>) async throws -> BlobBytes {
@@ -81,11 +85,26 @@ public final class FileBlobStore: BlobStore {
         }
     }
 
-    public func touch(_ key: BlobKey) async throws {
-        let paths = Paths(directory, key)
-        try await pool.runIfActive {
-            try? FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: paths.complete.path)
+    public func remove(_ key: BlobKey, ifUntouchedSince cutoff: Date) async throws -> Bool {
+        // An append under way holds the claim: the blob is in use.
+        guard claimed.withLockedValue({ $0.insert(key).inserted }) else { return false }
+        defer { _ = claimed.withLockedValue { $0.remove(key) } }
+        let (paths, ages) = (Paths(directory, key), ages)
+        return try await pool.runIfActive {
+            try ages.withLock {
+                guard let modified = paths.modified(), modified < cutoff else { return false }
+                for url in [paths.complete, paths.upload, paths.uploadLength] {
+                    try? FileManager.default.removeItem(at: url)
+                }
+                return true
+            }
         }
+    }
+
+    @discardableResult
+    public func touch(_ key: BlobKey) async throws -> BlobState {
+        let (paths, ages) = (Paths(directory, key), ages)
+        return try await pool.runIfActive { try paths.touch(under: ages) }
     }
 
     public func list() async throws -> [StoredBlob] {
@@ -156,6 +175,29 @@ public final class FileBlobStore: BlobStore {
             }
         }
 
+        /// When the blob was last written or touched: its complete file's
+        /// time, or its upload's.
+        func modified() -> Date? {
+            for url in [complete, upload] {
+                var info = stat()
+                if stat(url.path, &info) == 0 {
+                    return Date(timeIntervalSince1970: TimeInterval(info.st_mtim.tv_sec) + TimeInterval(info.st_mtim.tv_nsec) / 1e9)
+                }
+            }
+            return nil
+        }
+
+        /// Moves a complete blob's time to now, under `ages`; the state after.
+        func touch(under ages: NIOLock) throws -> BlobState {
+            try ages.withLock {
+                let state = try state()
+                if case .complete = state {
+                    try? FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: complete.path)
+                }
+                return state
+            }
+        }
+
         static func size(of url: URL) -> Int64? {
             var info = stat()
             guard stat(url.path, &info) == 0 else { return nil }
@@ -166,6 +208,12 @@ public final class FileBlobStore: BlobStore {
     struct Target: BlobUploadTarget {
         let paths: Paths
         let pool: NIOThreadPool
+        let ages: NIOLock
+
+        func touch() async throws -> BlobState {
+            let (paths, ages) = (paths, ages)
+            return try await pool.runIfActive { try paths.touch(under: ages) }
+        }
 
         func heldBytes(count: Int64) async throws -> BlobBytes {
             try await FileReader.make(paths.upload, range: 0..<count, pool: pool)

@@ -47,6 +47,12 @@ public struct PostgresBlobStore: BlobStore {
                     """, logger: logger)
                 return BlobState.partial(received: 0, length: length)
             }
+            if case .partial = state {
+                // A resumed upload is in use from now: the collector leaves it while its held bytes are hashed.
+                try await connection.query("""
+                    UPDATE ferry_blobs SET modified_at = now() WHERE scope = \(key.scope) AND sha256 = \(key.sha256)
+                    """, logger: logger)
+            }
             return state
         }
         return try await BlobUpload.append(to: key, state: state, length: length, offset: offset, limit: limit,
@@ -70,12 +76,35 @@ public struct PostgresBlobStore: BlobStore {
         }
     }
 
-    public func touch(_ key: BlobKey) async throws {
+    public func remove(_ key: BlobKey, ifUntouchedSince cutoff: Date) async throws -> Bool {
         let logger = store.logger
-        try await store.transaction(.serializable) { connection, _ in
+        // Serializable: a touch or an append's write committed first makes the row too new to match, and one
+        // racing it fails over to a retry that sees the blob gone.
+        return try await store.transaction(.serializable) { connection, _ in
+            let removed = try await connection.query("""
+                DELETE FROM ferry_blobs WHERE scope = \(key.scope) AND sha256 = \(key.sha256) AND modified_at < \(cutoff)
+                RETURNING length
+                """, logger: logger).decode(Int64.self)
+            var any = false
+            for try await _ in removed { any = true }
+            guard any else { return false }
+            try await connection.query("DELETE FROM ferry_blob_chunks WHERE scope = \(key.scope) AND sha256 = \(key.sha256)", logger: logger)
+            return true
+        }
+    }
+
+    @discardableResult
+    public func touch(_ key: BlobKey) async throws -> BlobState {
+        try await Self.touch(key, store)
+    }
+
+    static func touch(_ key: BlobKey, _ store: PostgresSyncStore) async throws -> BlobState {
+        let logger = store.logger
+        return try await store.transaction(.serializable) { connection, _ in
             try await connection.query("""
                 UPDATE ferry_blobs SET modified_at = now() WHERE scope = \(key.scope) AND sha256 = \(key.sha256) AND complete
                 """, logger: logger)
+            return try await Self.state(of: key, connection, logger)
         }
     }
 
@@ -172,11 +201,20 @@ public struct PostgresBlobStore: BlobStore {
         func complete(size: Int64) async throws {
             let (key, logger) = (key, store.logger)
             try await store.transaction(.serializable) { connection, _ in
-                try await connection.query("""
+                let completed = try await connection.query("""
                     UPDATE ferry_blobs SET complete = true, modified_at = now()
                     WHERE scope = \(key.scope) AND sha256 = \(key.sha256) AND received = length
-                    """, logger: logger)
+                    RETURNING length
+                    """, logger: logger).decode(Int64.self)
+                var any = false
+                for try await _ in completed { any = true }
+                // A collector removed the upload while its last bytes came in: the uploader starts again.
+                guard any else { throw BlobUploadRules.offsetMismatch(0) }
             }
+        }
+
+        func touch() async throws -> BlobState {
+            try await PostgresBlobStore.touch(key, store)
         }
 
         func discard() async throws {

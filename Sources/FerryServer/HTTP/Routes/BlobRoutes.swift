@@ -21,9 +21,13 @@ extension SyncAPI {
     static let uploadLength = HTTPField.Name("Upload-Length")!
 
     func headBlob(_ request: Request, context: FerryRequestContext) async throws -> Response {
-        let key = try await blobKey(context, needs: .read)
+        let (key, role) = try await blobKey(context, needs: .read)
+        // A writer may push a row naming a whole blob next, sending no bytes: the touch keeps it from the
+        // collector, and tells the state after it (absent if the collector took it first). A reader's HEAD
+        // only asks, so it cannot keep a blob no row names alive.
+        let state = role >= .write ? try await blobs.touch(key) : try await blobs.state(of: key)
         var response: Response
-        switch try await blobs.state(of: key) {
+        switch state {
         case .absent:
             return Response(status: .notFound)
         case .partial(let received, let length):
@@ -31,8 +35,6 @@ extension SyncAPI {
             response.headers[Self.uploadOffset] = String(received)
             response.headers[Self.uploadLength] = String(length)
         case .complete(let size):
-            // The client may push a row naming it next, sending no bytes: keep it from the collector.
-            try await blobs.touch(key)
             response = Response(status: .ok)
             response.headers[Self.uploadOffset] = String(size)
             response.headers[Self.uploadLength] = String(size)
@@ -45,7 +47,7 @@ extension SyncAPI {
     }
 
     func putBlob(_ request: Request, context: FerryRequestContext) async throws -> Response {
-        let key = try await blobKey(context, needs: .write)
+        let (key, _) = try await blobKey(context, needs: .write)
         let contentLength = try Self.count(request.headers[.contentLength], "Content-Length")
         let offset = try Self.count(request.headers[Self.uploadOffset], "Upload-Offset") ?? 0
         guard let length = try Self.count(request.headers[Self.uploadLength], "Upload-Length")
@@ -91,7 +93,7 @@ extension SyncAPI {
     }
 
     func getBlob(_ request: Request, context: FerryRequestContext) async throws -> Response {
-        let key = try await blobKey(context, needs: .read)
+        let (key, _) = try await blobKey(context, needs: .read)
         guard case .complete(let size) = try await blobs.state(of: key) else {
             throw FerryServerError(.notFound, "scope `\(key.scope)` has no blob \(key.sha256)")
         }
@@ -128,14 +130,15 @@ extension SyncAPI {
 
     /// The blob named by the path, once the caller's access to its scope is
     /// checked (first, so a refusal tells nothing of the blob).
-    private func blobKey(_ context: FerryRequestContext, needs role: ScopeRole) async throws -> BlobKey {
+    /// The blob a request names, and the caller's role in its scope (at least `role`).
+    private func blobKey(_ context: FerryRequestContext, needs role: ScopeRole) async throws -> (BlobKey, ScopeRole) {
         let userID = try context.requireUser()
         let scope = try Self.pathParameter("scope", context)
         guard ScopeName.isValid(scope) else {
             throw FerryServerError.badRequest("scope \(MutationCheck.quoted(scope)) is not a valid scope name")
         }
-        try await require(role, in: scope, for: userID)
-        return try BlobKey(scope: scope, sha256: try Self.pathParameter("sha256", context))
+        let actual = try await require(role, in: scope, for: userID)
+        return (try BlobKey(scope: scope, sha256: try Self.pathParameter("sha256", context)), actual)
     }
 
     private static func count(_ header: String?, _ name: String) throws(FerryServerError) -> Int64? {

@@ -24,11 +24,14 @@ struct SyncAPI: Sendable {
 
     /// Throws the same 403 whether the scope is missing, empty or someone
     /// else's, so a refusal tells nothing about it.
-    func require(_ role: ScopeRole, in scope: String, for userID: String) async throws {
+    /// - Returns: the role the user holds, at least `role`.
+    @discardableResult
+    func require(_ role: ScopeRole, in scope: String, for userID: String) async throws -> ScopeRole {
         let membership = ScopeName.owner(of: scope) == nil ? try await store.membership(of: userID, in: scope) : nil
         guard let actual = ScopeAccess.role(of: userID, in: scope, membership: membership), actual >= role else {
             throw FerryServerError.noAccess(to: scope, needs: role)
         }
+        return actual
     }
 
     /// Checks a list of followed scopes: count, names, no repeats.
