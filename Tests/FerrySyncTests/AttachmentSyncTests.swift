@@ -62,6 +62,51 @@ import Testing
         }
     }
 
+    /// Attachments follow their row: deleting the row deletes its
+    /// attachments on the deleting device at once, on every other device at
+    /// their next sync (files too), and on the server, whose blob goes with
+    /// the tombstones' collection. A `REPLACE` of a row keeps them.
+    @Test(arguments: StoreKind.available) func aDeletedRowsAttachmentsGoFromEveryDeviceAndTheServer(_ kind: StoreKind) async throws {
+        try await SyncServer.with(kind) { server in
+            let a = try await Device.make("a", user: "alice", server: server, directory: directory)
+            let b = try await Device.make("b", user: "alice", server: server, directory: directory,
+                                          configureDatabase: { $0.attachmentDownloads = ["note": .eager] })
+            try a.execute("INSERT INTO note(id, title) VALUES ('n1', 'with a scan'), ('n2', 'kept')")
+            let scan = Self.bytes(80_000, seed: 11)
+            let added = try await a.database.attachments.add(data: scan, to: "note", row: "n1")
+            let kept = try await a.database.attachments.add(data: Self.bytes(90_000, seed: 12), to: "note", row: "n2")
+            try await a.engine.sync()
+            try await b.engine.sync()
+            let onB = try #require(try b.database.attachments.list(table: "note", row: "n1").first)
+            let fileOnA = try #require(try a.database.attachments.localURL(for: added))
+            let fileOnB = try #require(try b.database.attachments.localURL(for: onB))
+
+            // A REPLACE deletes and re-inserts the row in one statement: its attachments stay.
+            try a.execute("INSERT OR REPLACE INTO note(id, title) VALUES ('n2', 'kept, replaced')")
+            #expect(try a.database.attachments.list(table: "note", row: "n2").map(\.id) == [kept.id])
+
+            try a.execute("DELETE FROM note WHERE id = 'n1'")
+            #expect(try a.database.attachments.list(table: "note", row: "n1").isEmpty)
+            try await a.engine.sync()
+            try await b.engine.sync()
+            #expect(try b.database.attachments.list(table: "note", row: "n1").isEmpty)
+            #expect(try b.database.attachments.attachment(id: added.id) == nil)
+            #expect(!FileManager.default.fileExists(atPath: fileOnA.path))
+            #expect(!FileManager.default.fileExists(atPath: fileOnB.path))
+            #expect(try b.database.attachments.list(table: "note", row: "n2").map(\.id) == [kept.id])
+            #expect(try await server.rows("ferry_attachments", in: "user:alice").keys.sorted() == [kept.id])
+
+            // The server keeps the blob while the tombstones are held, and collects it with them.
+            let future = Date().addingTimeInterval(60)
+            func held() async throws -> Set<String> { Set(try await server.blobs.list().map(\.key.sha256)) }
+            #expect(try await held() == [added.sha256, kept.sha256])
+            #expect(try await BlobGarbageRules.collect(store: server.store, blobs: server.blobs, before: future) == 0)
+            _ = try await server.store.collectGarbage(before: future)
+            #expect(try await BlobGarbageRules.collect(store: server.store, blobs: server.blobs, before: future) == 1)
+            #expect(try await held() == [kept.sha256])
+        }
+    }
+
     @Test(arguments: StoreKind.available) func anUploadCutHalfwayResumesFromTheServersOffset(_ kind: StoreKind) async throws {
         try await SyncServer.with(kind) { server in
             let cutter = UploadCutter(cutAt: 2_500_000, directory: directory.url)

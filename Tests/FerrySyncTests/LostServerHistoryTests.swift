@@ -131,6 +131,34 @@ import FerryTestSupport
         }
     }
 
+    /// An attachment of a row sent back comes back too: its metadata with
+    /// the row, its bytes uploaded again, so a new device opens it.
+    @Test func anAttachmentOfARowSentBackComesBackWithItsBytes() async throws {
+        let scan = Data((0..<70_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) })
+        var server = try await SyncServer.start(in: directory)
+        let id: String
+        do {
+            let laptop = try await Device.make("laptop", user: "alice", server: server, directory: directory)
+            try laptop.execute("INSERT INTO note(id, title) VALUES ('n1', 'scanned')")
+            id = try await laptop.database.attachments.add(data: scan, to: "note", row: "n1", name: "scan.png").id
+            try await laptop.engine.sync()
+        }
+        try await shutDown(server)
+        try restoreStore(from: nil)
+
+        server = try await SyncServer.start(in: directory)
+        try await server.stopping {
+            let laptop = try await Device.make("laptop", user: "alice", server: server, directory: directory)
+            let summary = try await laptop.engine.sync()
+            #expect(summary.sentBack == 2 && summary.attachmentsUploaded == 1, "\(summary)")
+            let tablet = try await Device.make("tablet", user: "alice", server: server, directory: directory)
+            try await tablet.engine.sync()
+            let attachment = try #require(try tablet.database.attachments.attachment(id: id))
+            #expect(attachment.name == "scan.png")
+            #expect(try Data(contentsOf: try await tablet.engine.open(attachment)) == scan)
+        }
+    }
+
     /// A device pointed at another server on purpose takes that server's data.
     @Test func aDeviceThatMirrorsTakesTheServerAsItIs() async throws {
         var server = try await SyncServer.start(in: directory)

@@ -241,7 +241,8 @@ import FerryTestSupport
         }
         // Ferry's own synced table of attachment metadata keeps its triggers.
         #expect(names.filter { !$0.hasPrefix("ferry_capture_ferry_attachments_") }
-                == ["ferry_capture_note_delete", "ferry_capture_note_insert", "ferry_capture_note_key", "ferry_capture_note_update"])
+                == ["ferry_capture_note_attachments", "ferry_capture_note_delete", "ferry_capture_note_insert",
+                    "ferry_capture_note_key", "ferry_capture_note_update"])
     }
 
     @Test func aConnectionWithoutFerryCannotWriteASyncedTableSilently() throws {

@@ -72,6 +72,17 @@ struct CaptureTriggers {
             WHEN ferry_capturing() BEGIN \(outboxInsert(row: "OLD", operation: "delete", columns: "NULL")) END
             """))
 
+        // A deleted row's attachments go with it: noted here, removed by `AttachmentOwners.sweep` once the row
+        // is really gone (a REPLACE deletes and re-inserts it in one statement). Only for rows with attachments.
+        if table != AttachmentRecord.databaseTableName {
+            let ownerName = namePrefix + table + "_attachments"
+            definitions.append(Definition(name: ownerName, sql: """
+                CREATE TRIGGER \(SQLText.identifier(ownerName)) AFTER DELETE ON \(quotedTable) \
+                WHEN ferry_capturing() AND EXISTS (SELECT 1 FROM ferry_attachments WHERE tbl = \(tableLiteral) AND row_id = OLD.\(key)) \
+                BEGIN INSERT OR IGNORE INTO ferry_deleted_owners(tbl, row_id) VALUES (\(tableLiteral), OLD.\(key)); END
+                """))
+        }
+
         // The id is the row's identity on every device: it cannot change.
         let keyName = namePrefix + table + "_key"
         let message = SQLText.literal(

@@ -314,6 +314,7 @@ extension FerryDatabase {
         var result: T?
         try db.inTransaction(.immediate) {
             result = try updates(db)
+            try AttachmentOwners.sweep(db)
             return .commit
         }
         return result!

@@ -185,6 +185,19 @@ enum FerryMigrations {
                 ALTER TABLE ferry_cursors ADD COLUMN previous_cursor TEXT;
                 """)
         },
+        Migration(identifier: "ferry.v7.attachment-owners") { db in
+            try db.execute(sql: """
+                -- Rows with attachments deleted on this device since the last
+                -- write Ferry ran: their attachments go with them once the
+                -- write's transaction shows the row really gone (a REPLACE
+                -- deletes and re-inserts it).
+                CREATE TABLE ferry_deleted_owners (
+                    tbl TEXT NOT NULL,
+                    row_id TEXT NOT NULL,
+                    PRIMARY KEY (tbl, row_id)
+                ) WITHOUT ROWID;
+                """)
+        },
     ]
 
     static func migrate(_ db: Database) throws {

@@ -60,6 +60,8 @@ extension SyncEngine {
             case .refreshToken: event = .tokenRefreshed(await credentials.refresh())
             case .wait(let delay): event = try await wait(delay, &run)
             case .finish(let refused):
+                // A server that lost history is sent back the bytes it lacks now, not at the next sync.
+                if run.summary.sentBack > 0 { try await transferAttachments(uploading: true, &run) }
                 try await transferAttachments(uploading: false, &run)
                 return try await finish(refusedScopes: refused, &run)
             case .fail(let stop): throw fail(stop, run)

@@ -41,6 +41,20 @@ extension PageApplier {
         }
     }
 
+    /// The server that lost history may have lost the bytes of this
+    /// scope's attachments too: those this device holds whole go back to
+    /// `localOnly`, so the next upload pass asks the server (`HEAD`) and
+    /// sends what it lacks.
+    func recheckUploads(of scope: String, _ db: Database) throws {
+        guard let layout = database.layouts[AttachmentRecord.databaseTableName],
+              let (condition, arguments) = scopeCondition(layout, scope: scope) else { return }
+        try db.execute(sql: """
+            UPDATE ferry_attachment_files SET state = ?, transferred = 0
+            WHERE state = ? AND id IN (SELECT id FROM ferry_attachments WHERE \(condition))
+            """, arguments: StatementArguments([AttachmentFileRecord.State.localOnly.databaseValue,
+                                               AttachmentFileRecord.State.uploaded.databaseValue] + arguments))
+    }
+
     /// Starts a recovering refetch of every followed scope at once: a push
     /// reply said the server applied less for this client than it had
     /// acknowledged, so it lost history, though the cursors may not show it
@@ -55,6 +69,7 @@ extension PageApplier {
             try record.save(db)
             try ScopeCursorRecord.startOver(scope, db)
             try forgetVersions(of: scope, db)
+            try recheckUploads(of: scope, db)
         }
         try FerryMeta.setValue(serverLastApplied, for: .lastAcknowledged, in: db)
         try Outbox.forgetHandedOut(after: serverLastApplied, in: db)

@@ -109,6 +109,7 @@ struct PageApplier {
                 if page.lostHistory && lostServerHistory == .sendBack {
                     cursorRecord.recovering = true
                     try forgetVersions(of: page.scope, db)
+                    try recheckUploads(of: page.scope, db)
                 }
                 try cursorRecord.save(db)
                 try db.execute(sql: "DELETE FROM ferry_refetch_seen WHERE scope = ?", arguments: [page.scope])
@@ -250,6 +251,10 @@ struct PageApplier {
         case .delete:
             let table = SQLText.identifier(layout.table.name), key = SQLText.identifier(layout.primaryKey)
             try db.cachedStatement(sql: "DELETE FROM \(table) WHERE \(key) = ?").execute(arguments: [change.rowID])
+            // Its attachments go with it here; the deleting device sent their deletes too.
+            if layout.table.name != AttachmentRecord.databaseTableName {
+                try AttachmentOwners.remove(table: layout.table.name, rowID: change.rowID, db)
+            }
             report.deleted += 1
         case .write(let values):
             // The columns in the table's order; the statement cached per table and column set.
