@@ -1,4 +1,5 @@
 import Ferry
+import FerryHTTPClient
 @testable import FerryServer
 import FerryProtocol
 import Foundation
@@ -69,8 +70,60 @@ import FerryTestSupport
             for device in [a, b, c] {
                 #expect(try device.note("n1") == Note(title: "draft", body: "edited on b", counter: 0))
             }
-            #expect(try b.database.conflicts.count() == 0)
-            #expect(try c.database.conflicts.count() == 1, "c still holds its copy of the notice until it is settled")
+            // The conflict is alice's, not a device's: resolved on b, it is settled on a and c too.
+            for device in [a, b, c] { #expect(try device.database.conflicts.count() == 0) }
+        }
+    }
+
+    /// The device whose push overrode its own user's value learns of it from
+    /// its reply, the user's other devices from the notice: one loss. The
+    /// overrider dismissing it settles it everywhere; a new device of the
+    /// user is not handed the old conflicts, but hears of new ones; another
+    /// user cannot settle alice's notices.
+    @Test(arguments: StoreKind.available)
+    func aConflictSettledOnOneDeviceIsSettledOnEveryDeviceOfTheUser(kind: StoreKind) async throws {
+        try await SyncServer.with(kind) { server in
+            let (a, b, c) = try await threeDevicesWithANote(server)
+            try b.execute("UPDATE note SET body = 'edited on b' WHERE id = 'n1'")
+            try await b.engine.sync()
+            try a.execute("UPDATE note SET body = 'edited on a' WHERE id = 'n1'")
+            try await a.engine.sync()
+            try await settle([a, b, c])
+            for device in [a, b, c] { #expect(try device.database.conflicts.count() == 1) }
+
+            // Bob cannot settle alice's notice, whatever id he sends.
+            let noticeID = try #require(try await b.database.read { db in
+                try String.fetchOne(db, sql: "SELECT notice_id FROM ferry_conflicts")
+            })
+            let transport = HTTPSyncTransport(baseURL: server.baseURL, requestTimeout: .seconds(10))
+            _ = try await transport.push(PushRequest(clientID: "bobs-phone", mutations: [],
+                                                     settled: [.init(scope: "user:alice", id: noticeID)]),
+                                         token: try await server.token("bob"))
+            try await settle([b, c])
+            for device in [b, c] { #expect(try device.database.conflicts.count() == 1) }
+
+            // A new device of alice's gets none of the conflicts of before its first sync.
+            let d = try await Device.make("d", user: "alice", server: server, directory: directory)
+            try await d.engine.sync()
+            #expect(try d.database.conflicts.count() == 0)
+
+            // The overrider dismisses its reply's conflict: every device drops the notice.
+            let own = try #require(try a.database.conflicts.list().first)
+            #expect(own.kind == .column && own.mine == .text("edited on a"))
+            try a.database.conflicts.dismiss(own)
+            try await settle([a, b, c, d])
+            for device in [a, b, c, d] { #expect(try device.database.conflicts.count() == 0) }
+
+            // A new loss after d's first sync reaches d too.
+            try c.execute("UPDATE note SET title = 'from c' WHERE id = 'n1'")
+            try await c.engine.sync()
+            try b.execute("UPDATE note SET title = 'from b' WHERE id = 'n1'")   // b had not seen c's title
+            try await b.engine.sync()
+            try await settle([a, c, d])
+            for (name, device) in [("a", a), ("c", c), ("d", d)] {
+                let conflicts = try device.database.conflicts.list()
+                #expect(conflicts.map(\.mine) == [.text("from c")], "\(name)")
+            }
         }
     }
 

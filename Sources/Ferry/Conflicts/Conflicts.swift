@@ -32,7 +32,8 @@ public struct Conflicts: Sendable {
     /// Settles `conflict`: writes the chosen values as an ordinary local
     /// edit (captured into the outbox, based on the server version the
     /// report came with) and removes the conflict from the list, in one
-    /// transaction.
+    /// transaction. The conflict is the user's, not this device's: the next
+    /// sync settles it on every other device of the user that holds it.
     ///
     /// Every choice works whether this device holds the row or not: a row
     /// that is absent is re-created from the server's row the report came
@@ -52,9 +53,10 @@ public struct Conflicts: Sendable {
             throw FerryError(.invalidSyncedTable, "table `\(conflict.table)` is no longer synced; discard the conflict instead")
         }
         try database.write { db in
-            guard try ConflictRecord.deleteOne(db, key: conflict.id) else {
+            guard let record = try ConflictRecord.fetchOne(db, key: conflict.id), try record.delete(db) else {
                 throw FerryError(.conflictNotFound, "conflict \(conflict.id) on `\(conflict.table)` row \(conflict.rowID) was already resolved")
             }
+            try SettledNotices.settle(record, db)
             let before = try OutboxRecord.select(max(OutboxRecord.Columns.seq), as: Int64.self).fetchOne(db) ?? 0
             try Self.write(choice, for: conflict, layout: layout, db)
             let version = max(conflict.serverVersion ?? 0, conflict.serverRow?.version ?? 0)
@@ -68,10 +70,13 @@ public struct Conflicts: Sendable {
         }
     }
 
-    /// Removes a conflict from the list without writing anything.
+    /// Removes a conflict from the list without writing anything. Like a
+    /// resolution, it settles the conflict on the user's other devices.
     public func dismiss(_ conflict: SyncConflict) throws {
         try database.write { db in
-            _ = try ConflictRecord.deleteOne(db, key: conflict.id)
+            guard let record = try ConflictRecord.fetchOne(db, key: conflict.id) else { return }
+            try record.delete(db)
+            try SettledNotices.settle(record, db)
         }
     }
 

@@ -198,6 +198,17 @@ enum FerryMigrations {
                 ) WITHOUT ROWID;
                 """)
         },
+        Migration(identifier: "ferry.v8.settled-notices") { db in
+            try db.execute(sql: """
+                -- Conflict notices resolved or dismissed here, until the server
+                -- has them: it tells the user's other devices to drop theirs.
+                CREATE TABLE ferry_settled_notices (
+                    scope TEXT NOT NULL,
+                    notice_id TEXT NOT NULL,
+                    PRIMARY KEY (scope, notice_id)
+                ) WITHOUT ROWID;
+                """)
+        },
     ]
 
     static func migrate(_ db: Database) throws {

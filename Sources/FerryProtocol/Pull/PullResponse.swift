@@ -46,10 +46,13 @@ public struct PullPage: Sendable, Hashable, Codable {
     /// Where the next pull's notices start: send it back as
     /// ``PullRequest/ScopeCursor/notices``. Opaque.
     public var noticeCursor: String?
+    /// Ids of notices in this scope that the user settled on another
+    /// device (resolved or dismissed there): drop them here too.
+    public var settledNotices: [String]
 
     public init(
         scope: String, changes: [RowChange], cursor: String, hasMore: Bool, reset: Bool, lostHistory: Bool = false,
-        notices: [ConflictNotice] = [], noticeCursor: String? = nil
+        notices: [ConflictNotice] = [], noticeCursor: String? = nil, settledNotices: [String] = []
     ) {
         self.scope = scope
         self.changes = changes
@@ -59,10 +62,11 @@ public struct PullPage: Sendable, Hashable, Codable {
         self.lostHistory = lostHistory
         self.notices = notices
         self.noticeCursor = noticeCursor
+        self.settledNotices = settledNotices
     }
 
     private enum CodingKeys: String, CodingKey {
-        case scope, changes, cursor, hasMore, reset, lostHistory, notices, noticeCursor
+        case scope, changes, cursor, hasMore, reset, lostHistory, notices, noticeCursor, settledNotices
     }
 
     public init(from decoder: any Decoder) throws {
@@ -75,6 +79,7 @@ public struct PullPage: Sendable, Hashable, Codable {
         lostHistory = try container.decodeIfPresent(Bool.self, forKey: .lostHistory) ?? false
         notices = try container.decodeIfPresent([ConflictNotice].self, forKey: .notices) ?? []
         noticeCursor = try container.decodeIfPresent(String.self, forKey: .noticeCursor)
+        settledNotices = try container.decodeIfPresent([String].self, forKey: .settledNotices) ?? []
     }
 }
 

@@ -37,6 +37,11 @@ public struct Conflict: Sendable, Hashable, Codable {
     /// The value the server held.
     public var server: ColumnValue?
     public var resolution: Resolution
+    /// In a push reply: the conflict notice the same loss sent to the
+    /// user's other devices (the client overrode a value its own user had
+    /// written elsewhere). Settling this conflict settles that notice on
+    /// every device of the user. `nil` otherwise.
+    public var noticeID: String?
 
     public init(
         kind: Kind,
@@ -44,7 +49,8 @@ public struct Conflict: Sendable, Hashable, Codable {
         base: ColumnValue?,
         local: ColumnValue?,
         server: ColumnValue?,
-        resolution: Resolution
+        resolution: Resolution,
+        noticeID: String? = nil
     ) {
         self.kind = kind
         self.column = column
@@ -52,10 +58,11 @@ public struct Conflict: Sendable, Hashable, Codable {
         self.local = local
         self.server = server
         self.resolution = resolution
+        self.noticeID = noticeID
     }
 
     private enum CodingKeys: String, CodingKey {
-        case kind, column, base, local, server, resolution
+        case kind, column, base, local, server, resolution, noticeID
     }
 
     // Synthesized decoding would read `"base": null` as absent; here a present
@@ -68,6 +75,7 @@ public struct Conflict: Sendable, Hashable, Codable {
         local = container.contains(.local) ? try container.decode(ColumnValue.self, forKey: .local) : nil
         server = container.contains(.server) ? try container.decode(ColumnValue.self, forKey: .server) : nil
         resolution = try container.decode(Resolution.self, forKey: .resolution)
+        noticeID = try container.decodeIfPresent(String.self, forKey: .noticeID)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -78,5 +86,6 @@ public struct Conflict: Sendable, Hashable, Codable {
         try container.encodeIfPresent(local, forKey: .local)
         try container.encodeIfPresent(server, forKey: .server)
         try container.encode(resolution, forKey: .resolution)
+        try container.encodeIfPresent(noticeID, forKey: .noticeID)
     }
 }

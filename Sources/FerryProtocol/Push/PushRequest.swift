@@ -14,6 +14,21 @@ public struct PushRequest: Sendable, Hashable, Codable {
     /// mutation based on rows the server no longer has never lands as a
     /// partial row there.
     public var seen: Seen?
+    /// Conflict notices this client's user resolved or dismissed here: the
+    /// server tells the user's other devices, which drop their copies. A
+    /// push may carry only these, with no mutations.
+    public var settled: [SettledNotice]?
+
+    /// A conflict notice the user settled, by its scope and id.
+    public struct SettledNotice: Sendable, Hashable, Codable {
+        public var scope: String
+        public var id: String
+
+        public init(scope: String, id: String) {
+            self.scope = scope
+            self.id = id
+        }
+    }
 
     /// A pull cursor, and the scope it belongs to.
     public struct Seen: Sendable, Hashable, Codable {
@@ -26,10 +41,11 @@ public struct PushRequest: Sendable, Hashable, Codable {
         }
     }
 
-    public init(clientID: String, mutations: [Mutation], seen: Seen? = nil) {
+    public init(clientID: String, mutations: [Mutation], seen: Seen? = nil, settled: [SettledNotice]? = nil) {
         self.clientID = clientID
         self.mutations = mutations
         self.seen = seen
+        self.settled = settled
     }
 }
 

@@ -24,7 +24,16 @@ extension PushRequest: StrictlyDecodable {
             seen = Seen(scope: try StrictField.string(fields["scope"], "seen.scope"),
                         cursor: try StrictField.string(fields["cursor"], "seen.cursor"))
         }
-        self.init(clientID: try StrictField.string(object["clientID"], "clientID"), mutations: mutations, seen: seen)
+        var settled: [SettledNotice]?
+        if let items = object["settled"] {
+            settled = try StrictField.array(items, "settled").enumerated().map { index, item throws(FerryServerError) in
+                let fields = try StrictField.object(item, "settled.\(index)")
+                return SettledNotice(scope: try StrictField.string(fields["scope"], "settled.\(index).scope"),
+                                     id: try StrictField.string(fields["id"], "settled.\(index).id"))
+            }
+        }
+        self.init(clientID: try StrictField.string(object["clientID"], "clientID"), mutations: mutations, seen: seen,
+                  settled: settled)
     }
 }
 

@@ -17,6 +17,8 @@ struct PushPlan: Sendable {
     /// A notice to record for the writer of a value this push discarded.
     struct RecordedNotice: Sendable, Hashable {
         var key: RowKey
+        /// The pushed mutation that overrode the value.
+        var mutationID: Int64
         /// Who receives it: every device of this user.
         var userID: String
         /// The writer whose push overrode the value: that device already
@@ -56,5 +58,44 @@ struct PushPlan: Sendable {
     /// Scopes whose rows changed: their live subscribers hear of it.
     var changedScopes: Set<String> {
         Set(rows.keys.map(\.scope))
+    }
+}
+
+extension PushPlan {
+    /// Names, in the reply, the notices this push sends to its own user's
+    /// other devices: when the pusher overrode a value its user wrote on
+    /// another device, the reply's conflict and that notice are one loss,
+    /// and settling either settles both (DESIGN.md: conflicts are the
+    /// user's, not a device's).
+    ///
+    /// ```swift
+    /// plan.linkNotices(ids: [41, 42]) { NoticeCursor.id($0, epoch: epoch) }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - ids: the store's id of each of ``notices``, in order.
+    ///   - name: the public id of a notice the store numbered `id`.
+    mutating func linkNotices(ids: [Int64], name: (Int64) -> String) {
+        var named: [NoticeLink: String] = [:]
+        for (notice, id) in zip(notices, ids) where notice.userID == notice.byUserID {
+            named[NoticeLink(mutationID: notice.mutationID, column: notice.conflict.column)] = name(id)
+        }
+        guard !named.isEmpty else { return }
+        for index in results.indices {
+            let mutationID = results[index].mutationID
+            for conflict in results[index].conflicts.indices {
+                let link = NoticeLink(mutationID: mutationID, column: results[index].conflicts[conflict].column)
+                if let id = named[link] { results[index].conflicts[conflict].noticeID = id }
+            }
+        }
+        for index in conflicts.indices {
+            let link = NoticeLink(mutationID: conflicts[index].mutationID, column: conflicts[index].conflict.column)
+            if let id = named[link] { conflicts[index].conflict.noticeID = id }
+        }
+    }
+
+    private struct NoticeLink: Hashable {
+        var mutationID: Int64
+        var column: String?
     }
 }

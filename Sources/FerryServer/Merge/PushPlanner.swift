@@ -134,7 +134,8 @@ struct PushPlanner: Sendable {
             }
             plan.notices += outcome.overridden.map {
                 PushPlan.RecordedNotice(
-                    key: key, userID: $0.userID, byUserID: userID, byClientID: clientID, conflict: $0.conflict,
+                    key: key, mutationID: mutation.mutationID, userID: $0.userID, byUserID: userID, byClientID: clientID,
+                    conflict: $0.conflict,
                     row: serverRow, policy: mutation.operation == .delete ? nil : rule.policy, version: rowVersion ?? plan.version
                 )
             }

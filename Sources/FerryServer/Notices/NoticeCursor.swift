@@ -37,4 +37,15 @@ enum NoticeCursor {
     static func id(_ id: Int64, epoch: String, generation: String = "") -> String {
         generation.isEmpty ? "\(epoch)/\(id)" : "\(epoch)/\(generation).\(id)"
     }
+
+    /// The store id and generation a public notice id names, or `nil` for
+    /// an id of another epoch (a notice this store does not hold) or one it
+    /// never issued.
+    static func parse(id text: String, epoch: String) -> (generation: String, id: Int64)? {
+        guard let slash = text.firstIndex(of: "/"), text[..<slash] == epoch else { return nil }
+        let rest = text[text.index(after: slash)...]
+        guard let dot = rest.lastIndex(of: ".") else { return Int64(rest).map { ("", $0) } }
+        guard let id = Int64(rest[rest.index(after: dot)...]) else { return nil }
+        return (String(rest[..<dot]), id)
+    }
 }

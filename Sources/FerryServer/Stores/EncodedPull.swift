@@ -52,10 +52,11 @@ public struct EncodedPullPage: Sendable {
     public var lostHistory: Bool
     public var notices: [ConflictNotice]
     public var noticeCursor: String?
+    public var settledNotices: [String]
 
     public init(
         scope: String, rows: [EncodedRow], cursor: String, hasMore: Bool, reset: Bool, lostHistory: Bool = false,
-        notices: [ConflictNotice] = [], noticeCursor: String? = nil
+        notices: [ConflictNotice] = [], noticeCursor: String? = nil, settledNotices: [String] = []
     ) {
         self.scope = scope
         self.rows = rows
@@ -65,6 +66,7 @@ public struct EncodedPullPage: Sendable {
         self.lostHistory = lostHistory
         self.notices = notices
         self.noticeCursor = noticeCursor
+        self.settledNotices = settledNotices
     }
 
     func write(to out: inout String) throws {
@@ -89,13 +91,21 @@ public struct EncodedPullPage: Sendable {
         }
         out += ",\"reset\":\(reset),\"scope\":"
         StoreCoding.appendString(scope, to: &out)
+        if !settledNotices.isEmpty {
+            out += ",\"settledNotices\":["
+            for (index, id) in settledNotices.enumerated() {
+                if index > 0 { out += "," }
+                StoreCoding.appendString(id, to: &out)
+            }
+            out += "]"
+        }
         out += "}"
     }
 
     func decoded() throws -> PullPage {
         PullPage(
             scope: scope, changes: try rows.map { try $0.decoded() }, cursor: cursor, hasMore: hasMore, reset: reset,
-            lostHistory: lostHistory, notices: notices, noticeCursor: noticeCursor
+            lostHistory: lostHistory, notices: notices, noticeCursor: noticeCursor, settledNotices: settledNotices
         )
     }
 }

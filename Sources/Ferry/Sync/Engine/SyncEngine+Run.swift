@@ -118,12 +118,17 @@ extension SyncEngine {
         broadcaster.update { $0.phase = .pushing }
         let batchStart = ContinuousClock.now
         let outbox = database.outbox
-        let batch = try await database.write { db in try outbox.takeBatch(limit: limit, db) }
+        let (batch, settled) = try await database.write { db in
+            (try outbox.takeBatch(limit: limit, db), try SettledNotices.pending(db))
+        }
         run.batch = batch
         run.summary.inDatabase += ContinuousClock.now - batchStart
-        guard !batch.isEmpty else { return .nothingToPush }
+        guard !batch.isEmpty else {
+            if !settled.isEmpty { await sendSettled(settled, &run) }
+            return .nothingToPush
+        }
         let request = PushRequest(clientID: try await clientID(), mutations: batch.map(wire),
-                                  seen: run.cursors.seen(among: configuration.scopes))
+                                  seen: run.cursors.seen(among: configuration.scopes), settled: settled.isEmpty ? nil : settled)
         let reply: PushResponse
         do {
             reply = try await timed(&run.summary.waitingForServer) {
@@ -132,6 +137,7 @@ extension SyncEngine {
         } catch {
             return .pushFailed(size: batch.count, run.failure(error))
         }
+        if !settled.isEmpty { try await database.write { db in try SettledNotices.sent(settled, db) } }
         let recordStart = ContinuousClock.now
         let report = try await run.recorder.record(reply, for: batch)
         run.summary.inDatabase += ContinuousClock.now - recordStart
@@ -147,6 +153,18 @@ extension SyncEngine {
         let pending = try await database.read(Outbox.pendingCount)
         broadcaster.update { $0.pushed = pushed; $0.pendingCount = pending }
         return .pushed(size: batch.count, renewed: false)
+    }
+
+    /// Tells the server of conflicts settled here with nothing else to push.
+    /// A failure keeps them for the next sync; it does not fail this one.
+    private func sendSettled(_ settled: [PushRequest.SettledNotice], _ run: inout SyncRun) async {
+        do {
+            let request = PushRequest(clientID: try await clientID(), mutations: [], settled: settled)
+            _ = try await timed(&run.summary.waitingForServer) { try await transport.push(request, token: credentials.token) }
+            try await database.write { db in try SettledNotices.sent(settled, db) }
+        } catch {
+            logger.warning("settled conflicts were not sent; they go with the next sync", metadata: ["error": "\(error)"])
+        }
     }
 
     private func renumber(after lastApplied: Int64, _ run: inout SyncRun) async throws -> SyncStateMachine.Event {

@@ -31,6 +31,8 @@ struct PageApplier {
         var sentBack = 0
         /// Conflict notices stored.
         var notices = 0
+        /// Conflicts dropped because the user settled them on another device.
+        var settledElsewhere = 0
     }
 
     static let groupSize = 100
@@ -162,6 +164,7 @@ struct PageApplier {
                 try db.execute(sql: "DELETE FROM ferry_refetch_seen WHERE scope = ?", arguments: [page.scope])
             }
             report.notices = try storeNotices(page, now: now, db)
+            report.settledElsewhere = try SettledNotices.drop(page.settledNotices, scope: page.scope, db)
             if movesCursor {
                 cursorRecord.cursor = page.cursor
                 cursorRecord.previousCursor = nil
@@ -447,5 +450,6 @@ extension PageApplier.Report {
         swept += other.swept
         sentBack += other.sentBack
         notices += other.notices
+        settledElsewhere += other.settledElsewhere
     }
 }

@@ -113,7 +113,7 @@ struct PushRecorder {
         for conflict in result.conflicts {
             var record = try ConflictRecord(
                 conflict, table: mutation.table, rowID: mutation.rowID, scope: scope, mutationID: result.mutationID,
-                serverVersion: result.version, serverRow: serverRow, rowValues: snapshot, noticeID: nil,
+                serverVersion: result.version, serverRow: serverRow, rowValues: snapshot, noticeID: conflict.noticeID,
                 overriddenBy: nil, detectedAt: now)
             try record.insert(db)
         }

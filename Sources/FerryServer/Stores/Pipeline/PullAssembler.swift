@@ -22,6 +22,8 @@ struct NoticeQueryRow: Sendable {
     var json: String
     /// The store generation it was recorded in (the SQLite store's; empty otherwise).
     var generation = ""
+    /// For a settlement: the public id of the notice the user settled.
+    var settles: String? = nil
 }
 
 /// Everything a pull does but read: where each scope starts, how a page's
@@ -56,6 +58,11 @@ struct PullAssembler: Sendable {
     /// The furthest position a page can reach now: a finished scope's
     /// cursor moves here, so a quiet scope never falls behind the horizon.
     var end: ChangePosition
+    /// Where a scope's notices start for a client that sends no notice
+    /// cursor: where they stood when it first pushed, or, for a client that
+    /// never pushed, now. A new device is not handed its user's old
+    /// conflicts, which belong to the devices that saw them.
+    var noticeStart = ChangePosition.start
 
     /// How many rows and notices a store's queries read: one more than a
     /// page holds, to tell whether more follow.
@@ -76,7 +83,7 @@ struct PullAssembler: Sendable {
         }
         // Notices recorded in history the store lost went with it, and the
         // ones it numbers again are new: they start over too.
-        let notices = try NoticeCursor.position(from: followed.notices, epoch: cursors.epoch)
+        let notices = followed.notices == nil ? noticeStart : try NoticeCursor.position(from: followed.notices, epoch: cursors.epoch)
         return Start(rows: rows, notices: rows.isLostHistory ? .start : notices)
     }
 
@@ -93,7 +100,8 @@ struct PullAssembler: Sendable {
             reset: start.rows.isReset,
             lostHistory: start.rows.isLostHistory,
             notices: delivered.notices,
-            noticeCursor: NoticeCursor.text(delivered.position, epoch: cursors.epoch)
+            noticeCursor: NoticeCursor.text(delivered.position, epoch: cursors.epoch),
+            settledNotices: delivered.settled
         )
     }
 
@@ -102,15 +110,21 @@ struct PullAssembler: Sendable {
     /// still passes.
     private func notices(
         _ rows: [NoticeQueryRow], after start: ChangePosition
-    ) throws -> (notices: [ConflictNotice], position: ChangePosition, hasMore: Bool) {
-        let kept = StoreCoding.pageLength(sizes: rows.lazy.map(\.json.utf8.count), limit: limit, maxBytes: maxPageBytes)
+    ) throws -> (notices: [ConflictNotice], settled: [String], position: ChangePosition, hasMore: Bool) {
+        let kept = StoreCoding.pageLength(sizes: rows.lazy.map { $0.json.utf8.count + ($0.settles?.utf8.count ?? 0) },
+                                          limit: limit, maxBytes: maxPageBytes)
         var position = start
         var delivered: [ConflictNotice] = []
+        var settled: [String] = []
         for row in rows.prefix(kept) {
             position = row.position
             if row.byUser == userID, row.byClient == clientID { continue }
-            delivered.append(try StoredNotice.decode(row.json).notice(id: row.id, epoch: cursors.epoch, generation: row.generation))
+            if let settles = row.settles {
+                settled.append(settles)
+            } else {
+                delivered.append(try StoredNotice.decode(row.json).notice(id: row.id, epoch: cursors.epoch, generation: row.generation))
+            }
         }
-        return (delivered, position, rows.count > kept)
+        return (delivered, settled, position, rows.count > kept)
     }
 }

@@ -176,6 +176,17 @@ enum PostgresSchema {
             "DROP INDEX ferry_rows_tombstones",
             "CREATE INDEX ferry_rows_tombstones ON ferry_rows (changed_at) WHERE deleted AND NOT collected",
         ]),
+        Migration(version: 5, statements: [
+            // A settlement: the user resolved or dismissed the notice named
+            // here (its public id) on one device; pulls tell the user's other
+            // devices, in the notice stream, to drop it.
+            "ALTER TABLE ferry_notices ADD COLUMN settles text",
+            "CREATE INDEX ferry_notices_settling ON ferry_notices (user_id, scope, settles) WHERE settles IS NOT NULL",
+            // Every transaction below it had ended when the client first
+            // pushed: its first pull starts its notices there (NULL: a client
+            // from before this was kept, which starts at the beginning).
+            "ALTER TABLE ferry_clients ADD COLUMN first_notice_xid bigint",
+        ]),
     ]
 
     static var latestVersion: Int { migrations.map(\.version).max() ?? 0 }

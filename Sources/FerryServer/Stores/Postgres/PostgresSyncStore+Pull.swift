@@ -24,10 +24,18 @@ extension PostgresSyncStore {
                 connection, userID: userID, clientID: request.clientID, readableBelow: readable, logger: logger
             )
             // Every transaction below `readable` has ended: pages reach that far.
-            let assembler = PullAssembler(
+            var assembler = PullAssembler(
                 clientID: request.clientID, userID: userID, limit: limit, maxPageBytes: maxPageBytes, cursors: cursors,
                 horizon: horizon, end: ChangePosition(major: readable)
             )
+            // A client that never pushed starts its notices now; one that did, where they stood then (NULL: the beginning).
+            assembler.noticeStart = ChangePosition(major: readable)
+            let firstNotice: PostgresQuery = """
+                SELECT first_notice_xid FROM ferry_clients WHERE user_id = \(userID) AND client_id = \(request.clientID)
+                """
+            for try await first in try await connection.query(firstNotice, logger: logger).decode(Int64?.self) {
+                assembler.noticeStart = first.map { ChangePosition(major: $0) } ?? .start
+            }
             var pages: [EncodedPullPage] = []
             for followed in request.scopes {
                 let start = try assembler.start(of: followed)
@@ -66,15 +74,16 @@ extension PostgresSyncStore {
         below readable: Int64, limit: Int, logger: Logger
     ) async throws -> [NoticeQueryRow] {
         let query: PostgresQuery = """
-            SELECT id, xid, by_user, by_client, notice FROM ferry_notices
+            SELECT id, xid, by_user, by_client, notice, settles FROM ferry_notices
             WHERE user_id = \(userID) AND scope = \(scope) AND (xid, id) > (\(start.major), \(start.minor)) AND xid < \(readable)
             ORDER BY xid, id LIMIT \(limit)
             """
         var rows: [NoticeQueryRow] = []
-        for try await (id, xid, byUser, byClient, json) in try await connection.query(query, logger: logger)
-            .decode((Int64, Int64, String, String, String).self)
+        for try await (id, xid, byUser, byClient, json, settles) in try await connection.query(query, logger: logger)
+            .decode((Int64, Int64, String, String, String, String?).self)
         {
-            rows.append(NoticeQueryRow(id: id, position: ChangePosition(major: xid, minor: id), byUser: byUser, byClient: byClient, json: json))
+            rows.append(NoticeQueryRow(id: id, position: ChangePosition(major: xid, minor: id), byUser: byUser, byClient: byClient,
+                                       json: json, settles: settles))
         }
         return rows
     }

@@ -27,13 +27,26 @@ extension PostgresSyncStore {
                 }
                 allocated.sort()
             }
-            let plan = try rules.plan(
+            var plan = try rules.plan(
                 request, userID: userID, lastApplied: lastApplied, rows: rows,
                 version: (allocated.first ?? 1) - 1, allocated: allocated, horizon: horizon
             )
-            if !plan.results.isEmpty {
-                try await Self.write(plan, existing: Set(rows.keys), connection, userID: userID, clientID: request.clientID, now: now, logger: logger)
+            // The notices' ids, taken before they are written, so the reply can name them.
+            var noticeIDs: [Int64] = []
+            if !plan.notices.isEmpty {
+                let query: PostgresQuery = "SELECT nextval('ferry_notices_id_seq') FROM generate_series(1, \(plan.notices.count))"
+                for try await id in try await connection.query(query, logger: logger).decode(Int64.self) {
+                    noticeIDs.append(id)
+                }
+                noticeIDs.sort()
+                plan.linkNotices(ids: noticeIDs) { NoticeCursor.id($0, epoch: cursors.epoch) }
             }
+            if !plan.results.isEmpty {
+                try await Self.write(plan, noticeIDs: noticeIDs, existing: Set(rows.keys), connection, userID: userID,
+                                     clientID: request.clientID, now: now, logger: logger)
+            }
+            try await Self.settle(request.settled ?? [], connection, userID: userID, clientID: request.clientID, version: plan.version,
+                                  now: now, epoch: cursors.epoch, logger: logger)
             return try plan.receipt(
                 recorded: await Self.recordedResults(connection, userID: userID, clientID: request.clientID, ids: plan.replayedIDs, logger: logger)
             )
@@ -46,7 +59,7 @@ extension PostgresSyncStore {
     /// updated, the others inserted (a concurrent insert of the same key
     /// fails this serializable transaction, which is then retried).
     private static func write(
-        _ plan: PushPlan, existing: Set<RowKey>, _ connection: PostgresConnection,
+        _ plan: PushPlan, noticeIDs: [Int64], existing: Set<RowKey>, _ connection: PostgresConnection,
         userID: String, clientID: String, now: Int64, logger: Logger
     ) async throws {
         func json(_ value: some Encodable) throws -> String { try StoreCoding.json(value) }
@@ -57,7 +70,8 @@ extension PostgresSyncStore {
         // then fails with a serialization error (retried as a replay), never
         // with a duplicate key on the results.
         try await connection.query("""
-            INSERT INTO ferry_clients (user_id, client_id, last_mutation_id, xid) VALUES (\(userID), \(clientID), \(plan.lastAppliedMutationID), \(xid))
+            INSERT INTO ferry_clients (user_id, client_id, last_mutation_id, xid, first_notice_xid)
+            VALUES (\(userID), \(clientID), \(plan.lastAppliedMutationID), \(xid), pg_snapshot_xmin(pg_current_snapshot())::text::bigint)
             ON CONFLICT (user_id, client_id) DO UPDATE SET last_mutation_id = excluded.last_mutation_id, xid = excluded.xid
             """, logger: logger)
         let changed = plan.rows.sorted { $0.key < $1.key }
@@ -104,11 +118,11 @@ extension PostgresSyncStore {
         if !plan.notices.isEmpty {
             let notices = plan.notices
             try await connection.query("""
-                INSERT INTO ferry_notices (xid, user_id, scope, by_user, by_client, version, notice, created_at)
-                SELECT \(xid), u.user_id, u.scope, \(userID), \(clientID), u.version, u.notice, \(now)
-                FROM unnest(\(notices.map(\.userID))::text[], \(notices.map(\.key.scope))::text[],
+                INSERT INTO ferry_notices (id, xid, user_id, scope, by_user, by_client, version, notice, created_at)
+                SELECT u.id, \(xid), u.user_id, u.scope, \(userID), \(clientID), u.version, u.notice, \(now)
+                FROM unnest(\(noticeIDs)::int8[], \(notices.map(\.userID))::text[], \(notices.map(\.key.scope))::text[],
                     \(notices.map(\.version))::int8[], \(try notices.map { try json(StoredNotice($0)) })::text[])
-                    WITH ORDINALITY AS u(user_id, scope, version, notice, n)
+                    WITH ORDINALITY AS u(id, user_id, scope, version, notice, n)
                 ORDER BY u.n
                 """, logger: logger)
         }
@@ -194,6 +208,30 @@ extension PostgresSyncStore {
     }
 
     /// The first row's only column, if there is a row.
+    /// Records the notices the user settled on the pushing device, so its
+    /// other devices drop them: one settlement per notice, and only for the
+    /// user's own notices this store holds (others are ignored).
+    private static func settle(
+        _ settled: [PushRequest.SettledNotice], _ connection: PostgresConnection, userID: String, clientID: String,
+        version: Int64, now: Int64, epoch: String, logger: Logger
+    ) async throws {
+        for notice in settled {
+            guard let (_, id) = NoticeCursor.parse(id: notice.id, epoch: epoch) else { continue }
+            let held = try await one(connection, """
+                SELECT 1 FROM ferry_notices WHERE id = \(id) AND user_id = \(userID) AND scope = \(notice.scope) AND settles IS NULL
+                """, as: Int32.self, logger: logger) != nil
+            let settledBefore = try await one(connection, """
+                SELECT 1 FROM ferry_notices WHERE user_id = \(userID) AND scope = \(notice.scope) AND settles = \(notice.id)
+                """, as: Int32.self, logger: logger) != nil
+            guard held, !settledBefore else { continue }
+            try await connection.query("""
+                INSERT INTO ferry_notices (xid, user_id, scope, by_user, by_client, version, notice, created_at, settles)
+                VALUES (pg_current_xact_id()::text::bigint, \(userID), \(notice.scope), \(userID), \(clientID), \(version), 'null',
+                    \(now), \(notice.id))
+                """, logger: logger)
+        }
+    }
+
     static func one<T: PostgresDecodable & Sendable>(_ connection: PostgresConnection, _ query: PostgresQuery, as type: T.Type, logger: Logger) async throws -> T? {
         var value: T?
         for try await decoded in try await connection.query(query, logger: logger).decode(T.self) where value == nil {

@@ -12,10 +12,11 @@ extension SQLiteSyncStore {
         let maxPageBytes = self.maxPageBytes
         return try await read { db in
             let lastApplied = try Self.lastMutationID(db, userID: userID, clientID: request.clientID)
-            let assembler = PullAssembler(
+            var assembler = PullAssembler(
                 clientID: request.clientID, userID: userID, limit: limit, maxPageBytes: maxPageBytes, cursors: cursors,
                 horizon: ChangePosition(major: try Self.meta(db, "horizon")), end: ChangePosition(major: try Self.meta(db, "version"))
             )
+            assembler.noticeStart = ChangePosition(major: 0, minor: try Self.noticeStart(db, userID: userID, clientID: request.clientID))
             var pages: [EncodedPullPage] = []
             for followed in request.scopes {
                 let start = try assembler.start(of: followed)
@@ -61,18 +62,28 @@ extension SQLiteSyncStore {
         return rows
     }
 
+    /// Where a client without a notice cursor starts: the newest notice
+    /// when it first pushed, or now if it never pushed.
+    private static func noticeStart(_ db: Database, userID: String, clientID: String) throws -> Int64 {
+        if let client = try Row.fetchOne(db, sql: "SELECT first_notice FROM clients WHERE user_id = ? AND client_id = ?",
+                                         arguments: [userID, clientID]) {
+            return client["first_notice"] ?? 0
+        }
+        return try Int64.fetchOne(db, sql: "SELECT coalesce(max(id), 0) FROM notices") ?? 0
+    }
+
     /// The notice query: the user's notices in `scope` after notice `id`.
     private static func notices(_ db: Database, userID: String, scope: String, after id: Int64, limit: Int) throws -> [NoticeQueryRow] {
         try Row.fetchAll(
             db.cachedStatement(sql: """
-                SELECT id, by_user, by_client, notice, generation FROM notices
+                SELECT id, by_user, by_client, notice, generation, settles FROM notices
                 WHERE user_id = ? AND scope = ? AND id > ? ORDER BY id LIMIT ?
                 """),
             arguments: [userID, scope, id, limit]
         ).map { row in
             let id: Int64 = row[0]
             return NoticeQueryRow(id: id, position: ChangePosition(major: 0, minor: id), byUser: row[1], byClient: row[2], json: row[3],
-                                  generation: row[4])
+                                  generation: row[4], settles: row[5])
         }
     }
 }

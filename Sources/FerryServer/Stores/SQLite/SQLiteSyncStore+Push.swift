@@ -16,19 +16,27 @@ extension SQLiteSyncStore {
                     rows[key] = row
                 }
             }
-            let plan = try rules.plan(
+            var plan = try rules.plan(
                 request, userID: userID, lastApplied: lastApplied, rows: rows,
                 version: try Self.meta(db, "version"), horizon: try Self.meta(db, "horizon")
             )
-            try Self.writePlan(plan, db, userID: userID, clientID: request.clientID, now: now, generation: cursors.history.current)
+            let generation = cursors.history.current
+            // AUTOINCREMENT numbers from the sequence: the ids the notices get, known before they are written.
+            let lastNotice = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'notices'") ?? 0
+            let noticeIDs = plan.notices.indices.map { lastNotice + 1 + Int64($0) }
+            plan.linkNotices(ids: noticeIDs) { NoticeCursor.id($0, epoch: cursors.epoch, generation: generation) }
+            try Self.writePlan(plan, noticeIDs: noticeIDs, db, userID: userID, clientID: request.clientID, now: now,
+                               generation: generation)
+            try Self.settle(request.settled ?? [], db, userID: userID, clientID: request.clientID, version: plan.version, now: now,
+                            epoch: cursors.epoch, generation: generation)
             return try plan.receipt(recorded: Self.recordedResults(db, userID: userID, clientID: request.clientID, ids: plan.replayedIDs))
         }
         changeFeed.publish(receipt.changedScopes)
         return receipt
     }
 
-    private static func writePlan(_ plan: PushPlan, _ db: Database, userID: String, clientID: String, now: Int64,
-                                  generation: String) throws {
+    private static func writePlan(_ plan: PushPlan, noticeIDs: [Int64], _ db: Database, userID: String, clientID: String,
+                                  now: Int64, generation: String) throws {
         func json(_ value: some Encodable) throws -> String { try StoreCoding.json(value) }
         for (key, row) in plan.rows {
             try Self.execute(db, 
@@ -68,14 +76,14 @@ extension SQLiteSyncStore {
                 ]
             )
         }
-        for notice in plan.notices {
+        for (notice, id) in zip(plan.notices, noticeIDs) {
             try Self.execute(db, 
                 sql: """
-                    INSERT INTO notices (user_id, scope, by_user, by_client, version, notice, created_at, generation)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO notices (id, user_id, scope, by_user, by_client, version, notice, created_at, generation)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
-                    notice.userID, notice.key.scope, notice.byUserID, notice.byClientID, notice.version,
+                    id, notice.userID, notice.key.scope, notice.byUserID, notice.byClientID, notice.version,
                     try json(StoredNotice(notice)), now, generation,
                 ]
             )
@@ -105,13 +113,35 @@ extension SQLiteSyncStore {
         if !plan.results.isEmpty {
             try Self.execute(db, 
                 sql: """
-                    INSERT INTO clients (user_id, client_id, last_mutation_id) VALUES (?, ?, ?)
+                    INSERT INTO clients (user_id, client_id, last_mutation_id, first_notice)
+                    VALUES (?, ?, ?, (SELECT coalesce(max(id), 0) FROM notices))
                     ON CONFLICT (user_id, client_id) DO UPDATE SET last_mutation_id = excluded.last_mutation_id
                     """,
                 arguments: [userID, clientID, plan.lastAppliedMutationID]
             )
         }
         try Self.execute(db, sql: "UPDATE store_meta SET value = ? WHERE key = 'version'", arguments: [plan.version])
+    }
+
+    /// Records the notices the user settled on the pushing device, so its
+    /// other devices drop them: one settlement per notice, and only for the
+    /// user's own notices this store holds (others are ignored).
+    private static func settle(_ settled: [PushRequest.SettledNotice], _ db: Database, userID: String, clientID: String,
+                               version: Int64, now: Int64, epoch: String, generation: String) throws {
+        for notice in settled {
+            guard let (noticeGeneration, id) = NoticeCursor.parse(id: notice.id, epoch: epoch) else { continue }
+            let held = try Bool.fetchOne(db, sql: """
+                SELECT 1 FROM notices WHERE id = ? AND generation = ? AND user_id = ? AND scope = ? AND settles IS NULL
+                """, arguments: [id, noticeGeneration, userID, notice.scope]) ?? false
+            let settledBefore = try Bool.fetchOne(db, sql: """
+                SELECT 1 FROM notices WHERE user_id = ? AND scope = ? AND settles = ?
+                """, arguments: [userID, notice.scope, notice.id]) ?? false
+            guard held, !settledBefore else { continue }
+            try Self.execute(db, sql: """
+                INSERT INTO notices (user_id, scope, by_user, by_client, version, notice, created_at, generation, settles)
+                VALUES (?, ?, ?, ?, ?, 'null', ?, ?, ?)
+                """, arguments: [userID, notice.scope, userID, clientID, version, now, generation, notice.id])
+        }
     }
 
     /// The stored results of `ids`, by id; an id whose result was collected is absent.

@@ -145,6 +145,19 @@ extension SQLiteSyncStore {
                 CREATE INDEX rows_tombstones ON rows (changed_at) WHERE deleted = 1 AND collected = 0;
                 """)
         }
+        migrator.registerMigration("server.v4.user-conflicts") { db in
+            try db.execute(sql: """
+                -- A settlement: the user resolved or dismissed the notice named
+                -- here (its public id) on one device; pulls tell the user's
+                -- other devices, in the notice stream, to drop it.
+                ALTER TABLE notices ADD COLUMN settles TEXT;
+                CREATE INDEX notices_settling ON notices (user_id, scope, settles) WHERE settles IS NOT NULL;
+                -- The newest notice when the client first pushed: its first
+                -- pull starts its notices there (NULL: a client from before
+                -- this was kept, which starts at the beginning).
+                ALTER TABLE clients ADD COLUMN first_notice INTEGER;
+                """)
+        }
         return migrator
     }
 }
