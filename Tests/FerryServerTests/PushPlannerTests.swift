@@ -87,4 +87,38 @@ import Testing
         #expect(plan.results.map(\.status) == [.conflict])
         #expect(plan.rows[key] == nil, "server wins: b's stale edit must not overwrite a's value")
     }
+
+    /// A push that overrode its own user's value elsewhere names, in its
+    /// reply's conflict, the notice that user's other devices get; a notice
+    /// for another user is not named (its conflict is that user's).
+    @Test func aReplyConflictNamesTheNoticeOfTheSameLossForItsOwnUser() {
+        let key = RowKey(scope: "team:x", table: "note", rowID: "n1")
+        func conflict(_ column: String) -> Conflict {
+            Conflict(kind: .column, column: column, base: .text("b"), local: .text("l"), server: .text("s"), resolution: .keptLocal)
+        }
+        func notice(_ user: String, _ column: String) -> PushPlan.RecordedNotice {
+            PushPlan.RecordedNotice(key: key, mutationID: 7, userID: user, byUserID: "alice", byClientID: "phone",
+                                    conflict: conflict(column), row: nil, policy: .lastWriteWins, version: 11)
+        }
+        var plan = PushPlan(
+            lastAppliedMutationID: 7, version: 11,
+            results: [MutationResult(mutationID: 7, status: .merged, version: 11, conflicts: [conflict("title"), conflict("body")])],
+            replayedIDs: [], rows: [:], overwritten: [:],
+            conflicts: [PushPlan.RecordedConflict(key: key, mutationID: 7, version: 11, conflict: conflict("title")),
+                        PushPlan.RecordedConflict(key: key, mutationID: 7, version: 11, conflict: conflict("body"))],
+            rejections: [], notices: [notice("alice", "title"), notice("bob", "body")]
+        )
+        plan.linkNotices(ids: [41, 42]) { NoticeCursor.id($0, epoch: "e1") }
+        #expect(plan.results[0].conflicts.map(\.noticeID) == ["e1/41", nil])
+        #expect(plan.conflicts.map(\.conflict.noticeID) == ["e1/41", nil])
+    }
+
+    /// A notice's public id names its store id (and the SQLite store's
+    /// generation); an id of another epoch, or a made-up one, names none.
+    @Test func noticeIDsParseBackOnlyInTheirEpoch() {
+        #expect(NoticeCursor.parse(id: NoticeCursor.id(17, epoch: "e1"), epoch: "e1")! == ("", 17))
+        #expect(NoticeCursor.parse(id: NoticeCursor.id(17, epoch: "e1", generation: "g-2.x"), epoch: "e1")! == ("g-2.x", 17))
+        #expect(NoticeCursor.parse(id: NoticeCursor.id(17, epoch: "e1"), epoch: "e2") == nil)
+        for made in ["e1", "e1/", "e1/x", "e1/g.", "e1/g.x", ""] { #expect(NoticeCursor.parse(id: made, epoch: "e1") == nil) }
+    }
 }

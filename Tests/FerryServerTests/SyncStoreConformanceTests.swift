@@ -216,6 +216,8 @@ import FerryTestSupport
                 Mutations.upsert(2, row: "r2", ["t": "b"]),
                 Mutations.upsert(3, row: "r3", ["t": "c"]),
             ]), userID: "alice", rules: Self.rules)
+            // A third client of alice's pulls once now: its notices start here.
+            let before = try await store.pull(PullRequest(clientID: "c3", scopes: [.init(scope: "user:alice")]), userID: "alice", limit: 1000)
             // Another client of alice's, which never saw them, deletes r1 and r2 and rewrites r3 later.
             let overriding = try await store.push(PushRequest(clientID: "c2", mutations: [
                 Mutations.delete(1, row: "r1", base: nil),
@@ -238,7 +240,8 @@ import FerryTestSupport
             #expect(r3.overriddenBy == "alice" && r3.policy == .lastWriteWins && r3.row?.values["t"] == .text("c2's"))
             #expect(writer.notices[0].row?.deleted == true && writer.notices[0].policy == nil)
             #expect(try await notices("c2").notices.isEmpty, "the overriding client was told by its reply")
-            #expect(try await notices("c3").notices == writer.notices, "every other client of the user")
+            #expect(try await notices("c3", after: before.pages[0].noticeCursor).notices == writer.notices, "every other client of the user")
+            #expect(try await notices("c5").notices.isEmpty, "a new client starts at its first pull: old conflicts are not handed to it")
             #expect(try await notices("c1", after: writer.noticeCursor).notices.isEmpty)
             // A cursor from another epoch of the store (a restored backup) starts over.
             #expect(try await notices("c1", after: "another-epoch/999999.999999").notices == writer.notices)
@@ -256,8 +259,19 @@ import FerryTestSupport
             }
             #expect(paged == writer.notices)
 
+            // The overriding reply names the notice of the same loss: its user's, so settling one settles both.
+            #expect(overriding.response.results[2].conflicts.map(\.noticeID) == [r3.id])
+            // Settled on c3: the user's other clients are told, c3 itself is not; twice, or by bob, changes nothing.
+            let settled = PushRequest.SettledNotice(scope: "user:alice", id: r3.id)
+            for (client, user) in [("c3", "alice"), ("c3", "alice"), ("b1", "bob")] {
+                _ = try await store.push(PushRequest(clientID: client, mutations: [], settled: [settled]), userID: user, rules: Self.rules)
+            }
+            let told = try await notices("c1", after: writer.noticeCursor)
+            #expect(told.notices.isEmpty && told.settledNotices == [r3.id])
+            #expect(try await notices("c3", after: writer.noticeCursor).settledNotices.isEmpty)
+
             _ = try await store.collectGarbage(before: Date().addingTimeInterval(1))
-            #expect(try await notices("c4").notices.isEmpty)
+            #expect(try await notices("c1").notices.isEmpty)
             await #expect(throws: FerryServerError.self) { _ = try await notices("c1", after: "garbage") }
         }
     }
