@@ -30,6 +30,10 @@ public final class FaultInjectingTransport: SyncTransport {
         case delay(Duration)
         /// The request is sent twice at once; the first reply is returned.
         case duplicate
+        /// The request is sent again right after its reply (a late copy);
+        /// the first reply is returned. Unlike ``duplicate``, the order is
+        /// fixed, so a seeded run that uses it replays exactly.
+        case resend
         /// The request is sent, then the previous request of the same kind
         /// is sent again: a stale copy arriving after a newer one.
         case reorder
@@ -151,6 +155,10 @@ public final class FaultInjectingTransport: SyncTransport {
             async let second = send(request)
             let reply = try await first
             _ = try? await second
+            return reply
+        case .resend:
+            let reply = try await send(request)
+            _ = try? await send(request)
             return reply
         case .reorder:
             let reply = try await send(request)

@@ -14,6 +14,8 @@ final class SimCluster: @unchecked Sendable {
     // @unchecked: `servers` is only touched under `lock`.
     let kind: StoreKind
     let ledger = Ledger()
+    /// The run's time: every server's `now`.
+    let time: SimTime
     private let tables: ServerTables
     private let directory: TemporaryDirectory
     private var database: PostgresTestDatabase?
@@ -25,16 +27,17 @@ final class SimCluster: @unchecked Sendable {
     /// the collection horizon then.
     private var snapshot: (path: String, version: Int64, collectedThrough: Int64)?
 
-    private init(kind: StoreKind, tables: ServerTables, directory: TemporaryDirectory, database: PostgresTestDatabase?) {
+    private init(kind: StoreKind, tables: ServerTables, directory: TemporaryDirectory, database: PostgresTestDatabase?, time: SimTime) {
         self.kind = kind
+        self.time = time
         self.tables = tables
         self.directory = directory
         self.database = database
     }
 
-    static func start(_ kind: StoreKind, tables: ServerTables, directory: TemporaryDirectory) async throws -> SimCluster {
+    static func start(_ kind: StoreKind, tables: ServerTables, directory: TemporaryDirectory, time: SimTime) async throws -> SimCluster {
         let database = kind == .postgres ? try await PostgresTestDatabase.create() : nil
-        let cluster = SimCluster(kind: kind, tables: tables, directory: directory, database: database)
+        let cluster = SimCluster(kind: kind, tables: tables, directory: directory, database: database, time: time)
         cluster.databases = database.map { [$0] } ?? []
         do {
             for _ in 0..<(kind == .postgres ? 2 : 1) {
@@ -49,9 +52,10 @@ final class SimCluster: @unchecked Sendable {
     }
 
     private func launch() async throws -> SyncServer {
-        let ledger = self.ledger
+        let (ledger, time) = (self.ledger, self.time)
         let database = lock.withLock { self.database }
-        return try await SyncServer.start(tables: tables, in: directory, store: kind, sharing: database) { store in
+        return try await SyncServer.start(tables: tables, in: directory, store: kind, sharing: database,
+                                          configure: { $0.now = { time.date } }) { store in
             LedgerStore(inner: store, ledger: ledger)
         }
     }
@@ -93,7 +97,7 @@ final class SimCluster: @unchecked Sendable {
     /// than the new horizon gets a reset at its next pull.
     func collectGarbage() async throws -> GarbageReport {
         let version = try await self.version()
-        let report = try await store.collectGarbage(before: Date().addingTimeInterval(1))
+        let report = try await store.collectGarbage(before: time.date.addingTimeInterval(1))
         ledger.collectedThrough = version
         return report
     }

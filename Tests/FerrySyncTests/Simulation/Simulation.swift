@@ -1,4 +1,4 @@
-@_spi(Benchmarks) import Ferry
+@_spi(Benchmarks) @testable import Ferry
 import FerryProtocol
 @testable import FerryServer
 import FerryTestSupport
@@ -17,12 +17,18 @@ import Logging
 /// syncs until nothing moves, and ``SimulationCheck`` holds the result
 /// against the ledger of everything the servers acknowledged.
 ///
-/// Every decision is drawn from the seed and the run is sequential, so a
-/// seed replays exactly.
+/// Every decision is drawn from the seed, the run is sequential, and its
+/// time is simulated (``SimTime``: the devices' wall clocks, the engines'
+/// clocks and sleeps, the servers' `now`), with the engines' jitter drawn
+/// from the seed too, so a seed replays exactly: ``run()`` returns the
+/// run's event log, steps and end state, and two runs of one seed return
+/// the same bytes.
 struct Simulation {
     let seed: UInt64
     let store: StoreKind
     var steps = 50
+    /// How much time passes at each step.
+    static let stepTime = Duration.milliseconds(10)
 
     /// The ids the simulation writes: four notes and four items.
     static let rowIDs = (0..<4).map { "note-\($0)" } + (0..<4).map { "item-\($0)" }
@@ -64,8 +70,13 @@ struct Simulation {
         return SplitMix64(mixing: seed)
     }
 
-    func run() async throws {
+    /// Runs the seed and checks it; returns its event log (see ``EventLog``).
+    @discardableResult
+    func run() async throws -> String {
         var random = Self.generator(seed: seed)
+        let time = SimTime()
+        // The jitter's own stream, so the scenario's draws stay those of the seed.
+        let jitter = SimRandom(seed: seed ^ 0x6A77_6974_7465_7221)
         let policy = ConflictPolicy.allCases[Int(random.next() % UInt64(ConflictPolicy.allCases.count))]
         // Some writes are refused: a title ending in "!" never passes.
         let validator = MutationValidator { proposed in
@@ -75,14 +86,17 @@ struct Simulation {
         let tables = ServerTables(rules: ["note": TableRule(policy: policy, validator: validator),
                                           "item": TableRule(policy: policy)])
         let directory = try TemporaryDirectory()
-        let cluster = try await SimCluster.start(store, tables: tables, directory: directory)
+        let cluster = try await SimCluster.start(store, tables: tables, directory: directory, time: time)
         var log: [String] = ["seed \(seed), \(store), policy \(policy)"]
         do {
             try await cluster.store.createScope("team:sim", owner: nil)
             for user in ["alice", "bob"] { try await cluster.store.setMember(user, role: .write, in: "team:sim") }
-            let devices = try await simulate(cluster: cluster, directory: directory, random: &random, log: &log)
+            let devices = try await simulate(cluster: cluster, directory: directory, random: &random, log: &log,
+                                             time: time, jitter: jitter)
             try await SimulationCheck(cluster: cluster, devices: devices, log: log).run()
+            let events = try await EventLog.make(steps: log, devices: devices, cluster: cluster)
             await cluster.stop()
+            return events
         } catch {
             await cluster.stop()
             if error is Failure { throw error }
@@ -91,7 +105,10 @@ struct Simulation {
     }
 
     private func simulate(cluster: SimCluster, directory: TemporaryDirectory, random: inout SplitMix64,
-                          log: inout [String]) async throws -> [Device] {
+                          log: inout [String], time: SimTime, jitter: SimRandom) async throws -> [Device] {
+        func open(_ device: Device, cluster: SimCluster, faultSeed: UInt64?) async throws {
+            try await self.open(device, cluster: cluster, faultSeed: faultSeed, time: time, jitter: jitter)
+        }
         let count = 3 + Int(random.next() % 6)   // 3 to 8 devices
         var devices: [Device] = []
         for index in 0..<count {
@@ -101,6 +118,7 @@ struct Simulation {
             devices.append(device)
         }
         for step in 0..<steps {
+            time.advance(by: Self.stepTime)
             let device = devices[Int(random.next() % UInt64(devices.count))]
             let roll = random.next() % 100
             switch roll {
@@ -178,23 +196,28 @@ struct Simulation {
         // Quiescence: the network heals; every device syncs until nothing moves.
         for device in devices { try await open(device, cluster: cluster, faultSeed: nil) }
         for _ in 0..<2 {
-            for device in devices { _ = try await device.engine.sync() }
+            for device in devices {
+                time.advance(by: Self.stepTime)
+                _ = try await device.engine.sync()
+            }
         }
         return devices
     }
 
     /// Opens the device's file (again, on a restart) with a fresh engine;
     /// with `faultSeed`, its network misbehaves.
-    private func open(_ device: Device, cluster: SimCluster, faultSeed: UInt64?) async throws {
+    private func open(_ device: Device, cluster: SimCluster, faultSeed: UInt64?, time: SimTime, jitter: SimRandom) async throws {
         device.engine = nil
         device.database = nil
         var configuration = FerryConfiguration()
         configuration.attachmentsDirectory = device.files
+        configuration.wallClock = time.wallClock
         device.database = try FerryDatabase(path: device.path, schema: SyncSchema.schema(withPriority: device.upgraded),
                                             configuration: configuration)
         let faults = FaultInjectingTransport(wrapping: cluster.router(seed: faultSeed ?? 0))
         if let faultSeed {
-            let kinds: [FaultInjectingTransport.Fault] = [.dropRequest, .dropResponse, .duplicate, .reorder, .delay(.milliseconds(3))]
+            // `resend`, not the concurrent `duplicate`: a copy whose order is drawn by the scheduler would not replay exactly.
+            let kinds: [FaultInjectingTransport.Fault] = [.dropRequest, .dropResponse, .resend, .reorder, .delay(.milliseconds(3))]
             faults.injectRandomly(kinds, on: .push, probability: 0.25, seed: faultSeed)
             faults.injectRandomly(kinds, on: .pull, probability: 0.25, seed: faultSeed &+ 7)
         }
@@ -208,7 +231,8 @@ struct Simulation {
         var logger = Logger(label: "ferry.simulation")
         logger.logLevel = .critical
         device.engine = try SyncEngine(database: device.database, transport: faults, configuration: sync,
-                                       token: try await cluster.token(device.user), logger: logger)
+                                       token: try await cluster.token(device.user), tokenRefresher: nil, logger: logger,
+                                       clock: time.clock, random: { jitter.unit() })
     }
 
     /// One local write: an insert or re-creation when the row is not here,

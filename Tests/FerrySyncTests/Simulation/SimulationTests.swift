@@ -51,6 +51,23 @@ import Testing
         #expect(unmixed.count < 300, "the check tells the old seeding apart")
     }
 
+    /// A seed replays exactly: two runs of it give the same event log,
+    /// byte for byte (steps, outcomes, every device's and the server's end
+    /// state), on each store.
+    @Test(arguments: StoreKind.available) func aSeedReplaysExactly(_ store: StoreKind) async throws {
+        for seed in [UInt64(7), 30054] {
+            let first = try await Simulation(seed: seed, store: store).run()
+            let second = try await Simulation(seed: seed, store: store).run()
+            let a = first.split(separator: "\n", omittingEmptySubsequences: false)
+            let b = second.split(separator: "\n", omittingEmptySubsequences: false)
+            let differs = zip(a, b).enumerated().first { $0.element.0 != $0.element.1 }
+            #expect(first == second, """
+                seed \(seed) on \(store) ran differently the second time\(differs.map { ", first at line \($0.offset + 1):\n  \($0.element.0)\n  \($0.element.1)" } ?? " (\(a.count) and \(b.count) lines)")
+                """)
+            #expect(a.count > 60, "the log holds the steps and the end state")
+        }
+    }
+
     static func run(_ store: StoreKind, seeds: [UInt64]) async throws {
         var failed: [UInt64] = []
         let start = ContinuousClock.now

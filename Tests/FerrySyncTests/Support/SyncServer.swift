@@ -49,10 +49,12 @@ final class SyncServer: Sendable {
     /// earlier server's store when it was there before), or PostgreSQL on a
     /// fresh database, or on `shared` (another instance's, which this one
     /// leaves in place when it stops). `wrap` sees every call the HTTP
-    /// layer makes to the store.
+    /// layer makes to the store; `configure` changes the server's
+    /// configuration last.
     static func start(
         tables: ServerTables = ServerTables(), in directory: TemporaryDirectory? = nil, store kind: StoreKind = .sqlite,
-        sharing shared: PostgresTestDatabase? = nil, wrap: (any SyncStore) -> any SyncStore = { $0 }
+        sharing shared: PostgresTestDatabase? = nil, configure: (inout FerryServerConfiguration) -> Void = { _ in },
+        wrap: (any SyncStore) -> any SyncStore = { $0 }
     ) async throws -> SyncServer {
         let directory = try directory ?? TemporaryDirectory()
         let unwrapped: any SyncStore
@@ -81,6 +83,7 @@ final class SyncServer: Sendable {
         configuration.port = 0
         configuration.tables = tables
         configuration.liveHeartbeat = .seconds(2)
+        configure(&configuration)
         var logger = Logger(label: "sync-test-server")
         logger.logLevel = .error
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
