@@ -21,6 +21,10 @@ struct AttachmentTransfer: Sendable {
     let userScope: String
     var retry = RetryPolicy()
     let logger: Logger
+    /// The clock retries wait on and the source of their jitter: the
+    /// engine's, so a test that drives the engine's time drives these too.
+    var clock: any Clock<Duration> = ContinuousClock()
+    var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
 
     struct Report: Sendable, Equatable {
         var uploaded = 0
@@ -218,9 +222,9 @@ struct AttachmentTransfer: Sendable {
                     retryAfter = nil
                 default: throw error
                 }
-                let delay = retry.delay(attempt: attempt - 1, retryAfter: retryAfter, unit: Double.random(in: 0..<1))
+                let delay = retry.delay(attempt: attempt - 1, retryAfter: retryAfter, unit: random())
                 logger.debug("an attachment transfer is retried", metadata: ["error": "\(error)", "delay": "\(delay)"])
-                try await Task.sleep(for: delay)
+                try await clock.sleep(for: delay)
             }
         }
     }

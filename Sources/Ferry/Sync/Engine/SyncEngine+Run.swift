@@ -80,7 +80,7 @@ extension SyncEngine {
     private func transferAttachments(uploading: Bool, _ run: inout SyncRun) async throws {
         guard database.attachmentSettings.root != nil else { return }
         let transfer = AttachmentTransfer(database: database, transport: transport, userScope: configuration.userScope,
-                                          retry: configuration.retry, logger: logger)
+                                          retry: configuration.retry, logger: logger, clock: clock, random: random)
         let token = await credentials.token
         let report = uploading ? try await transfer.uploadPending(token: token) : try await transfer.downloadEager(token: token)
         run.summary.attachmentsUploaded += report.uploaded

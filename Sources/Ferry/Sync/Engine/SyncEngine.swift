@@ -157,7 +157,7 @@ public actor SyncEngine {
             throw FerryError(.attachmentNotFound, "attachment \(attachment.id) was removed")
         }
         let transfer = AttachmentTransfer(database: database, transport: transport, userScope: configuration.userScope,
-                                          retry: configuration.retry, logger: logger)
+                                          retry: configuration.retry, logger: logger, clock: clock, random: random)
         return try await transfer.download(record, token: await credentials.token)
     }
 
