@@ -44,6 +44,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Seconds a stopping server waits for requests in flight and its store before it exits anyway.")
     var shutdownGrace: Double = 10
 
+    @Option(help: "Seconds a stopping server keeps serving with /readyz answering 503, so a load balancer moves traffic away first.")
+    var drainSeconds: Double = 0
+
     @OptionGroup var storeOptions: StoreOptions
 
     func validate() throws {
@@ -54,6 +57,7 @@ struct Serve: AsyncParsableCommand {
         where !(seconds > 0 && seconds <= 86_400) {
             throw ValidationError("\(flag) must be more than 0 and at most 86400 seconds")
         }
+        guard drainSeconds >= 0, drainSeconds <= 3600 else { throw ValidationError("--drain-seconds must be 0–3600") }
         guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
         guard maxLiveStreams >= 1 else { throw ValidationError("--max-live-streams must be at least 1") }
         _ = try tables()
@@ -88,18 +92,23 @@ struct Serve: AsyncParsableCommand {
         configuration.shutdownGracePeriod = .seconds(shutdownGrace)
         let store: any SyncStore
         let storeDescription: String
+        // The embedded store's directory is this process's alone, for as long as it runs.
+        var lock: DataDirectoryLock?
         if let postgres = try storeOptions.postgresConfiguration() {
             store = PostgresSyncStore(configuration: postgres)
             storeDescription = "PostgreSQL at \(postgres.redactedURL), pool of \(postgres.poolSize)"
         } else {
+            lock = try DataDirectoryLock.acquire(options.dataDirectory)
             let sqlite = try SQLiteSyncStore(directory: options.dataDirectory)
             store = sqlite
             storeDescription = "SQLite in \(options.dataDir) (epoch \(sqlite.epoch))"
         }
         let dataDir = options.dataDir
+        let readiness = ServerReadiness()
         let app = try await FerryApplication.build(
             configuration: configuration,
             store: store,
+            readiness: readiness,
             onServerRunning: { host, port in
                 // Written unbuffered, so it shows at once even when piped.
                 FileHandle.standardOutput.write(Data("""
@@ -112,16 +121,29 @@ struct Serve: AsyncParsableCommand {
             }
         )
         let logger = Logger(label: "ferry-server")
-        var group = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        // SIGTERM and SIGINT are handled below: the server drains first, then shuts down.
+        var group = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [], logger: logger)
         // Seven tenths into the grace period, what still runs is cancelled...
         group.maximumGracefulShutdownDuration = configuration.shutdownGracePeriod * 0.7
+        let drain = Duration.milliseconds(Int64(drainSeconds * 1000))
         // ...and at its end, a store that ignores cancellation (its database gone) does not hold the process.
-        let watchdog = ShutdownWatchdog(after: configuration.shutdownGracePeriod, logger: logger)
+        let watchdog = ShutdownWatchdog(after: drain + configuration.shutdownGracePeriod, logger: logger)
+        let services = ServiceGroup(configuration: group)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { await watchdog.run() }
-            try await ServiceGroup(configuration: group).run()
+            tasks.addTask {
+                for await _ in await UnixSignalsSequence(trapping: .sigterm, .sigint) {
+                    // `/readyz` answers 503 while requests are still served; then the graceful shutdown.
+                    readiness.drain()
+                    if drain > .zero { try? await Task.sleep(for: drain) }
+                    await services.triggerGracefulShutdown()
+                    return
+                }
+            }
+            try await services.run()
             tasks.cancelAll()
         }
         FileHandle.standardOutput.write(Data("Ferry server stopped; store closed.\n".utf8))
+        _ = consume lock
     }
 }

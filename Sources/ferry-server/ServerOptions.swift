@@ -12,12 +12,15 @@ struct ServerOptions: ParsableArguments {
 
     var dataDirectory: URL { URL(filePath: dataDir) }
 
-    func secret() throws -> JWTSecret {
+    /// The JWT secret; with `create: false`, refused when the data
+    /// directory holds none (no server ever ran there).
+    func secret(create: Bool = true) throws -> JWTSecret {
         do {
             return try JWTSecret.resolve(
                 flag: jwtSecret,
                 environment: ProcessInfo.processInfo.environment,
-                dataDirectory: dataDirectory
+                dataDirectory: dataDirectory,
+                create: create
             )
         } catch let error as FerryServerError {
             throw ValidationError(error.message)

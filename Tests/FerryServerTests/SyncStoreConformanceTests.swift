@@ -261,14 +261,30 @@ import FerryTestSupport
 
             // The overriding reply names the notice of the same loss: its user's, so settling one settles both.
             #expect(overriding.response.results[2].conflicts.map(\.noticeID) == [r3.id])
-            // Settled on c3: the user's other clients are told, c3 itself is not; twice, or by bob, changes nothing.
+            // Bob cannot settle alice's notice: nothing is recorded, for alice or for him.
             let settled = PushRequest.SettledNotice(scope: "user:alice", id: r3.id)
-            for (client, user) in [("c3", "alice"), ("c3", "alice"), ("b1", "bob")] {
-                _ = try await store.push(PushRequest(clientID: client, mutations: [], settled: [settled]), userID: user, rules: Self.rules)
+            _ = try await store.push(PushRequest(clientID: "b1", mutations: [], settled: [settled]), userID: "bob", rules: Self.rules)
+            #expect(try await notices("c1", after: writer.noticeCursor).settledNotices.isEmpty)
+            let asBob = try await store.pull(PullRequest(clientID: "b2", scopes: [.init(scope: "user:alice", notices: writer.noticeCursor)]),
+                                             userID: "bob", limit: 1000)
+            #expect(asBob.pages[0].settledNotices.isEmpty)
+            // Settled on c3: every client of alice's is told, c3 too; settling twice records it once.
+            for _ in 0..<2 {
+                _ = try await store.push(PushRequest(clientID: "c3", mutations: [], settled: [settled]), userID: "alice", rules: Self.rules)
             }
             let told = try await notices("c1", after: writer.noticeCursor)
             #expect(told.notices.isEmpty && told.settledNotices == [r3.id])
-            #expect(try await notices("c3", after: writer.noticeCursor).settledNotices.isEmpty)
+            #expect(try await notices("c3", after: writer.noticeCursor).settledNotices == [r3.id])
+
+            // A client whose first push came before its first pull starts its notices at that push: a value of
+            // its own overridden in between reaches it.
+            _ = try await store.push(PushRequest(clientID: "c6", mutations: [Mutations.upsert(1, row: "r6", ["t": "c6's"])]),
+                                     userID: "alice", rules: Self.rules)
+            _ = try await store.push(PushRequest(clientID: "c7", mutations: [
+                Mutations.upsert(1, row: "r6", ["t": "c7's"], base: 0,
+                                 hlc: HLCTimestamp(wallMilliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 2000, counter: 0)),
+            ]), userID: "alice", rules: Self.rules)
+            #expect(try await notices("c6").notices.map(\.conflict.local) == [.text("c6's")])
 
             _ = try await store.collectGarbage(before: Date().addingTimeInterval(1))
             #expect(try await notices("c1").notices.isEmpty)

@@ -45,6 +45,10 @@ struct AttachmentFileRecord: Codable, FetchableRecord, PersistableRecord, Sendab
         case localOnly, uploading, uploaded, downloading, missing, failed
     }
 
+    /// The `reason` of a file put back to `localOnly` to be checked against
+    /// a server that lost history (``PageApplier/recheckUploads(of:_:)``).
+    static let recheckReason = "recheck"
+
     var id: String
     var state: State
     /// Bytes sent or received by the transfer under way.

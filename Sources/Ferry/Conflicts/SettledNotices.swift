@@ -26,7 +26,7 @@ enum SettledNotices {
                        arguments: [record.scope, noticeID])
     }
 
-    /// The settlements not yet sent, oldest first.
+    /// The settlements not yet sent (at most ``batchLimit``).
     static func pending(_ db: Database) throws -> [PushRequest.SettledNotice] {
         try Row.fetchAll(db.cachedStatement(sql: "SELECT scope, notice_id FROM ferry_settled_notices LIMIT ?"), arguments: [batchLimit])
             .map { PushRequest.SettledNotice(scope: $0["scope"], id: $0["notice_id"]) }

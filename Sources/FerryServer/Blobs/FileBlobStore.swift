@@ -179,9 +179,8 @@ public final class FileBlobStore: BlobStore {
         /// time, or its upload's.
         func modified() -> Date? {
             for url in [complete, upload] {
-                var info = stat()
-                if stat(url.path, &info) == 0 {
-                    return Date(timeIntervalSince1970: TimeInterval(info.st_mtim.tv_sec) + TimeInterval(info.st_mtim.tv_nsec) / 1e9)
+                if let date = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.modificationDate] as? Date {
+                    return date
                 }
             }
             return nil
@@ -192,7 +191,12 @@ public final class FileBlobStore: BlobStore {
             try ages.withLock {
                 let state = try state()
                 if case .complete = state {
-                    try? FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: complete.path)
+                    do {
+                        try FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: complete.path)
+                    } catch {
+                        // Untouched, the blob stays collectable: the caller must not count on it.
+                        throw FileBlobStore.failure("touch", complete.path, error)
+                    }
                 }
                 return state
             }

@@ -19,7 +19,16 @@ public struct JWTSecret: Sendable {
     /// Where it came from, for the startup message.
     public var origin: String
 
-    public static func resolve(flag: String?, environment: [String: String], dataDirectory: URL) throws -> JWTSecret {
+    /// - Parameters:
+    ///   - flag: `--jwt-secret`, if given.
+    ///   - environment: the process environment (`FERRY_JWT_SECRET`).
+    ///   - dataDirectory: where the generated secret lives.
+    ///   - create: generate the file when there is none (the server, on its
+    ///     first start). `false` for commands that only read it (`token`): a
+    ///     directory no server ever ran in is refused, not given a secret no
+    ///     server will accept.
+    public static func resolve(flag: String?, environment: [String: String], dataDirectory: URL,
+                               create: Bool = true) throws -> JWTSecret {
         if let flag {
             try TokenAuthority.validate(secret: flag)
             return JWTSecret(value: flag, origin: "--jwt-secret")
@@ -33,6 +42,12 @@ public struct JWTSecret: Sendable {
             let value = try String(contentsOf: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
             try TokenAuthority.validate(secret: value)
             return JWTSecret(value: value, origin: file.path)
+        }
+        guard create else {
+            throw FerryServerError.badRequest("""
+                no ferry-server has run with --data-dir \(dataDirectory.path) (it holds no \(fileName)): \
+                start `ferry-server serve --data-dir \(dataDirectory.path)` first, or give the secret with --jwt-secret or \(environmentVariable)
+                """)
         }
         try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
         let value = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }.base64EncodedString()

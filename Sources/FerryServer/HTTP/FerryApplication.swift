@@ -30,6 +30,8 @@ public enum FerryApplication {
     ///     own (``SyncStore/makeBlobStore(maxBlobBytes:)``).
     ///   - metrics: where request and sync counters go.
     ///   - logger: the server's log.
+    ///   - readiness: what `/readyz` answers besides the store: draining
+    ///     once ``ServerReadiness/drain()`` is called.
     ///   - onServerRunning: called with the bound address once the
     ///     server listens (useful with port `0`).
     public static func build(
@@ -38,10 +40,12 @@ public enum FerryApplication {
         blobs: (any BlobStore)? = nil,
         metrics: ServerMetrics = ServerMetrics(),
         logger: Logger = Logger(label: "ferry-server"),
+        readiness: ServerReadiness = ServerReadiness(),
         onServerRunning: (@Sendable (String, Int) async -> Void)? = nil
     ) async throws -> some ApplicationProtocol {
         let blobs = try blobs ?? store.makeBlobStore(maxBlobBytes: configuration.limits.maxBlobBytes)
-        let router = try await makeRouter(configuration: configuration, store: store, blobs: blobs, metrics: metrics)
+        let router = try await makeRouter(configuration: configuration, store: store, blobs: blobs, metrics: metrics,
+                                          readiness: readiness)
         let descriptors = DescriptorLimit.raise()
         var connections = configuration.connections
         connections.maxConnections = connections.effectiveMaxConnections(descriptorLimit: descriptors)
@@ -68,7 +72,7 @@ public enum FerryApplication {
                 )
             ),
             services: [
-                StoreService(store: store),
+                StoreService(store: store, readiness: readiness),
                 GarbageCollector(store: store, blobs: blobs, configuration: configuration, logger: logger),
             ],
             onServerRunning: { channel in
@@ -85,17 +89,21 @@ public enum FerryApplication {
         configuration: FerryServerConfiguration,
         store: any SyncStore,
         blobs: (any BlobStore)? = nil,
-        metrics: ServerMetrics = ServerMetrics()
+        metrics: ServerMetrics = ServerMetrics(),
+        readiness: ServerReadiness = ServerReadiness()
     ) async throws -> Router<FerryRequestContext> {
         try TokenAuthority.validate(secret: configuration.jwtSecret)
         let authority = await TokenAuthority(secret: configuration.jwtSecret)
         let document = try OpenAPIDocument.bundled()
         let api = SyncAPI(store: store, blobs: try blobs ?? store.makeBlobStore(maxBlobBytes: configuration.limits.maxBlobBytes),
-                          configuration: configuration, metrics: metrics, schemas: try RequestSchemas(document: document))
+                          configuration: configuration, metrics: metrics, schemas: try RequestSchemas(document: document),
+                          readiness: readiness)
 
         typealias Handler = @Sendable (Request, FerryRequestContext) async throws -> Response
         let open: [(HTTPRequest.Method, String, Handler)] = [
             (.get, "/healthz", api.health),
+            (.get, "/livez", api.health),
+            (.get, "/readyz", api.ready),
             (.get, "/metrics", api.metricsText),
             (.get, "/openapi.json", SyncAPI.openAPI(document)),
         ]
@@ -127,12 +135,19 @@ public enum FerryApplication {
     }
 }
 
-/// Runs the store, and closes it after the server has drained its requests.
+/// Runs the store, and closes it after the server has drained its
+/// requests. A graceful shutdown also marks the server as draining, for
+/// `/readyz`.
 struct StoreService: Service {
     let store: any SyncStore
+    let readiness: ServerReadiness
 
     func run() async throws {
-        try await store.run()
+        try await withGracefulShutdownHandler {
+            try await store.run()
+        } onGracefulShutdown: {
+            readiness.drain()
+        }
     }
 }
 

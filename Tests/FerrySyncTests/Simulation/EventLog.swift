@@ -5,8 +5,8 @@ import GRDB
 
 /// A run's complete event log, as text two runs of one seed can compare
 /// byte for byte: every step and what it answered, then the end state of
-/// every device (rows, conflicts, set-aside and pending entries, cursors'
-/// presence) and of the server (each row's version, deletion and values).
+/// every device (rows, conflicts, outbox entries, known versions and
+/// stamps) and of the server (each row's version, deletion and values).
 ///
 /// Names that are random by design are numbered in order of first
 /// appearance: client ids and store epochs (UUIDs), and the ports servers

@@ -44,6 +44,10 @@ struct AttachmentTransfer: Sendable {
                 """, arguments: [AttachmentFileRecord.State.localOnly, AttachmentFileRecord.State.uploading,
                                  AttachmentFileRecord.State.failed])
         }
+        let pendingRecheck = try await database.read { db in
+            try Set(String.fetchAll(db, sql: "SELECT id FROM ferry_attachment_files WHERE reason = ?",
+                                    arguments: [AttachmentFileRecord.recheckReason]))
+        }
         var report = Report()
         for record in pending {
             try Task.checkCancellation()
@@ -72,6 +76,10 @@ struct AttachmentTransfer: Sendable {
                 }
             } catch is CancellationError {
                 throw CancellationError()
+            } catch SyncTransportError.http(status: 403, let error, _) where pendingRecheck.contains(record.id) {
+                // A re-check in a scope this user may only read: a writer's device refills the server.
+                try await setState(record.id, .uploaded, transferred: record.size)
+                logger.info("an attachment the server lacks is left to a writer", metadata: ["attachment": "\(record.id)", "error": "\(error)"])
             } catch {
                 report.failed += 1
                 logger.warning("an attachment upload failed", metadata: ["attachment": "\(record.id)", "error": "\(error)"])

@@ -60,8 +60,6 @@ extension SyncEngine {
             case .refreshToken: event = .tokenRefreshed(await credentials.refresh())
             case .wait(let delay): event = try await wait(delay, &run)
             case .finish(let refused):
-                // A server that lost history is sent back the bytes it lacks now, not at the next sync.
-                if run.summary.sentBack > 0 { try await transferAttachments(uploading: true, &run) }
                 try await transferAttachments(uploading: false, &run)
                 return try await finish(refusedScopes: refused, &run)
             case .fail(let stop): throw fail(stop, run)
@@ -123,12 +121,11 @@ extension SyncEngine {
         }
         run.batch = batch
         run.summary.inDatabase += ContinuousClock.now - batchStart
-        guard !batch.isEmpty else {
-            if !settled.isEmpty { await sendSettled(settled, &run) }
-            return .nothingToPush
-        }
+        // In a push of their own: a server that cannot take them refuses that push, never the edits.
+        if !settled.isEmpty { try await sendSettled(settled, &run) }
+        guard !batch.isEmpty else { return .nothingToPush }
         let request = PushRequest(clientID: try await clientID(), mutations: batch.map(wire),
-                                  seen: run.cursors.seen(among: configuration.scopes), settled: settled.isEmpty ? nil : settled)
+                                  seen: run.cursors.seen(among: configuration.scopes))
         let reply: PushResponse
         do {
             reply = try await timed(&run.summary.waitingForServer) {
@@ -137,7 +134,6 @@ extension SyncEngine {
         } catch {
             return .pushFailed(size: batch.count, run.failure(error))
         }
-        if !settled.isEmpty { try await database.write { db in try SettledNotices.sent(settled, db) } }
         let recordStart = ContinuousClock.now
         let report = try await run.recorder.record(reply, for: batch)
         run.summary.inDatabase += ContinuousClock.now - recordStart
@@ -155,13 +151,16 @@ extension SyncEngine {
         return .pushed(size: batch.count, renewed: false)
     }
 
-    /// Tells the server of conflicts settled here with nothing else to push.
-    /// A failure keeps them for the next sync; it does not fail this one.
-    private func sendSettled(_ settled: [PushRequest.SettledNotice], _ run: inout SyncRun) async {
+    /// Tells the server of conflicts settled here, in a push of their own
+    /// (no mutations). A failure keeps them for the next sync; it does not
+    /// fail this one.
+    private func sendSettled(_ settled: [PushRequest.SettledNotice], _ run: inout SyncRun) async throws {
         do {
             let request = PushRequest(clientID: try await clientID(), mutations: [], settled: settled)
             _ = try await timed(&run.summary.waitingForServer) { try await transport.push(request, token: credentials.token) }
             try await database.write { db in try SettledNotices.sent(settled, db) }
+        } catch is CancellationError {
+            throw CancellationError()
         } catch {
             logger.warning("settled conflicts were not sent; they go with the next sync", metadata: ["error": "\(error)"])
         }
@@ -272,6 +271,8 @@ extension SyncEngine {
             let pulled = run.summary.pulled
             broadcaster.update { $0.pulled = pulled }
         }
+        // A server that lost history gets the bytes it lacks before the rows sent back name them.
+        if sentBack { try await transferAttachments(uploading: true, &run) }
         return .pulled(asked: asked, more: more, renewed: renewed, sentBack: sentBack)
     }
 

@@ -44,14 +44,16 @@ extension PageApplier {
     /// The server that lost history may have lost the bytes of this
     /// scope's attachments too: those this device holds whole go back to
     /// `localOnly`, so the next upload pass asks the server (`HEAD`) and
-    /// sends what it lacks.
+    /// sends what it lacks (a device that may only read the scope, and is
+    /// refused, leaves them `uploaded`: a writer refills them).
     func recheckUploads(of scope: String, _ db: Database) throws {
         guard let layout = database.layouts[AttachmentRecord.databaseTableName],
               let (condition, arguments) = scopeCondition(layout, scope: scope) else { return }
         try db.execute(sql: """
-            UPDATE ferry_attachment_files SET state = ?, transferred = 0
+            UPDATE ferry_attachment_files SET state = ?, transferred = 0, reason = ?
             WHERE state = ? AND id IN (SELECT id FROM ferry_attachments WHERE \(condition))
             """, arguments: StatementArguments([AttachmentFileRecord.State.localOnly.databaseValue,
+                                               AttachmentFileRecord.recheckReason.databaseValue,
                                                AttachmentFileRecord.State.uploaded.databaseValue] + arguments))
     }
 

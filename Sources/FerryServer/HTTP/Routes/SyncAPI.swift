@@ -9,10 +9,12 @@ struct SyncAPI: Sendable {
     let metrics: ServerMetrics
     let liveStreams: LiveStreamQuota
     let schemas: RequestSchemas
+    let readiness: ServerReadiness
 
     init(store: any SyncStore, blobs: any BlobStore, configuration: FerryServerConfiguration, metrics: ServerMetrics,
-         schemas: RequestSchemas) {
+         schemas: RequestSchemas, readiness: ServerReadiness = ServerReadiness()) {
         self.store = store
+        self.readiness = readiness
         self.blobs = blobs
         self.configuration = configuration
         self.metrics = metrics

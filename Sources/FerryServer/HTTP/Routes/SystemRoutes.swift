@@ -1,10 +1,44 @@
 import Hummingbird
 import NIOCore
+import Synchronization
 
-/// `GET /healthz`, `GET /metrics` and `GET /openapi.json`: no token needed.
+/// `GET /healthz` and `GET /livez` (the process answers), `GET /readyz`
+/// (it should get traffic), `GET /metrics` and `GET /openapi.json`: no
+/// token needed.
 extension SyncAPI {
+    /// How long `/readyz` waits for the store before it calls it down.
+    static let readinessTimeout = Duration.seconds(2)
+
     func health(_ request: Request, context: FerryRequestContext) async throws -> Response {
         JSONResponse.make(["status": "ok"])
+    }
+
+    /// 200 when the store answers (its migrations ran: it opened) and the
+    /// server is not draining; 503 with the reason otherwise: while the store
+    /// starts, during a store outage, and from the moment shutdown begins.
+    func ready(_ request: Request, context: FerryRequestContext) async throws -> Response {
+        func unavailable(_ reason: String) -> Response {
+            var response = JSONResponse.make(["status": "unavailable", "reason": reason], status: .serviceUnavailable)
+            response.headers[.retryAfter] = "1"
+            response.headers[.cacheControl] = "no-store"
+            return response
+        }
+        if readiness.isDraining { return unavailable("draining: the server is shutting down") }
+        let store = self.store
+        // Raced in unstructured tasks: a store that hangs (its database gone) cannot hold the probe.
+        let answered = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let first = FirstAnswer(continuation)
+            Task { first.answer((try? await store.endCursors(scopes: [])) != nil) }
+            Task {
+                try? await Task.sleep(for: Self.readinessTimeout)
+                first.answer(false)
+            }
+        }
+        guard answered else { return unavailable("the store does not answer") }
+        if readiness.isDraining { return unavailable("draining: the server is shutting down") }
+        var response = JSONResponse.make(["status": "ready"])
+        response.headers[.cacheControl] = "no-store"
+        return response
     }
 
     func metricsText(_ request: Request, context: FerryRequestContext) async throws -> Response {
@@ -25,5 +59,18 @@ extension SyncAPI {
                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: document.data))
             )
         }
+    }
+}
+
+/// Resumes a continuation with the first answer given; later ones are dropped.
+private final class FirstAnswer: Sendable {
+    private let pending: Mutex<CheckedContinuation<Bool, Never>?>
+
+    init(_ continuation: CheckedContinuation<Bool, Never>) {
+        pending = Mutex(continuation)
+    }
+
+    func answer(_ value: Bool) {
+        pending.withLock { $0.take() }?.resume(returning: value)
     }
 }

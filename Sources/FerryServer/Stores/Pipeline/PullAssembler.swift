@@ -118,9 +118,12 @@ struct PullAssembler: Sendable {
         var settled: [String] = []
         for row in rows.prefix(kept) {
             position = row.position
-            if row.byUser == userID, row.byClient == clientID { continue }
+            // A settlement goes to every device, its own included: dropping is idempotent, and a device whose
+            // notices start over (a store that lost history) gets the notice and its settlement again.
             if let settles = row.settles {
                 settled.append(settles)
+            } else if row.byUser == userID, row.byClient == clientID {
+                continue
             } else {
                 delivered.append(try StoredNotice.decode(row.json).notice(id: row.id, epoch: cursors.epoch, generation: row.generation))
             }

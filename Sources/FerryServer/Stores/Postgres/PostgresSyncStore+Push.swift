@@ -207,14 +207,15 @@ extension PostgresSyncStore {
         ) ?? 0
     }
 
-    /// The first row's only column, if there is a row.
     /// Records the notices the user settled on the pushing device, so its
     /// other devices drop them: one settlement per notice, and only for the
-    /// user's own notices this store holds (others are ignored).
+    /// user's own notices this store holds (others are ignored). The scopes
+    /// settled in are notified, so live devices pull the settlements.
     private static func settle(
         _ settled: [PushRequest.SettledNotice], _ connection: PostgresConnection, userID: String, clientID: String,
         version: Int64, now: Int64, epoch: String, logger: Logger
     ) async throws {
+        var scopes: Set<String> = []
         for notice in settled {
             guard let (_, id) = NoticeCursor.parse(id: notice.id, epoch: epoch) else { continue }
             let held = try await one(connection, """
@@ -229,8 +230,16 @@ extension PostgresSyncStore {
                 VALUES (pg_current_xact_id()::text::bigint, \(userID), \(notice.scope), \(userID), \(clientID), \(version), 'null',
                     \(now), \(notice.id))
                 """, logger: logger)
+            scopes.insert(notice.scope)
+        }
+        guard !scopes.isEmpty else { return }
+        let xid = try await one(connection, "SELECT pg_current_xact_id()::text::bigint", as: Int64.self, logger: logger) ?? 0
+        for payload in ChangeNotice.payloads(xid: xid, scopes: scopes.sorted()) {
+            try await connection.query("SELECT pg_notify(\(PostgresSchema.channel), \(payload))", logger: logger)
         }
     }
+
+    /// The first row's only column, if there is a row.
 
     static func one<T: PostgresDecodable & Sendable>(_ connection: PostgresConnection, _ query: PostgresQuery, as type: T.Type, logger: Logger) async throws -> T? {
         var value: T?

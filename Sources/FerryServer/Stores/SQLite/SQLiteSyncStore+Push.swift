@@ -6,7 +6,7 @@ extension SQLiteSyncStore {
     public func push(_ request: PushRequest, userID: String, rules: PushRules) async throws -> PushReceipt {
         let now = rules.nowMilliseconds
         let cursors = self.cursors
-        let receipt = try await write { db -> PushReceipt in
+        let (receipt, settledScopes) = try await write { db -> (PushReceipt, Set<String>) in
             try PullStart.checkHistory(seen: request.seen, codec: cursors, end: ChangePosition(major: try Self.meta(db, "version")))
             let lastApplied = try Self.lastMutationID(db, userID: userID, clientID: request.clientID)
             var rows: [RowKey: StoredRow] = [:]
@@ -27,11 +27,14 @@ extension SQLiteSyncStore {
             plan.linkNotices(ids: noticeIDs) { NoticeCursor.id($0, epoch: cursors.epoch, generation: generation) }
             try Self.writePlan(plan, noticeIDs: noticeIDs, db, userID: userID, clientID: request.clientID, now: now,
                                generation: generation)
-            try Self.settle(request.settled ?? [], db, userID: userID, clientID: request.clientID, version: plan.version, now: now,
-                            epoch: cursors.epoch, generation: generation)
-            return try plan.receipt(recorded: Self.recordedResults(db, userID: userID, clientID: request.clientID, ids: plan.replayedIDs))
+            let settledScopes = try Self.settle(request.settled ?? [], db, userID: userID, clientID: request.clientID,
+                                                version: plan.version, now: now, epoch: cursors.epoch, generation: generation)
+            let receipt = try plan.receipt(recorded: Self.recordedResults(db, userID: userID, clientID: request.clientID,
+                                                                          ids: plan.replayedIDs))
+            return (receipt, settledScopes)
         }
-        changeFeed.publish(receipt.changedScopes)
+        // A settlement wakes the user's other devices too: they pull it and drop the conflict.
+        changeFeed.publish(receipt.changedScopes.union(settledScopes))
         return receipt
     }
 
@@ -126,8 +129,10 @@ extension SQLiteSyncStore {
     /// Records the notices the user settled on the pushing device, so its
     /// other devices drop them: one settlement per notice, and only for the
     /// user's own notices this store holds (others are ignored).
+    /// - Returns: the scopes of the settlements recorded.
     private static func settle(_ settled: [PushRequest.SettledNotice], _ db: Database, userID: String, clientID: String,
-                               version: Int64, now: Int64, epoch: String, generation: String) throws {
+                               version: Int64, now: Int64, epoch: String, generation: String) throws -> Set<String> {
+        var scopes: Set<String> = []
         for notice in settled {
             guard let (noticeGeneration, id) = NoticeCursor.parse(id: notice.id, epoch: epoch) else { continue }
             let held = try Bool.fetchOne(db, sql: """
@@ -141,7 +146,9 @@ extension SQLiteSyncStore {
                 INSERT INTO notices (user_id, scope, by_user, by_client, version, notice, created_at, generation, settles)
                 VALUES (?, ?, ?, ?, ?, 'null', ?, ?, ?)
                 """, arguments: [userID, notice.scope, userID, clientID, version, now, generation, notice.id])
+            scopes.insert(notice.scope)
         }
+        return scopes
     }
 
     /// The stored results of `ids`, by id; an id whose result was collected is absent.
