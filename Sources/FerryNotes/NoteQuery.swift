@@ -119,27 +119,32 @@ public struct NoteCursor: Sendable, Hashable {
 public struct NoteSearch: Sendable, Hashable {
     /// The FTS5 query: `"naive"* "caf"*`.
     public var match: String
+    /// The words, each matched as a token prefix: `["naive", "caf"]`.
+    public var words: [String]
     public var limit: Int
     public var highlight: (String, String)
 
     /// `nil` when the text has no word to search for.
     public init?(_ text: String, limit: Int = 20, highlight: (String, String) = ("[", "]")) {
-        let words = text.split { !$0.isLetter && !$0.isNumber }.map { "\"\($0)\"*" }
+        let words = text.split { !$0.isLetter && !$0.isNumber }.map(String.init)
         guard !words.isEmpty else { return nil }
-        match = words.joined(separator: " ")
+        self.words = words
+        match = words.map { "\"\($0)\"*" }.joined(separator: " ")
         self.limit = limit
         self.highlight = highlight
     }
 
+    /// The hits, best first (their snippets are built by ``SearchSnippet``:
+    /// FTS5's `snippet()` and `highlight()` are quadratic in a note that
+    /// matches often).
     public func sql() -> (String, StatementArguments) {
         ("""
-        SELECT note.*, hit.snippet, hit.rank FROM (
-            SELECT rowid, snippet(note_fts, -1, ?, ?, '…', 12) AS snippet, rank
-            FROM note_fts WHERE note_fts MATCH ? ORDER BY rank LIMIT ?
+        SELECT note.*, hit.rank FROM (
+            SELECT rowid, rank FROM note_fts WHERE note_fts MATCH ? ORDER BY rank LIMIT ?
         ) hit
         JOIN note_key ON note_key.key = hit.rowid JOIN note ON note.id = note_key.note_id
         ORDER BY hit.rank
-        """, [highlight.0, highlight.1, match, limit])
+        """, [match, limit])
     }
 
     public static func == (lhs: NoteSearch, rhs: NoteSearch) -> Bool {

@@ -261,7 +261,12 @@ public final class NotesLibrary: Sendable {
         let (sql, arguments) = search.sql()
         return try database.read { db in
             try Row.fetchAll(db, sql: sql, arguments: arguments).map { row in
-                Hit(note: try Note(row: row), snippet: row["snippet"], rank: row["rank"])
+                let note = try Note(row: row)
+                // The title's match if it has one, else the body's, else the tags'.
+                let snippet = [note.title, note.body, note.tags.joined(separator: " ")].lazy
+                    .compactMap { SearchSnippet.make(text: $0, words: search.words, highlight: highlight) }
+                    .first ?? ""
+                return Hit(note: note, snippet: snippet, rank: row["rank"])
             }
         }
     }

@@ -74,7 +74,7 @@ struct FerryNotesCommand: AsyncParsableCommand {
     }
 
     static func fail(_ message: String, code: Int32) -> Never {
-        FileHandle.standardError.write(Data("ferry-notes: \(message.replacingOccurrences(of: "\n", with: " "))\n".utf8))
+        FileHandle.standardError.write(Data("ferry-notes: \(TerminalText.line(message))\n".utf8))
         Foundation.exit(code)
     }
 }
@@ -117,6 +117,7 @@ struct GlobalOptions: ParsableArguments {
     func printJSON(_ value: some Encodable) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        print(String(decoding: try encoder.encode(value), as: UTF8.self))
+        // JSON escapes C0 controls itself; DEL and C1 are escaped here too, so the text stays the data, exactly.
+        Swift.print(TerminalText.jsonSafe(String(decoding: try encoder.encode(value), as: UTF8.self)))
     }
 }

@@ -28,7 +28,7 @@ enum Terminal {
 
     /// `text` cut to `width` characters, with `…` where it was cut.
     static func fit(_ text: String, _ width: Int) -> String {
-        let flat = text.replacingOccurrences(of: "\n", with: " ")
+        let flat = TerminalText.line(text)
         guard flat.count > width else { return flat.padding(toLength: width, withPad: " ", startingAt: 0) }
         return String(flat.prefix(max(0, width - 1))) + "…"
     }
@@ -50,7 +50,16 @@ enum Terminal {
     }
 }
 
-/// Writes to standard error.
+/// Writes to standard error, control characters made visible (a message
+/// may quote a note's title or a server's reply).
 func tell(_ text: String) {
-    FileHandle.standardError.write(Data((text + "\n").utf8))
+    FileHandle.standardError.write(Data((TerminalText.safe(text) + "\n").utf8))
+}
+
+/// Every line this command prints goes through here (it shadows the
+/// standard library's `print` in this module): text from the database, or
+/// from another user, is printed with its control characters made visible,
+/// never obeyed by the terminal. JSON output is already escaped.
+func print(_ items: Any..., separator: String = " ", terminator: String = "\n") {
+    Swift.print(TerminalText.safe(items.map { "\($0)" }.joined(separator: separator)), terminator: terminator)
 }

@@ -117,7 +117,7 @@ struct Watch: AsyncParsableCommand {
                     if global.json {
                         FileHandle.standardOutput.write(try JSONEncoder().encode(note) + Data("\n".utf8))
                     } else {
-                        let line = "\(note.isDeleted ? "deleted" : "changed")  \(note.id.prefix(8))  \(note.title)  (\(note.author))\n"
+                        let line = "\(note.isDeleted ? "deleted" : "changed")  \(note.id.prefix(8))  \(TerminalText.line(note.title))  (\(TerminalText.line(note.author)))\n"
                         FileHandle.standardOutput.write(Data(line.utf8))
                     }
                 }

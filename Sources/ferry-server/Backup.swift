@@ -33,7 +33,7 @@ struct Restore: AsyncParsableCommand {
     var from: String
 
     func run() async throws {
-        // Held while the store is replaced: a server that starts meanwhile waits its turn, and one running refuses this.
+        // Held while the store is replaced: a server started meanwhile refuses to start, and one running refuses this.
         let lock = try DataDirectoryLock.acquire(options.dataDirectory)
         do {
             let report = try SQLiteSyncStore.restore(directory: options.dataDirectory, from: URL(filePath: from))

@@ -77,6 +77,10 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         LoggingSystem.bootstrap(StreamLogHandler.standardError)
+        // The embedded store's directory is this process's alone, for as long as it runs: taken before
+        // anything in it is read or written (the secret a first start generates included).
+        let postgres = try storeOptions.postgresConfiguration()
+        var lock: DataDirectoryLock? = postgres == nil ? try DataDirectoryLock.acquire(options.dataDirectory) : nil
         let secret = try options.secret()
         var configuration = FerryServerConfiguration(jwtSecret: secret.value)
         configuration.host = host
@@ -92,13 +96,10 @@ struct Serve: AsyncParsableCommand {
         configuration.shutdownGracePeriod = .seconds(shutdownGrace)
         let store: any SyncStore
         let storeDescription: String
-        // The embedded store's directory is this process's alone, for as long as it runs.
-        var lock: DataDirectoryLock?
-        if let postgres = try storeOptions.postgresConfiguration() {
+        if let postgres {
             store = PostgresSyncStore(configuration: postgres)
             storeDescription = "PostgreSQL at \(postgres.redactedURL), pool of \(postgres.poolSize)"
         } else {
-            lock = try DataDirectoryLock.acquire(options.dataDirectory)
             let sqlite = try SQLiteSyncStore(directory: options.dataDirectory)
             store = sqlite
             storeDescription = "SQLite in \(options.dataDir) (epoch \(sqlite.epoch))"
@@ -129,10 +130,13 @@ struct Serve: AsyncParsableCommand {
         // ...and at its end, a store that ignores cancellation (its database gone) does not hold the process.
         let watchdog = ShutdownWatchdog(after: drain + configuration.shutdownGracePeriod, logger: logger)
         let services = ServiceGroup(configuration: group)
+        // Trapped before any service starts: a SIGTERM right after "listening" drains and stops, never kills.
+        let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { await watchdog.run() }
             tasks.addTask {
-                for await _ in await UnixSignalsSequence(trapping: .sigterm, .sigint) {
+                for await _ in signals {
+                    // From the first signal the whole stop is bounded, drain included.
+                    Task.detached { await watchdog.expire() }
                     // `/readyz` answers 503 while requests are still served; then the graceful shutdown.
                     readiness.drain()
                     if drain > .zero { try? await Task.sleep(for: drain) }

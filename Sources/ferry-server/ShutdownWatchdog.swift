@@ -3,8 +3,9 @@ import Logging
 import UnixSignals
 
 /// Ends the process if it is still running `after` the first SIGTERM or
-/// SIGINT: a graceful shutdown that hangs (a store whose database went
-/// away mid-request) never keeps `ferry-server` alive.
+/// SIGINT (``expire()`` is started then): a graceful shutdown that hangs (a
+/// store whose database went away mid-request) never keeps `ferry-server`
+/// alive.
 struct ShutdownWatchdog {
     let after: Duration
     let logger: Logger
@@ -14,17 +15,16 @@ struct ShutdownWatchdog {
         self.logger = logger
     }
 
-    func run() async {
-        for await _ in await UnixSignalsSequence(trapping: .sigterm, .sigint) {
-            do {
-                try await Task.sleep(for: after)
-            } catch {
-                return
-            }
-            logger.error("shutdown did not finish in time; exiting", metadata: ["waited": "\(after)"])
-            FileHandle.standardError.write(Data("ferry-server: shutdown did not finish within \(after); exiting\n".utf8))
-            // `_exit`: no exit handlers run while other threads still work.
-            _exit(1)
+    /// Waits `after`, then ends the process.
+    func expire() async {
+        do {
+            try await Task.sleep(for: after)
+        } catch {
+            return
         }
+        logger.error("shutdown did not finish in time; exiting", metadata: ["waited": "\(after)"])
+        FileHandle.standardError.write(Data("ferry-server: shutdown did not finish within \(after); exiting\n".utf8))
+        // `_exit`: no exit handlers run while other threads still work.
+        _exit(1)
     }
 }

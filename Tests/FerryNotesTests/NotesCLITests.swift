@@ -141,6 +141,22 @@ import Testing
         #expect(try notes.run(["ls", "--after", "nonsense"]).status == 64)
     }
 
+    /// A title with terminal escapes (a collaborator's, say) prints as
+    /// text in `ls`, `show` and `search`: no colour, no window title, no
+    /// clipboard write.
+    @Test func controlCharactersInANoteArePrintedNotObeyed() async throws {
+        let notes = device("escapes")
+        let token = "x.\(Data("{\"sub\":\"alice\"}".utf8).base64EncodedString()).y"
+        _ = try notes.ok(["login", "--server", "http://127.0.0.1:9", "--token", token])
+        let id = try notes.ok(["add", "Evil \u{1B}[31mRED\u{1B}[0m \u{1B}]0;pwned-title\u{07} title", "--body", "body \u{1B}]52;c;aGk=\u{07}"])
+        for arguments in [["ls"], ["show", id], ["search", "title"]] {
+            let result = try notes.run(arguments)
+            #expect(result.status == 0, "\(result)")
+            #expect(!result.output.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 }, "\(arguments): \(result.output)")
+            #expect(result.output.contains("^[[31mRED"), "\(arguments): \(result.output)")
+        }
+    }
+
     @Test func anAmbiguousPrefixListsTheCandidates() async throws {
         let notes = device("prefix")
         let token = "x.\(Data("{\"sub\":\"alice\"}".utf8).base64EncodedString()).y"

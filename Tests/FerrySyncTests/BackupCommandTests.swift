@@ -1,6 +1,7 @@
 @testable import Ferry
 import FerryProtocol
 import Foundation
+import GRDB
 import Testing
 import FerryTestSupport
 
@@ -53,6 +54,16 @@ import FerryTestSupport
                 return output
             }
             #expect(backedUp.contains("backed up the store of \(data) at version"), "\(backedUp)")
+            // One self-contained, consistent file: nothing beside it, every check passing.
+            #expect(!FileManager.default.fileExists(atPath: backup + "-wal") && !FileManager.default.fileExists(atPath: backup + ".partial"))
+            var readOnly = Configuration()
+            readOnly.readonly = true
+            let copy = try DatabaseQueue(path: backup, configuration: readOnly)
+            let (integrity, journal) = try await copy.read { db in
+                (try String.fetchOne(db, sql: "PRAGMA integrity_check"), try String.fetchOne(db, sql: "PRAGMA journal_mode"))
+            }
+            try copy.close()
+            #expect(integrity == "ok" && journal == "delete")
             // More after the backup: these the restored store will lack.
             for (index, device) in devices.enumerated() {
                 for row in 1000..<1100 { try device.execute("INSERT INTO note(id, title) VALUES (?, ?)", ["\(names[index].0)-\(row)", "after"]) }

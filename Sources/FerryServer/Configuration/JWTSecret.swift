@@ -45,7 +45,7 @@ public struct JWTSecret: Sendable {
         }
         guard create else {
             throw FerryServerError.badRequest("""
-                no ferry-server has run with --data-dir \(dataDirectory.path) (it holds no \(fileName)): \
+                --data-dir \(dataDirectory.path) holds no \(fileName) (no ferry-server generated one there): \
                 start `ferry-server serve --data-dir \(dataDirectory.path)` first, or give the secret with --jwt-secret or \(environmentVariable)
                 """)
         }

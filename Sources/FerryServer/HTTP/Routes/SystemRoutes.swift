@@ -1,6 +1,5 @@
 import Hummingbird
 import NIOCore
-import Synchronization
 
 /// `GET /healthz` and `GET /livez` (the process answers), `GET /readyz`
 /// (it should get traffic), `GET /metrics` and `GET /openapi.json`: no
@@ -25,14 +24,8 @@ extension SyncAPI {
         }
         if readiness.isDraining { return unavailable("draining: the server is shutting down") }
         let store = self.store
-        // Raced in unstructured tasks: a store that hangs (its database gone) cannot hold the probe.
-        let answered = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            let first = FirstAnswer(continuation)
-            Task { first.answer((try? await store.endCursors(scopes: [])) != nil) }
-            Task {
-                try? await Task.sleep(for: Self.readinessTimeout)
-                first.answer(false)
-            }
+        let answered = await readiness.storeAnswers(within: Self.readinessTimeout) {
+            (try? await store.endCursors(scopes: [])) != nil
         }
         guard answered else { return unavailable("the store does not answer") }
         if readiness.isDraining { return unavailable("draining: the server is shutting down") }
@@ -59,18 +52,5 @@ extension SyncAPI {
                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: document.data))
             )
         }
-    }
-}
-
-/// Resumes a continuation with the first answer given; later ones are dropped.
-private final class FirstAnswer: Sendable {
-    private let pending: Mutex<CheckedContinuation<Bool, Never>?>
-
-    init(_ continuation: CheckedContinuation<Bool, Never>) {
-        pending = Mutex(continuation)
-    }
-
-    func answer(_ value: Bool) {
-        pending.withLock { $0.take() }?.resume(returning: value)
     }
 }

@@ -44,19 +44,30 @@ extension SQLiteSyncStore {
         guard !FileManager.default.fileExists(atPath: destination.path) else {
             throw FerryServerError(.alreadyExists, "\(destination.path) exists; a backup goes to a new file")
         }
+        // Written beside, checked, then renamed: a backup cut short never sits under the name asked for.
+        let partial = URL(filePath: destination.path + ".partial")
+        try? FileManager.default.removeItem(at: partial)
         do {
-            let store = try DatabaseQueue(path: source)
-            let copy = try DatabaseQueue(path: destination.path)
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(5)
+            let store = try DatabaseQueue(path: source, configuration: configuration)
+            let copy = try DatabaseQueue(path: partial.path)
             // One step: one read transaction, a consistent copy; WAL readers never block the server's writers.
             try store.backup(to: copy)
-            try copy.close()
             try store.close()
-            return try check(destination)
+            // One self-contained file (the copy inherits WAL mode): nothing beside it to lose.
+            try copy.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = DELETE") }
+            try copy.close()
+            try sync(partial)
+            let report = try check(partial)
+            try FileManager.default.moveItem(at: partial, to: destination)
+            try sync(destination.deletingLastPathComponent())
+            return report
         } catch let error as FerryServerError {
-            try? FileManager.default.removeItem(at: destination)
+            try? FileManager.default.removeItem(at: partial)
             throw error
         } catch {
-            try? FileManager.default.removeItem(at: destination)
+            try? FileManager.default.removeItem(at: partial)
             throw FerryServerError(.internalError, "the backup of \(source) failed: \(error)")
         }
     }
@@ -66,23 +77,55 @@ extension SQLiteSyncStore {
     ///
     /// - Throws: ``FerryServerError`` `badRequest` when `source` is not a
     ///   Ferry store backup; nothing in `directory` changes then.
+    ///
+    /// The copy is checked (`quick_check`, a Ferry store) before anything is
+    /// replaced. The old store is moved aside whole, with its log, to
+    /// `ferry-server.sqlite.replaced*`, so a restore cut short leaves either
+    /// the old store or the new one, never a store without its log.
     @discardableResult
     public static func restore(directory: URL, from source: URL) throws -> BackupReport {
-        let report = try check(source)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let store = directory.appending(path: fileName).path
         let staged = store + ".restoring"
         try? FileManager.default.removeItem(atPath: staged)
-        try FileManager.default.copyItem(atPath: source.path, toPath: staged)
-        let handle = try FileHandle(forUpdating: URL(filePath: staged))
-        try handle.synchronize()
-        try handle.close()
-        // The old store's log first: left beside the restored file, SQLite would replay it into it.
-        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: store + suffix) }
-        guard rename(staged, store) == 0 else {
-            throw FerryServerError(.internalError, "could not move the backup into place at \(store): \(String(cString: strerror(errno)))")
+        do {
+            try FileManager.default.copyItem(atPath: source.path, toPath: staged)
+        } catch {
+            throw FerryServerError.badRequest("could not read the backup \(source.path): \(error.localizedDescription)")
         }
+        let report: BackupReport
+        do {
+            try sync(URL(filePath: staged))
+            report = try check(URL(filePath: staged))
+        } catch {
+            try? FileManager.default.removeItem(atPath: staged)
+            throw error
+        }
+        // The old store aside with its log, so it is never opened without it.
+        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: store + suffix) {
+            let aside = store + ".replaced" + suffix
+            try? FileManager.default.removeItem(atPath: aside)
+            try FileManager.default.moveItem(atPath: store + suffix, toPath: aside)
+        }
+        try FileManager.default.moveItem(atPath: staged, toPath: store)
+        try sync(directory)
         return report
+    }
+
+    /// Flushes a file, or a directory's entries, to the disk.
+    private static func sync(_ url: URL) throws {
+        let descriptor = open(url.path, O_RDONLY)
+        guard descriptor >= 0 else { throw FerryServerError(.internalError, "could not open \(url.path) to sync it") }
+        defer { _ = Self.closeDescriptor(descriptor) }
+        guard fsync(descriptor) == 0 else { throw FerryServerError(.internalError, "could not sync \(url.path)") }
+    }
+
+    private static func closeDescriptor(_ descriptor: Int32) -> Int32 {
+        #if canImport(Glibc)
+        Glibc.close(descriptor)
+        #else
+        Darwin.close(descriptor)
+        #endif
     }
 
     /// Opens `file` read-only and checks it is a Ferry store.
@@ -93,6 +136,9 @@ extension SQLiteSyncStore {
             let database = try DatabaseQueue(path: file.path, configuration: configuration)
             defer { try? database.close() }
             let version = try database.read { db -> Int64? in
+                guard try String.fetchOne(db, sql: "PRAGMA quick_check") == "ok" else {
+                    throw FerryServerError.badRequest("\(file.path) is damaged (quick_check failed)")
+                }
                 guard try db.tableExists("store_meta"), try db.tableExists("rows") else { return nil }
                 guard try String.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'epoch'") != nil else { return nil }
                 return try Int64.fetchOne(db, sql: "SELECT CAST(value AS INTEGER) FROM store_meta WHERE key = 'version'")
