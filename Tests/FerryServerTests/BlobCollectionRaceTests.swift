@@ -41,6 +41,17 @@ import Testing
         return (key, data)
     }
 
+    /// An old upload of a 1.5 MB blob, cut at `cut` bytes.
+    static func oldPartialUpload(_ blobs: any BlobStore, _ server: StoreUnderTest,
+                                 seed: UInt8) async throws -> (BlobKey, [UInt8], cut: Int) {
+        let data = BlobStoreTests.bytes(1_500_000, seed: seed)
+        let key = try BlobStoreTests.key(data)
+        let cut = 1_100_000
+        _ = try await blobs.append(to: key, length: Int64(data.count), offset: 0, bytes: BlobStoreTests.body(data[..<cut]))
+        try await age(key, in: blobs, server: server)
+        return (key, data, cut)
+    }
+
     @Test(arguments: StoreKind.available) func anOldUnnamedBlobIsCollected(_ kind: StoreKind) async throws {
         try await StoreUnderTest.with(kind) { server in
             let blobs = try server.store.makeBlobStore(maxBlobBytes: 1 << 30)
@@ -96,11 +107,8 @@ import Testing
     @Test(arguments: StoreKind.available) func anUploadFinishedAfterTheListingIsKept(_ kind: StoreKind) async throws {
         try await StoreUnderTest.with(kind) { server in
             let blobs = try server.store.makeBlobStore(maxBlobBytes: 1 << 30)
-            let data = BlobStoreTests.bytes(1_500_000, seed: 5)
-            let key = try BlobStoreTests.key(data)
-            let length = Int64(data.count), cut = 1_100_000
-            _ = try await blobs.append(to: key, length: length, offset: 0, bytes: BlobStoreTests.body(data[..<cut]))
-            try await Self.age(key, in: blobs, server: server)
+            let (key, data, cut) = try await Self.oldPartialUpload(blobs, server, seed: 5)
+            let length = Int64(data.count)
             let removed = try await BlobGarbageRules.collect(store: server.store, blobs: blobs, before: Self.cutoff()) {
                 let done = try await blobs.append(to: key, length: length, offset: Int64(cut), bytes: BlobStoreTests.body(data[cut...]))
                 #expect(done == .complete(size: length))
@@ -116,11 +124,8 @@ import Testing
     @Test(arguments: StoreKind.available) func anUploadUnderWayDuringTheRemovalIsKept(_ kind: StoreKind) async throws {
         try await StoreUnderTest.with(kind) { server in
             let blobs = try server.store.makeBlobStore(maxBlobBytes: 1 << 30)
-            let data = BlobStoreTests.bytes(1_500_000, seed: 6)
-            let key = try BlobStoreTests.key(data)
-            let length = Int64(data.count), cut = 1_100_000
-            _ = try await blobs.append(to: key, length: length, offset: 0, bytes: BlobStoreTests.body(data[..<cut]))
-            try await Self.age(key, in: blobs, server: server)
+            let (key, data, cut) = try await Self.oldPartialUpload(blobs, server, seed: 6)
+            let length = Int64(data.count)
             let body = GatedBody(Array(data[cut...]))
             let upload = Task { try await blobs.append(to: key, length: length, offset: Int64(cut), bytes: body) }
             let removed = try await BlobGarbageRules.collect(store: server.store, blobs: blobs, before: Self.cutoff()) {
