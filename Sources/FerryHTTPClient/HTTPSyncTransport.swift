@@ -51,16 +51,15 @@ public struct HTTPSyncTransport: SyncTransport {
     }()
 
     public func push(_ request: PushRequest, token: String?) async throws -> PushResponse {
-        try await post("/v1/push", request, token: token)
+        try await post(.push, request, token: token)
     }
 
     public func pull(_ request: PullRequest, token: String?) async throws -> PullResponse {
-        try await post("/v1/pull", request, token: token)
+        try await post(.pull, request, token: token)
     }
 
     public func row(scope: String, table: String, rowID: String, token: String?) async throws -> ServerRow? {
-        var request = HTTPClientRequest(url: SyncAPIRequests.rowURL(base: baseURL, scope: scope, table: table, rowID: rowID))
-        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        let request = HTTPClientRequest(.row(scope: scope, table: table, rowID: rowID), base: baseURL, token: token)
         let deadline = self.deadline()
         let client = self.client
         return try await Self.mapErrors {
@@ -78,9 +77,8 @@ public struct HTTPSyncTransport: SyncTransport {
 
     public func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: LiveMessage.self)
-        var request = HTTPClientRequest(url: SyncAPIRequests.liveURL(base: baseURL, scopes: scopes).absoluteString)
+        var request = HTTPClientRequest(.live(scopes: scopes), base: baseURL, token: token)
         request.headers.add(name: "Accept", value: "text/event-stream")
-        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
         let client = self.client
         let task = Task {
             do {
@@ -109,9 +107,7 @@ public struct HTTPSyncTransport: SyncTransport {
     // MARK: - Blobs
 
     public func blobOffset(scope: String, sha256: String, token: String?) async throws -> Int64? {
-        var request = HTTPClientRequest(url: SyncAPIRequests.blobURL(base: baseURL, scope: scope, sha256: sha256))
-        request.method = .HEAD
-        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        let request = HTTPClientRequest(.blob(.head, scope: scope, sha256: sha256), base: baseURL, token: token)
         let client = self.client
         let deadline = self.deadline()
         return try await Self.mapErrors {
@@ -128,12 +124,10 @@ public struct HTTPSyncTransport: SyncTransport {
     public func uploadBlob(scope: String, sha256: String, from reader: BlobReader, size: Int64, token: String?,
                            progress: @escaping BlobProgress) async throws -> Int64 {
         let offset = reader.offset
-        var request = HTTPClientRequest(url: SyncAPIRequests.blobURL(base: baseURL, scope: scope, sha256: sha256))
-        request.method = .PUT
+        var request = HTTPClientRequest(.blob(.put, scope: scope, sha256: sha256), base: baseURL, token: token)
         request.headers.add(name: "Content-Type", value: "application/octet-stream")
         request.headers.add(name: "Upload-Offset", value: String(offset))
         request.headers.add(name: "Upload-Length", value: String(size))
-        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
         request.body = .stream(BlobBody(reader: reader, size: size, progress: progress), length: .known(size - offset))
         let client = self.client
         return try await Self.mapErrors {
@@ -148,9 +142,8 @@ public struct HTTPSyncTransport: SyncTransport {
     public func downloadBlob(scope: String, sha256: String, into writer: BlobWriter, token: String?,
                              progress: @escaping BlobProgress) async throws {
         let offset = writer.held
-        var request = HTTPClientRequest(url: SyncAPIRequests.blobURL(base: baseURL, scope: scope, sha256: sha256))
+        var request = HTTPClientRequest(.blob(.get, scope: scope, sha256: sha256), base: baseURL, token: token)
         if offset > 0 { request.headers.add(name: "Range", value: "bytes=\(offset)-") }
-        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
         let client = self.client
         try await Self.mapErrors {
             let response = try await client.execute(request, deadline: .distantFuture)
@@ -173,15 +166,9 @@ public struct HTTPSyncTransport: SyncTransport {
 
     // MARK: - Requests
 
-    private func url(_ path: String) -> URL {
-        baseURL.appendingPathComponent(String(path.dropFirst()))
-    }
-
-    private func post<Body: Encodable, Reply: Decodable>(_ path: String, _ body: Body, token: String?) async throws -> Reply {
-        var request = HTTPClientRequest(url: url(path).absoluteString)
-        request.method = .POST
+    private func post<Body: Encodable, Reply: Decodable>(_ endpoint: SyncEndpoint, _ body: Body, token: String?) async throws -> Reply {
+        var request = HTTPClientRequest(endpoint, base: baseURL, token: token)
         request.headers.add(name: "Content-Type", value: "application/json")
-        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
         request.body = .bytes(ByteBuffer(bytes: try JSONEncoder().encode(body)))
         let deadline = self.deadline()
         let maxBytes = maxResponseBytes
@@ -193,7 +180,7 @@ public struct HTTPSyncTransport: SyncTransport {
             do {
                 return try JSONDecoder().decode(Reply.self, from: Data(bytes.readableBytesView))
             } catch {
-                throw SyncTransportError.invalidResponse("\(path) answered a body that is not a \(Reply.self): \(error)")
+                throw SyncTransportError.invalidResponse("\(endpoint.path) answered a body that is not a \(Reply.self): \(error)")
             }
         }
     }
@@ -251,4 +238,19 @@ private struct BlobBody: AsyncSequence, Sendable {
     }
 
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(reader: reader, sent: reader.offset, size: size, progress: progress) }
+}
+
+extension HTTPClientRequest {
+    /// A request to `endpoint` on the server at `base`, bearing `token`:
+    /// how every AsyncHTTPClient caller of the API starts one.
+    ///
+    /// ```swift
+    /// var request = HTTPClientRequest(.member(scope: scope, user: "bob"), base: server, token: token)
+    /// request.body = .bytes(ByteBuffer(bytes: try JSONEncoder().encode(MemberRequest(role: .write))))
+    /// ```
+    package init(_ endpoint: SyncEndpoint, base: URL, token: String?) {
+        self.init(url: endpoint.url(base: base.absoluteString))
+        method = HTTPMethod(rawValue: endpoint.method.rawValue)
+        if let token { headers.add(name: "Authorization", value: "Bearer \(token)") }
+    }
 }

@@ -19,17 +19,16 @@ struct ScopeClient: Sendable {
 
     /// Creates a shared scope in the caller's namespace; one that exists already is fine.
     func create(_ scope: String) async throws {
-        _ = try await send("POST", "/v1/scopes", body: ["scope": scope], accepting: [200, 201, 409])
+        _ = try await send(.createScope, body: CreateScopeRequest(scope: scope), accepting: [200, 201, 409])
     }
 
     func share(_ scope: String, with user: String, role: ScopeRole) async throws {
-        let path = "/v1/scopes/\(scope.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._@"))) ?? scope)/members/\(user)"
-        _ = try await send("PUT", path, body: ["role": role.rawValue], accepting: [200, 201, 204])
+        _ = try await send(.member(scope: scope, user: user), body: MemberRequest(role: role), accepting: [200, 201, 204])
     }
 
     /// The scopes the user owns or belongs to.
     func list() async throws -> [ScopeMembership] {
-        let body = try await send("GET", "/v1/scopes", body: nil, accepting: [200])
+        let body = try await send(.scopes, body: nil as CreateScopeRequest?, accepting: [200])
         return try JSONDecoder().decode(ScopeList.self, from: body).scopes
     }
 
@@ -40,10 +39,8 @@ struct ScopeClient: Sendable {
                           refusal.status == 401 ? "the server refused the token; `ferry-notes login` with a fresh one" : refusal.message)
     }
 
-    private func send(_ method: String, _ path: String, body: [String: String]?, accepting: Set<Int>) async throws -> Data {
-        var request = HTTPClientRequest(url: session.server.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/")) + path)
-        request.method = .init(rawValue: method)
-        request.headers.add(name: "Authorization", value: "Bearer \(session.token)")
+    private func send(_ endpoint: SyncEndpoint, body: (some Encodable)?, accepting: Set<Int>) async throws -> Data {
+        var request = HTTPClientRequest(endpoint, base: session.server, token: session.token)
         if let body {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(data: try JSONEncoder().encode(body)))
@@ -57,7 +54,7 @@ struct ScopeClient: Sendable {
         let data = Data(buffer: try await response.body.collect(upTo: 1 << 20))
         guard accepting.contains(Int(response.status.code)) else {
             let message = (try? JSONDecoder().decode(ErrorResponse.self, from: data))?.message ?? response.status.description
-            throw Refusal(status: Int(response.status.code), message: "\(method) \(path): \(response.status.code) \(message)")
+            throw Refusal(status: Int(response.status.code), message: "\(endpoint.method.rawValue) \(endpoint.path): \(response.status.code) \(message)")
         }
         return data
     }

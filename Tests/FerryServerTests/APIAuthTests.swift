@@ -6,7 +6,7 @@ import HummingbirdTesting
 import JWTKit
 import Testing
 
-/// Bearer JWTs and scope access (DESIGN.md server semantic 7) over HTTP.
+/// Bearer JWTs and scope access (ARCHITECTURE.md server semantic 7) over HTTP.
 @Suite struct APIAuthTests {
     static let pull = #"{"clientID":"c1","scopes":[{"scope":"user:alice"}]}"#
 

@@ -5,7 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 
-/// DESIGN.md server semantic 8: bad input gets a 4xx JSON error and changes nothing.
+/// ARCHITECTURE.md server semantic 8: bad input gets a 4xx JSON error and changes nothing.
 @Suite struct APIBadInputTests {
     static func object(id: Int, _ fields: String = "") -> String {
         #"{"mutationID":\#(id),"table":"note","rowID":"r9","scope":"user:alice","operation":"upsert","columns":{"t":"x"},"hlc":1\#(fields)}"#
@@ -93,7 +93,7 @@ import Testing
             let many = PushRequest(clientID: "c1", mutations: (1...11).map { Mutations.upsert(Int64($0), row: "r\($0)", ["t": "x"]) })
             let tooMany = try await client.send(.post, "/v1/push", token: token, body: many)
             #expect(tooMany.status == .badRequest)
-            #expect(try tooMany.decode(ErrorResponse.self).message.contains("at most 10 mutations"))
+            #expect(try tooMany.decode(ErrorResponse.self).message.contains("`mutations` has 11 items; at most 10 are allowed"))
 
             for limit in ["-1", "0", "5001", "99999999999999999999", "\"10\""] {
                 let response = try await client.send(.post, "/v1/pull", token: token, json: #"{"clientID":"c1","scopes":[{"scope":"user:alice"}],"limit":\#(limit)}"#)

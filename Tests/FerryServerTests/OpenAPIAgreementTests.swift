@@ -285,3 +285,42 @@ struct SchemaGenerator {
         return output
     }
 }
+
+/// The addresses every client builds (`SyncEndpoint`) are the document's
+/// and the server's: each is documented with its method, and each reaches
+/// its route (never 404 or 405) with parameters that need encoding.
+@Suite struct SyncEndpointAgreementTests {
+    @Test func everyEndpointIsDocumented() throws {
+        let root = try #require(try JSONSerialization.jsonObject(with: OpenAPIDocument.bundled().data) as? [String: Any])
+        let paths = try #require(root["paths"] as? [String: [String: Any]])
+        for endpoint in SyncEndpoint.all {
+            #expect(paths[endpoint.template]?[endpoint.method.rawValue.lowercased()] != nil, "\(endpoint) is not in openapi.json")
+        }
+    }
+
+    @Test func everyEndpointReachesItsRouteWithEncodedParameters() async throws {
+        let server = try await TestServer()
+        let scope = "team:a+b@alice"
+        try await server.store.createScope(scope, owner: "alice")
+        let alice = try await server.token("alice")
+        let blob = String(repeating: "a", count: 64)
+        // What each answers when it reached its handler: a 404 from a handler names what it looked for.
+        let endpoints: [(SyncEndpoint, String?, UInt, String)] = [
+            (.push, #"{"clientID":"c","mutations":[]}"#, 200, ""),
+            (.pull, #"{"clientID":"c","scopes":[{"scope":"user:alice"}]}"#, 200, ""),
+            (.row(scope: scope, table: "note", rowID: "r/1?#%"), nil, 404, #"has no row \"r/1?#%\" in table `note`"#),
+            (.blob(.get, scope: scope, sha256: blob), nil, 404, "scope `team:a+b@alice` has no blob"),
+            (.scopes, nil, 200, scope),
+            (.createScope, #"{"scope":"nb-1@alice"}"#, 201, ""),
+            (.member(scope: scope, user: "b.o+b@x"), #"{"role":"read"}"#, 200, ""),
+        ]
+        try await server.withClient { client in
+            for (endpoint, body, status, text) in endpoints {
+                let response = try await client.send(HTTPRequest.Method(endpoint.method.rawValue)!, endpoint.path, token: alice, json: body)
+                #expect(response.status.code == status && (text.isEmpty || response.text.contains(text)), "\(endpoint) answered \(response.status.code): \(response.text)")
+            }
+            let membership = try await server.store.membership(of: "b.o+b@x", in: scope)
+            #expect(membership?.role == .read, "the member's id arrived intact")
+        }
+    }
+}

@@ -2,7 +2,7 @@
 import Crypto
 import Testing
 
-/// Where a pull starts: the two kinds of reset (DESIGN.md server semantic 6).
+/// Where a pull starts: the two kinds of reset (ARCHITECTURE.md server semantic 6).
 @Suite struct PullStartTests {
     static let key = SymmetricKey(size: .bits256)
     /// The store was opened in g1 (ended at 40, when the file was copied),

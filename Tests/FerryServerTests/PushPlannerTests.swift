@@ -2,7 +2,7 @@
 import FerryProtocol
 import Testing
 
-/// DESIGN.md server semantic 1 and the validation hook, on the pure planner.
+/// ARCHITECTURE.md server semantic 1 and the validation hook, on the pure planner.
 @Suite struct PushPlannerTests {
     static let now: Int64 = 1_700_000_000_000
 

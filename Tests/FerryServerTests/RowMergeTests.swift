@@ -2,7 +2,7 @@
 import FerryProtocol
 import Testing
 
-/// DESIGN.md server semantics 3 and 4, on the pure merge.
+/// ARCHITECTURE.md server semantics 3 and 4, on the pure merge.
 @Suite struct RowMergeTests {
     static let alice = "client-a"
     static let bob = "client-b"

@@ -5,7 +5,7 @@ import GRDB
 import Testing
 import FerryTestSupport
 
-/// DESIGN.md server semantics 1–6, on every store: the real SQLite store,
+/// ARCHITECTURE.md server semantics 1–6, on every store: the real SQLite store,
 /// and the real PostgreSQL store in the cluster `scripts/with-postgres` starts.
 @Suite struct SyncStoreConformanceTests {
     static let rules = PushRules()

@@ -13,7 +13,8 @@ import Testing
 /// Needs root and `ip` (iproute2); `tc netem` where the kernel has it, else
 /// `iptables` for the loss. Where namespaces are not permitted the test says
 /// so and skips, except under `CI=true`, where it fails.
-@Suite(.serialized) struct LossyLinkTests {
+@Suite(.serialized, .enabled(if: Prerequisites.runs(Prerequisites.lossyLink), "needs root, ip (iproute2), and tc netem or iptables"))
+struct LossyLinkTests {
     static let secret = "lossy-link-secret-0123456789abcdef-0123"
 
     @Test func changesCrossALossyLinkThatIsCutAndRestored() async throws {

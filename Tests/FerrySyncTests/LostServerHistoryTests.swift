@@ -8,7 +8,7 @@ import FerryTestSupport
 
 /// A server that lost history — its store restored from a backup, wiped, or
 /// loaded from a dump into another database — is refilled by its devices,
-/// never mirrored (DESIGN.md server semantic 6): every device keeps every
+/// never mirrored (ARCHITECTURE.md server semantic 6): every device keeps every
 /// row, the server holds them all again, and a new device receives them.
 @Suite struct LostServerHistoryTests {
     let directory: TemporaryDirectory

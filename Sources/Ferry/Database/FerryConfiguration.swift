@@ -3,7 +3,7 @@ import Logging
 
 /// How ``FerryDatabase`` opens and runs its SQLite database.
 ///
-/// The defaults follow DESIGN.md: WAL, `synchronous=NORMAL`, foreign keys on,
+/// The defaults: WAL, `synchronous=NORMAL`, foreign keys on,
 /// a 5 s busy timeout, IMMEDIATE write transactions, `temp_store=MEMORY`, and
 /// `PRAGMA optimize` on open.
 ///

@@ -38,20 +38,15 @@ public struct URLSessionSyncTransport: SyncTransport {
     }
 
     public func push(_ request: PushRequest, token: String?) async throws -> PushResponse {
-        try await post("/v1/push", request, token: token)
+        try await post(.push, request, token: token)
     }
 
     public func pull(_ request: PullRequest, token: String?) async throws -> PullResponse {
-        try await post("/v1/pull", request, token: token)
+        try await post(.pull, request, token: token)
     }
 
     public func row(scope: String, table: String, rowID: String, token: String?) async throws -> ServerRow? {
-        let address = SyncAPIRequests.rowURL(base: baseURL, scope: scope, table: table, rowID: rowID)
-        guard let url = URL(string: address) else {
-            throw SyncTransportError.invalidResponse("cannot form a row URL: \(address)")
-        }
-        var request = self.request(url, token: token)
-        request.httpMethod = "GET"
+        let request = try self.request(.row(scope: scope, table: table, rowID: rowID), token: token)
         let (body, response) = try await send(request)
         if response.statusCode == 404 { return nil }
         guard response.statusCode == 200 else { throw Self.failure(response, body: body) }
@@ -70,8 +65,13 @@ public struct URLSessionSyncTransport: SyncTransport {
         }
         #else
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: LiveMessage.self)
-        var request = self.request(SyncAPIRequests.liveURL(base: baseURL, scopes: scopes), token: token)
-        request.httpMethod = "GET"
+        var request: URLRequest
+        do {
+            request = try self.request(.live(scopes: scopes), token: token)
+        } catch {
+            continuation.finish(throwing: error)
+            return stream
+        }
         request.timeoutInterval = 60  // the server sends a heartbeat every 15 s
         request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
         let session = self.session
@@ -106,8 +106,7 @@ public struct URLSessionSyncTransport: SyncTransport {
     // MARK: - Blobs
 
     public func blobOffset(scope: String, sha256: String, token: String?) async throws -> Int64? {
-        var request = try blobRequest(scope: scope, sha256: sha256, token: token)
-        request.httpMethod = "HEAD"
+        let request = try blobRequest(.head, scope: scope, sha256: sha256, token: token)
         let (body, response) = try await send(request)
         if response.statusCode == 404 { return nil }
         guard response.statusCode == 200 else { throw Self.failure(response, body: body) }
@@ -128,8 +127,7 @@ public struct URLSessionSyncTransport: SyncTransport {
         while true {
             var window = Data()
             while window.count < Self.blobWindow, let chunk = try reader.next() { window.append(chunk) }
-            var request = try blobRequest(scope: scope, sha256: sha256, token: token)
-            request.httpMethod = "PUT"
+            var request = try blobRequest(.put, scope: scope, sha256: sha256, token: token)
             request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
             request.setValue(String(offset), forHTTPHeaderField: "Upload-Offset")
             request.setValue(String(size), forHTTPHeaderField: "Upload-Length")
@@ -156,8 +154,7 @@ public struct URLSessionSyncTransport: SyncTransport {
                              progress: @escaping BlobProgress) async throws {
         while true {
             let start = writer.held
-            var request = try blobRequest(scope: scope, sha256: sha256, token: token)
-            request.httpMethod = "GET"
+            var request = try blobRequest(.get, scope: scope, sha256: sha256, token: token)
             request.setValue("bytes=\(start)-\(start + Int64(Self.blobWindow) - 1)", forHTTPHeaderField: "Range")
             var (data, http) = try await send(request)
             // A range of an empty blob is unsatisfiable: ask for all of it.
@@ -192,10 +189,8 @@ public struct URLSessionSyncTransport: SyncTransport {
     /// The most bytes of a blob one request carries.
     static let blobWindow = 4 << 20
 
-    private func blobRequest(scope: String, sha256: String, token: String?) throws -> URLRequest {
-        let address = SyncAPIRequests.blobURL(base: baseURL, scope: scope, sha256: sha256)
-        guard let url = URL(string: address) else { throw SyncTransportError.invalidResponse("cannot form a blob URL: \(address)") }
-        var request = self.request(url, token: token)
+    private func blobRequest(_ method: SyncEndpoint.Method, scope: String, sha256: String, token: String?) throws -> URLRequest {
+        var request = try self.request(.blob(method, scope: scope, sha256: sha256), token: token)
         // A large file takes what it takes; the timeout bounds silence, not the whole transfer.
         request.timeoutInterval = max(request.timeoutInterval, 60)
         return request
@@ -203,16 +198,18 @@ public struct URLSessionSyncTransport: SyncTransport {
 
     // MARK: - Requests
 
-    private func request(_ url: URL, token: String?) -> URLRequest {
+    private func request(_ endpoint: SyncEndpoint, token: String?) throws -> URLRequest {
+        let address = endpoint.url(base: baseURL.absoluteString)
+        guard let url = URL(string: address) else { throw SyncTransportError.invalidResponse("cannot form a URL for \(endpoint): \(address)") }
         var request = URLRequest(url: url)
+        request.httpMethod = endpoint.method.rawValue
         request.timeoutInterval = Double(requestTimeout.components.seconds) + Double(requestTimeout.components.attoseconds) / 1e18
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         return request
     }
 
-    private func post<Body: Encodable, Reply: Decodable>(_ path: String, _ body: Body, token: String?) async throws -> Reply {
-        var request = self.request(baseURL.appendingPathComponent(String(path.dropFirst())), token: token)
-        request.httpMethod = "POST"
+    private func post<Body: Encodable, Reply: Decodable>(_ endpoint: SyncEndpoint, _ body: Body, token: String?) async throws -> Reply {
+        var request = try self.request(endpoint, token: token)
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.httpBody = try JSONEncoder().encode(body)
         let (data, response) = try await send(request)
@@ -220,7 +217,7 @@ public struct URLSessionSyncTransport: SyncTransport {
         do {
             return try JSONDecoder().decode(Reply.self, from: data)
         } catch {
-            throw SyncTransportError.invalidResponse("\(path) answered a body that is not a \(Reply.self): \(error)")
+            throw SyncTransportError.invalidResponse("\(endpoint.path) answered a body that is not a \(Reply.self): \(error)")
         }
     }
 

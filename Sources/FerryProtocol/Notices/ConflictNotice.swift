@@ -1,6 +1,6 @@
 /// Tells a writer that a value of theirs, which the server had applied, was
 /// later discarded by another writer's edit or delete made without having
-/// seen it (DESIGN.md server semantic 3: no edit vanishes silently).
+/// seen it: no edit vanishes silently.
 ///
 /// Notices reach every device of the writer's user, in the pull page of the
 /// row's scope; each device receives each notice once (its notice cursor

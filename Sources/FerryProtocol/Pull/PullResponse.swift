@@ -37,7 +37,7 @@ public struct PullPage: Sendable, Hashable, Codable {
     /// The reset is because the server lost the history the cursor came
     /// from: it was restored from a backup, wiped, or is another server.
     /// Rows it does not send again were *not* deleted; the client keeps
-    /// them and sends back what the server lacks (DESIGN.md server semantic 6).
+    /// them and sends back what the server lacks.
     /// Only ever set with ``reset``.
     public var lostHistory: Bool
     /// Values of this user's, in this scope, that another writer's later

@@ -1,6 +1,6 @@
 import FerryProtocol
 
-/// Who may do what in a scope (DESIGN.md server semantic 7), as a pure rule.
+/// Who may do what in a scope (ARCHITECTURE.md server semantic 7), as a pure rule.
 ///
 /// A user owns `user:<id>` and may write it; nobody else may touch it. In a
 /// shared scope, the owner writes and members have the role they were given.

@@ -1,4 +1,5 @@
-/// Size limits the server holds on every request (DESIGN.md server semantic 8).
+/// Size limits the server holds on every request, and states in the
+/// OpenAPI document it serves: a request past one gets 400 or 413.
 ///
 /// ```swift
 /// var limits = ServerLimits()

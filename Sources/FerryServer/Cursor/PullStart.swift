@@ -14,7 +14,7 @@ struct ChangePosition: Hashable, Comparable, Sendable {
     }
 }
 
-/// Where a pull of one scope starts, decided from its cursor (DESIGN.md
+/// Where a pull of one scope starts, decided from its cursor (ARCHITECTURE.md
 /// server semantic 6): at the cursor, or from scratch.
 ///
 /// From scratch is a reset of one of two kinds. A cursor older than the

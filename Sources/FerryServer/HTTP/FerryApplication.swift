@@ -94,7 +94,7 @@ public enum FerryApplication {
     ) async throws -> Router<FerryRequestContext> {
         try TokenAuthority.validate(secret: configuration.jwtSecret)
         let authority = await TokenAuthority(secret: configuration.jwtSecret)
-        let document = try OpenAPIDocument.bundled()
+        let document = try OpenAPIDocument.bundled(limits: configuration.limits)
         let api = SyncAPI(store: store, blobs: try blobs ?? store.makeBlobStore(maxBlobBytes: configuration.limits.maxBlobBytes),
                           configuration: configuration, metrics: metrics, schemas: try RequestSchemas(document: document),
                           readiness: readiness)
@@ -151,7 +151,7 @@ struct StoreService: Service {
     }
 }
 
-/// Removes old tombstones on a schedule (DESIGN.md server semantic 6),
+/// Removes old tombstones on a schedule (ARCHITECTURE.md server semantic 6),
 /// then the blobs no attachment row refers to any more.
 struct GarbageCollector: Service {
     let store: any SyncStore

@@ -2,7 +2,7 @@ import FerryProtocol
 
 /// A value another writer had pushed and the server had applied, discarded
 /// by a later write or delete that had not seen it. Its writer is told with
-/// a conflict notice (DESIGN.md server semantic 3).
+/// a conflict notice (ARCHITECTURE.md server semantic 3).
 struct OverriddenValue: Hashable, Sendable {
     /// Who wrote the discarded value (`user:client`, as cells record it).
     var writer: String

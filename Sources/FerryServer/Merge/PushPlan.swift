@@ -65,7 +65,7 @@ extension PushPlan {
     /// Names, in the reply, the notices this push sends to its own user's
     /// other devices: when the pusher overrode a value its user wrote on
     /// another device, the reply's conflict and that notice are one loss,
-    /// and settling either settles both (DESIGN.md: conflicts are the
+    /// and settling either settles both (ARCHITECTURE.md: conflicts are the
     /// user's, not a device's).
     ///
     /// ```swift

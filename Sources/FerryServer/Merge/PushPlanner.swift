@@ -1,7 +1,7 @@
 import FerryProtocol
 
 /// Decides a whole push: idempotency, ordering, validation, clock drift and
-/// the merge of each mutation (DESIGN.md server semantics 1–4).
+/// the merge of each mutation (ARCHITECTURE.md server semantics 1–4).
 struct PushPlanner: Sendable {
     var tables: ServerTables
     /// How far ahead of server time a last-write-wins stamp may be.

@@ -1,6 +1,6 @@
 import FerryProtocol
 
-/// The field-level merge of one mutation into one row: DESIGN.md's server
+/// The field-level merge of one mutation into one row: ARCHITECTURE.md's server
 /// semantics 3 and 4 as a pure function.
 ///
 /// - A column conflicts only if another client changed it after the

@@ -65,7 +65,7 @@ public struct GarbageReport: Sendable, Hashable {
 /// Where the server keeps rows, versions, client state and scopes: the seam
 /// between the HTTP API and a database.
 ///
-/// Every store keeps DESIGN.md's server semantics: a push and the client's
+/// Every store keeps the server semantics: a push and the client's
 /// last applied mutation id advance in one transaction; a pull page and the
 /// last applied id are read from one snapshot; versions never let a pull
 /// skip a committed change. ``SQLiteSyncStore`` runs on one machine;

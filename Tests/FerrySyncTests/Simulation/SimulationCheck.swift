@@ -115,7 +115,7 @@ struct SimulationCheck {
     /// again (era 1 comes after all of era 0, and its bases name versions of
     /// the snapshot). A value the restore lost was sent back by the devices:
     /// it is in the final state, or a later write of era 1 replaced it. A
-    /// delete the restore lost may be undone (DESIGN.md server semantic 6).
+    /// delete the restore lost may be undone (ARCHITECTURE.md server semantic 6).
     private func checkEveryValueAccountedFor(_ entries: [Ledger.Entry]) async throws {
         var finals: [String: ServerRow?] = [:]
         var expired = 0

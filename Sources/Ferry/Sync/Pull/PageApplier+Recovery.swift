@@ -1,7 +1,7 @@
 import FerryProtocol
 import GRDB
 
-/// Refilling a server that lost history (DESIGN.md server semantic 6).
+/// Refilling a server that lost history (ARCHITECTURE.md server semantic 6).
 ///
 /// A page marked ``PullPage/lostHistory`` starts a *recovering* refetch of
 /// its scope: the server was restored from a backup, wiped, or is another

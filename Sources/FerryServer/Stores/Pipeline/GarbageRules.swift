@@ -1,6 +1,6 @@
 import Foundation
 
-/// What garbage collection removes, the same in every store (DESIGN.md
+/// What garbage collection removes, the same in every store (ARCHITECTURE.md
 /// server semantic 6); each store writes these rules in its own SQL, and
 /// the conformance suite checks both against the same scenarios.
 ///

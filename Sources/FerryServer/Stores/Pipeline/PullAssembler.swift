@@ -29,7 +29,7 @@ struct NoticeQueryRow: Sendable {
 /// Everything a pull does but read: where each scope starts, how a page's
 /// rows and notices are cut to the limits, where its cursors point. Every
 /// store reads its rows and notices in its own SQL and hands them here, so
-/// pages are assembled by one rule (DESIGN.md server semantics 5 and 6).
+/// pages are assembled by one rule (ARCHITECTURE.md server semantics 5 and 6).
 ///
 /// ```swift
 /// let assembler = PullAssembler(request: request, userID: "alice", limit: 500, maxPageBytes: 8 << 20,

@@ -11,7 +11,7 @@ import ServiceLifecycle
 ///
 /// - Pushes run in `SERIALIZABLE` transactions, retried on a serialization
 ///   failure, so one client's push sent to two instances at once applies
-///   once (DESIGN.md server semantic 1).
+///   once.
 /// - Versions come from one sequence. Rows also carry the id of the
 ///   transaction that wrote them; pulls page by `(xid, version)` and read
 ///   only below the oldest transaction still running, so a transaction that

@@ -14,7 +14,7 @@ import Darwin
 /// data directory no server is running on. The restored store knows where
 /// its history ends: the devices that synced past the backup find their
 /// cursors point into lost history, keep every row and send back what the
-/// store lost (DESIGN.md server semantic 6).
+/// store lost (ARCHITECTURE.md server semantic 6).
 ///
 /// ```swift
 /// let report = try SQLiteSyncStore.backup(directory: dataDirectory, to: URL(filePath: "ferry-2026-11-25.sqlite"))

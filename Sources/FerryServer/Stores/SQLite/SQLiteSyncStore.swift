@@ -6,7 +6,7 @@ import GRDB
 /// The embedded store: one SQLite file, one server process.
 ///
 /// Versions are assigned inside SQLite's single write transaction, so they
-/// commit in order and a pull can never skip one (DESIGN.md server semantic 5).
+/// commit in order and a pull can never skip one.
 /// Reads run on a WAL snapshot, so a pull page and the client's last applied
 /// id always agree. Pushes are in `SQLiteSyncStore+Push.swift`, pulls in
 /// `SQLiteSyncStore+Pull.swift`; both share the pipeline in `Stores/Pipeline`
