@@ -14,7 +14,7 @@ import Testing
             .appendingPathComponent("../../Sources/FerryServer/OpenAPI/openapi.json").standardized
         let committed = try StrictJSON.parse(Array(try Data(contentsOf: file)))
         for placement in LimitPlacement.all {
-            #expect(try committed.value(at: placement.path) == .number(String(ServerLimits()[keyPath: placement.limit])),
+            #expect(try committed.value(at: placement.path) == .number(String(placement.limit(ServerLimits()))),
                     "\(placement.path.joined(separator: ".")) is not the default")
         }
     }
@@ -28,7 +28,7 @@ import Testing
         let defaults = try StrictJSON.parse(Array(try OpenAPIDocument.bundled().data))
         var expected = defaults
         for placement in LimitPlacement.all {
-            try expected.set(.number(String(limits[keyPath: placement.limit])), at: placement.path)
+            try expected.set(.number(String(placement.limit(limits))), at: placement.path)
         }
         let configured = try StrictJSON.parse(Array(try OpenAPIDocument.bundled(limits: limits).data))
         #expect(configured == expected)

@@ -49,7 +49,7 @@ import Testing
                     if case .object(let properties) = value { properties.values.forEach(visit) }
                 case "oneOf":
                     if case .array(let options) = value { options.forEach(visit) }
-                case "items", "additionalProperties", "propertyNames":
+                case "items", "additionalProperties", "propertyNames", "if", "then":
                     visit(value)
                 default:
                     break
@@ -82,6 +82,15 @@ import Testing
             .hasPrefix("`mutations.0.columns.t` is not valid here: One SQLite value") == true)
         #expect(message(#"{"clientID":"c","mutations":[\#(mutation.replacingOccurrences(of: "\"hlc\":1", with: "\"hlc\":9223372036854775808"))]}"#)
             == "`mutations.0.hlc` does not fit in 64 bits")
+        // What the document states beside the properties: a delete's shape, each pulled scope once.
+        let delete = mutation.replacingOccurrences(of: "\"upsert\"", with: "\"delete\"")
+        #expect(message(#"{"clientID":"c","mutations":[\#(delete)]}"#) == "`mutations.0` is not valid here: a delete carries no columns")
+        #expect(message(#"{"clientID":"c","mutations":[\#(delete.replacingOccurrences(of: #"{"t":"x"}"#, with: "{}"))]}"#) == nil)
+        let scope = #"{"scope":"user:a"}"#
+        #expect(throws: FerryServerError.self) {
+            try schemas.validate(try parse(#"{"clientID":"c","scopes":[\#(scope),{"scope":"b"},\#(scope)]}"#), as: "PullRequest")
+        }
+        #expect((try? schemas.validate(try parse(#"{"clientID":"c","scopes":[\#(scope),{"scope":"b"}]}"#), as: "PullRequest")) != nil)
     }
     /// Patterns match whole strings (no line break sneaks past `$`), and a
     /// large blob is checked in one pass, not by a backtracking expression.

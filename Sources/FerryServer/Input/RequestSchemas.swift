@@ -15,12 +15,13 @@ import Foundation
 /// `properties`, `required`, `additionalProperties`, `propertyNames`,
 /// `maxProperties`, `items`, `minItems`, `maxItems`, `minLength`,
 /// `maxLength`, `pattern`, `minimum`, `maximum`, `format: int64`,
-/// `contentEncoding: base64` (checked in one pass) and `oneOf`; a test
-/// checks the document uses no other.
+/// `contentEncoding: base64` (checked in one pass), `oneOf`, `uniqueItems`
+/// and `if`/`then`; a test checks the document uses no other.
 struct RequestSchemas: Sendable {
     static let keywords: Set<String> = [
         "$ref", "type", "enum", "properties", "required", "additionalProperties", "propertyNames", "maxProperties",
         "items", "minItems", "maxItems", "minLength", "maxLength", "pattern", "minimum", "maximum", "format", "oneOf",
+        "uniqueItems", "if", "then",
         // Annotations, with no say in validation.
         "description", "examples", "contentEncoding", "title",
     ]
@@ -74,6 +75,13 @@ struct RequestSchemas: Sendable {
                 throw Self.fail(quiet, path, "is not valid here: \(node.description ?? "one of its documented forms")")
             }
         }
+        if let condition = node.condition, let consequence = node.consequence {
+            var scratch = path   // a failed quiet check leaves its place behind
+            if (try? check(value, against: condition, at: &scratch, quiet: true)) != nil,
+               (try? check(value, against: consequence, at: &scratch, quiet: true)) == nil {
+                throw Self.fail(quiet, path, "is not valid here: \(consequence.description ?? "it breaks a rule its form states")")
+            }
+        }
         switch value {
         case .object(let members):
             try checkObject(members, node, at: &path, quiet: quiet)
@@ -83,6 +91,9 @@ struct RequestSchemas: Sendable {
             }
             if let most = node.maxItems, elements.count > most {
                 throw Self.fail(quiet, path, "has \(elements.count) items; at most \(most) are allowed")
+            }
+            if node.uniqueItems, let index = elements.indices.dropFirst().first(where: { elements[..<$0].contains(elements[$0]) }) {
+                throw Self.fail(quiet, path, "has item \(index) twice; each item may appear once")
             }
             if let items = node.items {
                 for (index, element) in elements.enumerated() {
@@ -266,6 +277,10 @@ final class SchemaNode: @unchecked Sendable {
     var types: TypeSet?
     var enumValues: [JSONValue]?
     var oneOf: [SchemaNode]?
+    /// `if` and `then`: a value that matches the condition must match the consequence.
+    var condition: SchemaNode?
+    var consequence: SchemaNode?
+    var uniqueItems = false
     var properties: [String: SchemaNode] = [:]
     var required: [String] = []
     var additional = Additional.allowed
@@ -361,6 +376,11 @@ struct SchemaCompiler {
         }
         if case .array(let values)? = rules["enum"] { node.enumValues = values }
         if case .array(let options)? = rules["oneOf"] { node.oneOf = try options.map { try self.node($0) } }
+        if let condition = rules["if"], let consequence = rules["then"] {
+            node.condition = try self.node(condition)
+            node.consequence = try self.node(consequence)
+        }
+        node.uniqueItems = rules["uniqueItems"] == .bool(true)
         if case .object(let properties)? = rules["properties"] {
             for (name, property) in properties { node.properties[name] = try self.node(property) }
         }

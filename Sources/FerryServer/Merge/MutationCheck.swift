@@ -1,10 +1,10 @@
 import FerryProtocol
 
 /// What a push must also be that its JSON Schema cannot say, checked before
-/// any store is touched: mutation ids strictly increasing, tables this
-/// server syncs, and deletes that carry no columns. Names, patterns and
-/// counts are the schema's (the OpenAPI document, with the configured
-/// limits written in), checked before this.
+/// any store is touched: mutation ids strictly increasing, and tables this
+/// server syncs. Names, patterns, counts and the shape of a delete are the
+/// schema's (the OpenAPI document, with the configured limits written in),
+/// checked before this.
 struct MutationCheck: Sendable {
     var tables: ServerTables
 
@@ -18,9 +18,6 @@ struct MutationCheck: Sendable {
             previous = mutation.mutationID
             guard tables.rule(for: mutation.table) != nil else {
                 throw .badRequest("\(place): table `\(mutation.table)` is not synced by this server")
-            }
-            if mutation.operation == .delete, !mutation.columns.isEmpty {
-                throw .badRequest("\(place): a delete carries no columns")
             }
         }
     }

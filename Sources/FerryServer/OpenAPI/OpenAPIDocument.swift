@@ -28,7 +28,7 @@ public struct OpenAPIDocument: Sendable {
         var document = try StrictJSON.parse(Array(committed))
         var changed = false
         for placement in LimitPlacement.all {
-            let value = JSONValue.number(String(limits[keyPath: placement.limit]))
+            let value = JSONValue.number(String(placement.limit(limits)))
             guard try document.value(at: placement.path) != value else { continue }
             try document.set(value, at: placement.path)
             changed = true
@@ -42,14 +42,16 @@ struct LimitPlacement: Sendable {
     /// Object keys, or `name=value` to pick the item of an array whose
     /// `name` is `value` (a parameter by its name).
     let path: [String]
-    let limit: KeyPath<ServerLimits, Int> & Sendable
+    let limit: @Sendable (ServerLimits) -> Int64
 
     static let all: [LimitPlacement] = [
-        LimitPlacement(path: ["components", "schemas", "PushRequest", "properties", "mutations", "maxItems"], limit: \.maxMutationsPerPush),
-        LimitPlacement(path: ["components", "schemas", "Mutation", "properties", "columns", "maxProperties"], limit: \.maxColumnsPerMutation),
-        LimitPlacement(path: ["components", "schemas", "PullRequest", "properties", "scopes", "maxItems"], limit: \.maxScopesPerRequest),
-        LimitPlacement(path: ["components", "schemas", "PullRequest", "properties", "limit", "maximum"], limit: \.maxPullLimit),
-        LimitPlacement(path: ["paths", "/v1/live", "get", "parameters", "name=scope", "schema", "maxItems"], limit: \.maxScopesPerRequest),
+        LimitPlacement(path: ["components", "schemas", "PushRequest", "properties", "mutations", "maxItems"]) { Int64($0.maxMutationsPerPush) },
+        LimitPlacement(path: ["components", "schemas", "Mutation", "properties", "columns", "maxProperties"]) { Int64($0.maxColumnsPerMutation) },
+        LimitPlacement(path: ["components", "schemas", "PullRequest", "properties", "scopes", "maxItems"]) { Int64($0.maxScopesPerRequest) },
+        LimitPlacement(path: ["components", "schemas", "PullRequest", "properties", "limit", "maximum"]) { Int64($0.maxPullLimit) },
+        LimitPlacement(path: ["paths", "/v1/live", "get", "parameters", "name=scope", "schema", "maxItems"]) { Int64($0.maxScopesPerRequest) },
+        LimitPlacement(path: ["paths", "/v1/blobs/{scope}/{sha256}", "put", "parameters", "name=Upload-Length", "schema", "maximum"]) { $0.maxBlobBytes },
+        LimitPlacement(path: ["paths", "/v1/blobs/{scope}/{sha256}", "put", "parameters", "name=Upload-Offset", "schema", "maximum"]) { $0.maxBlobBytes },
     ]
 }
 

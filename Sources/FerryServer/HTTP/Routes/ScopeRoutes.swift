@@ -16,15 +16,13 @@ extension SyncAPI {
     func createScope(_ request: Request, context: FerryRequestContext) async throws -> Response {
         let userID = try context.requireUser()
         let body = try await request.decodeJSON(CreateScopeRequest.self, schema: "CreateScopeRequest", schemas: schemas, limits: limits)
-        guard ScopeName.isValid(body.scope) else {
-            throw FerryServerError.badRequest("scope \(MutationCheck.quoted(body.scope)) is not a valid scope name")
-        }
+        // The schema has checked the form `<label>@<user id>`.
         guard ScopeName.owner(of: body.scope) == nil else {
-            throw FerryServerError.badRequest("`\(ScopeName.userPrefix)…` scopes are personal and exist already; pick another name")
+            throw FerryServerError(.alreadyExists, "`\(ScopeName.userPrefix)…` scopes are personal and exist already; pick another name")
         }
         guard ScopeName.namespace(of: body.scope) == userID else {
-            throw FerryServerError.badRequest(
-                "a scope you create is named <label>@<your user id>, such as `\(ScopeName.shared("groceries", ownedBy: userID))`"
+            throw FerryServerError(.forbidden,
+                "you create scopes in your own namespace only: <label>@<your user id>, such as `\(ScopeName.shared("groceries", ownedBy: userID))`"
             )
         }
         try await store.createScope(body.scope, owner: userID)
