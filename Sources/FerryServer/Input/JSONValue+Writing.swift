@@ -23,7 +23,7 @@ extension JSONValue {
         case .null: output += "null"
         case .bool(let flag): output += flag ? "true" : "false"
         case .number(let text): output += text
-        case .string(let text): Self.write(string: text, to: &output)
+        case .string(let text): StoreCoding.appendString(text, to: &output)
         case .array(let items):
             guard !items.isEmpty else { output += "[]"; return }
             output += "["
@@ -40,30 +40,12 @@ extension JSONValue {
             for (index, key) in members.keys.sorted().enumerated() {
                 if index > 0 { output += "," }
                 newline(depth + 1)
-                Self.write(string: key, to: &output)
+                StoreCoding.appendString(key, to: &output)
                 output += indent == nil ? ":" : ": "
                 members[key]!.write(to: &output, indent: indent, depth: depth + 1)
             }
             newline(depth)
             output += "}"
         }
-    }
-
-    private static func write(string: String, to output: inout String) {
-        output += "\""
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": output += "\\\""
-            case "\\": output += "\\\\"
-            case "\n": output += "\\n"
-            case "\r": output += "\\r"
-            case "\t": output += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: output.unicodeScalars.append(scalar)
-            }
-        }
-        output += "\""
     }
 }
