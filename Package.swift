@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "Ferry", targets: ["Ferry"]),
         .library(name: "FerryHTTPClient", targets: ["FerryHTTPClient"]),
         .library(name: "FerryAttachmentEncryption", targets: ["FerryAttachmentEncryption"]),
+        .library(name: "FerryTesting", targets: ["FerryTesting"]),
         .library(name: "FerryServer", targets: ["FerryServer"]),
         .executable(name: "ferry-server", targets: ["ferry-server"]),
         .executable(name: "ferry-bench", targets: ["ferry-bench"]),
@@ -68,6 +69,13 @@ let package = Package(
                 "Ferry",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
+        ),
+        // What an app's tests use, as HummingbirdTesting is Hummingbird's:
+        // transports that misbehave on purpose or watch blob transfers, and
+        // a seeded generator. Kept out of `Ferry`, so an app ships none of it.
+        .target(
+            name: "FerryTesting",
+            dependencies: ["Ferry", "FerryProtocol"]
         ),
         .target(
             name: "FerryServer",
@@ -125,6 +133,7 @@ let package = Package(
             name: "FerryBenchmarks",
             dependencies: [
                 "Ferry",
+                "FerryTesting",
                 "FerryNotes",
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 "FerryHTTPClient",
@@ -192,6 +201,7 @@ let package = Package(
             name: "FerrySyncTests",
             dependencies: [
                 "Ferry",
+                "FerryTesting",
                 "FerryAttachmentEncryption",
                 "FerryHTTPClient",
                 "FerryTestSupport",

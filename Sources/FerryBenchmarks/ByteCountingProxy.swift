@@ -1,3 +1,4 @@
+import Ferry
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -99,13 +100,4 @@ final class ByteCountingProxy: @unchecked Sendable {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         return address
     }
-}
-
-/// A value behind a lock, for the proxy's threads.
-private final class Locked<Value>: @unchecked Sendable {
-    // @unchecked: `value` is only touched while `lock` is held.
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func withLock<T>(_ body: (inout Value) -> T) -> T { lock.withLock { body(&value) } }
 }

@@ -1,4 +1,5 @@
 @_spi(Benchmarks) import Ferry
+import FerryTesting
 import FerryProtocol
 import Foundation
 import GRDB

@@ -1,3 +1,4 @@
+import Ferry
 import FerryTestSupport
 import Foundation
 
@@ -72,14 +73,6 @@ struct NotesCLI: Sendable {
     static func executable() throws -> URL {
         try ServerProcess.executable().deletingLastPathComponent().appending(path: "ferry-notes")
     }
-}
-
-/// A value shared with a reading thread.
-final class Locked<Value: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T { try lock.withLock { try body(&value) } }
 }
 
 /// A `ferry-server` child process on a free port, with a known secret, and

@@ -1,4 +1,5 @@
 @_spi(Testing) @testable import Ferry
+import FerryTesting
 import FerryHTTPClient
 import FerryProtocol
 import FerryTestSupport

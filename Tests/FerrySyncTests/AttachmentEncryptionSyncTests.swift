@@ -1,4 +1,5 @@
 @testable import Ferry
+import FerryTesting
 import FerryAttachmentEncryption
 import FerryHTTPClient
 import FerryTestSupport

@@ -1,4 +1,5 @@
 import Ferry
+import FerryTesting
 import FerryHTTPClient
 import FerryProtocol
 @testable import FerryServer

@@ -1,4 +1,5 @@
 @_spi(Benchmarks) @testable import Ferry
+import FerryTesting
 @testable import FerryServer
 import FerryProtocol
 import Foundation

@@ -1,4 +1,5 @@
 @testable import Ferry
+import FerryTesting
 @testable import FerryServer
 import FerryProtocol
 import Foundation

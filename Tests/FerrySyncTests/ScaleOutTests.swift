@@ -1,4 +1,5 @@
 @_spi(Benchmarks) @testable import Ferry
+import FerryTesting
 import FerryProtocol
 import Foundation
 import GRDB

@@ -5,7 +5,7 @@ import Foundation
 ///
 /// ``URLSessionSyncTransport`` ships in `Ferry`; `HTTPSyncTransport`, over
 /// AsyncHTTPClient, in the `FerryHTTPClient` product. Wrap a transport to add behaviour
-/// (``FaultInjectingTransport`` drops, delays, duplicates and reorders
+/// (`FaultInjectingTransport`, in the `FerryTesting` product, drops, delays, duplicates and reorders
 /// requests for tests), or implement one for another channel.
 ///
 /// ```swift

@@ -1,4 +1,5 @@
 @_spi(Benchmarks) import Ferry
+import FerryTesting
 import Foundation
 import Synchronization
 
