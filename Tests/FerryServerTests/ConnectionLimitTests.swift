@@ -20,16 +20,6 @@ import FerryTestSupport
         "GET /v1/live?scope=\(scope) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\n\r\n"
     }
 
-    /// Polls `condition` for up to `timeout`.
-    static func eventually(within timeout: Duration = .seconds(2), _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        return try await condition()
-    }
-
     @Test func slowHeadersSlowBodiesAndIdleConnectionsAreClosed() async throws {
         let server = try await TestServer(configure: Self.shortTimeouts)
         let token = try await server.token("alice")
@@ -94,7 +84,7 @@ import FerryTestSupport
             #expect(answer.closed)
 
             held.removeFirst().close()
-            #expect(try await Self.eventually {
+            #expect(try await eventually(within: .seconds(2)) {
                 let again = try RawConnection(port: port)
                 again.send("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
                 return again.read(for: .seconds(1)).text.hasPrefix("HTTP/1.1 200")
@@ -133,13 +123,13 @@ import FerryTestSupport
             #expect(bobReply.contains("event: ready"))
 
             first.close()
-            #expect(try await Self.eventually(within: .seconds(1)) { server.store.changeFeed.subscriberCount == 2 })
+            #expect(try await eventually(within: .seconds(1)) { server.store.changeFeed.subscriberCount == 2 })
             let (again, againReply) = try open(alice, "user:alice")
             #expect(againReply.contains("event: ready"))
 
             for connection in [second, bobs, again] { connection.close() }
-            #expect(try await Self.eventually(within: .seconds(1)) { server.store.changeFeed.subscriberCount == 0 })
-            #expect(try await Self.eventually(within: .seconds(1)) {
+            #expect(try await eventually(within: .seconds(1)) { server.store.changeFeed.subscriberCount == 0 })
+            #expect(try await eventually(within: .seconds(1)) {
                 server.metrics.render().contains("ferry_live_subscribers 0")
             })
         }
@@ -157,7 +147,7 @@ import FerryTestSupport
             connection.send("POST /v1/push HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"clientID\":")
             try await Task.sleep(for: .milliseconds(100))
             connection.close()
-            #expect(try await Self.eventually {
+            #expect(try await eventually(within: .seconds(2)) {
                 server.metrics.render().contains(#"ferry_http_requests_total{method="POST",route="/v1/push",status="client_closed"} 1"#)
             }, "\(server.metrics.render())")
         }

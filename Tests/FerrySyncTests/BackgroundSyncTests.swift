@@ -15,15 +15,6 @@ import FerryTestSupport
         directory = try TemporaryDirectory()
     }
 
-    private func waitUntil(timeout: Duration = .seconds(10), _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        Issue.record("condition not met within \(timeout)")
-    }
-
     /// `a` writes; a started `b`, listening live with no periodic sync,
     /// sees the row soon after: median under 1 s over 5 edits, each under
     /// 5 s (the full suite shares 2 cores; alone, each takes tens of ms).
@@ -35,13 +26,13 @@ import FerryTestSupport
             await a.engine.start()
             await b.engine.start()
             defer { Task { await a.engine.stop(); await b.engine.stop() } }
-            try await waitUntil { b.engine.status.liveConnected }
+            #expect(try await eventually(within: .seconds(10)) { b.engine.status.liveConnected })
 
             var latencies: [Duration] = []
             for index in 0..<5 {
                 let start = ContinuousClock.now
                 try a.execute("INSERT INTO note(id, title) VALUES (?, 'live')", ["n\(index)"])
-                try await waitUntil { try b.note("n\(index)") != nil }
+                #expect(try await eventually(within: .seconds(10)) { try b.note("n\(index)") != nil })
                 latencies.append(ContinuousClock.now - start)
             }
             #expect(latencies.sorted()[2] < .seconds(1), "\(latencies)")
@@ -65,7 +56,7 @@ import FerryTestSupport
                 for index in 0..<30 { try db.execute(sql: "INSERT INTO note(id, title) VALUES (?, 'x')", arguments: ["n\(index)"]) }
             }
             try await device.engine.sync()
-            try await waitUntil { seen.withLock { $0.last?.lastSuccessfulSync != nil } }
+            #expect(try await eventually(within: .seconds(10)) { seen.withLock { $0.last?.lastSuccessfulSync != nil } })
 
             let statuses = seen.withLock { $0 }
             let phases = statuses.map(\.phase)
@@ -90,7 +81,7 @@ import FerryTestSupport
 
             let reader = try await Device.make("r", user: "alice", server: server, directory: directory) { $0.pullPageSize = 100 }
             let sync = Task { try await reader.engine.sync() }
-            try await waitUntil { try reader.notes().count >= 300 }
+            #expect(try await eventually(within: .seconds(10)) { try reader.notes().count >= 300 })
             sync.cancel()
             _ = try? await sync.value
             let count = try reader.notes().count
@@ -112,7 +103,7 @@ import FerryTestSupport
             await device.engine.start()
             defer { Task { await device.engine.stop() } }
             try device.execute("INSERT INTO note(id, title) VALUES ('1', 'auto')")
-            try await waitUntil { try await server.rows("note", in: "user:alice")["1"] != nil }
+            #expect(try await eventually(within: .seconds(10)) { try await server.rows("note", in: "user:alice")["1"] != nil })
             await device.engine.stop()
             #expect(device.engine.status.phase == .idle)
         }
@@ -160,7 +151,7 @@ import FerryTestSupport
                                           transport: { PullCounter(inner: $0, pulls: pulls) })
             await b.engine.start()
             defer { Task { await b.engine.stop() } }
-            try await waitUntil { b.engine.status.liveConnected && b.engine.status.lastSuccessfulSync != nil }
+            #expect(try await eventually(within: .seconds(10)) { b.engine.status.liveConnected && b.engine.status.lastSuccessfulSync != nil })
             // The syncs that start and `ready` asked for are over once no pull happens for a while (bounded).
             var pullsBefore = pulls.withLock { $0 }
             for _ in 0..<50 {
@@ -172,7 +163,7 @@ import FerryTestSupport
 
             try a.execute("INSERT INTO note(id, title) VALUES ('live-1', 'in one hop')")
             try await a.engine.sync()
-            try await waitUntil { try b.note("live-1") != nil }
+            #expect(try await eventually(within: .seconds(10)) { try b.note("live-1") != nil })
             #expect(try b.note("live-1")?.title == "in one hop")
             #expect(pulls.withLock { $0 } == pullsBefore, "the rows came with the live event, not a pull")
             #expect(try b.database.outbox.pendingCount() == 0, "applied rows never echo into the outbox")
@@ -197,21 +188,21 @@ import FerryTestSupport
             await device.engine.start()
             defer { Task { await device.engine.stop() } }
             try device.execute("INSERT INTO note(id, title) VALUES ('before', 'synced by the loop')")
-            try await waitUntil { try await server.rows("note", in: "user:alice")["before"] != nil }
-            try await waitUntil { device.engine.status.pendingCount == 0 && device.engine.status.phase == .idle }
+            #expect(try await eventually(within: .seconds(10)) { try await server.rows("note", in: "user:alice")["before"] != nil })
+            #expect(try await eventually(within: .seconds(10)) { device.engine.status.pendingCount == 0 && device.engine.status.phase == .idle })
 
             // The observation reads ferry_conflicts: without it, its next fetch fails.
             try device.execute("ALTER TABLE ferry_conflicts RENAME TO ferry_conflicts_away")
             try device.execute("INSERT INTO note(id, title) VALUES ('during', 'written while the observation is down')")
-            try await waitUntil { device.engine.status.backgroundIssues["observation"] != nil }
+            #expect(try await eventually(within: .seconds(10)) { device.engine.status.backgroundIssues["observation"] != nil })
             let issue = device.engine.status.backgroundIssues["observation"] ?? ""
             #expect(issue.contains("ferry_conflicts"), "\(issue)")
 
             try device.execute("ALTER TABLE ferry_conflicts_away RENAME TO ferry_conflicts")
-            try await waitUntil { try await server.rows("note", in: "user:alice")["during"] != nil }
-            try await waitUntil { device.engine.status.backgroundIssues.isEmpty }
+            #expect(try await eventually(within: .seconds(10)) { try await server.rows("note", in: "user:alice")["during"] != nil })
+            #expect(try await eventually(within: .seconds(10)) { device.engine.status.backgroundIssues.isEmpty })
             try device.execute("INSERT INTO note(id, title) VALUES ('after', 'synced by the restarted observation')")
-            try await waitUntil { try await server.rows("note", in: "user:alice")["after"] != nil }
+            #expect(try await eventually(within: .seconds(10)) { try await server.rows("note", in: "user:alice")["after"] != nil })
             #expect(try device.database.outbox.pendingCount() == 0)
         }
     }

@@ -120,14 +120,14 @@ struct ScaleOutTests {
                                              configure: { $0.live = true }, token: try instances.token("alice"))
         await listener.engine.start()
         defer { Task { await listener.engine.stop() } }
-        try await waitUntil(timeout: .seconds(10)) { await listener.engine.status.liveConnected }
+        try #require(try await eventually(within: .seconds(10)) { await listener.engine.status.liveConnected })
 
         var latencies: [Duration] = []
         for index in 0..<5 {
             try writer.execute("INSERT INTO note (id, title) VALUES (?, ?)", ["live-\(index)", "from A"])
             let started = ContinuousClock.now
             try await writer.engine.sync()
-            try await waitUntil(timeout: .seconds(10)) { (try? listener.note("live-\(index)")) != nil }
+            try #require(try await eventually(within: .seconds(10)) { (try? listener.note("live-\(index)")) != nil })
             latencies.append(ContinuousClock.now - started)
         }
         print("push on A → row on a device live on B: \(latencies)")
@@ -153,7 +153,7 @@ struct ScaleOutTests {
         }
         let startedBefore = try await instances.database.rows("SELECT pg_postmaster_start_time()::text")
         let sync = Task { try await device.engine.sync() }
-        try await waitUntil(timeout: .seconds(60)) { ((try? acknowledged(device)) ?? 0) >= 200 }
+        try #require(try await eventually(within: .seconds(60)) { ((try? acknowledged(device)) ?? 0) >= 200 })
         try PostgresTestDatabase.controlCluster("restart", "-m", "immediate")
         let atRestart = try acknowledged(device)
 
@@ -187,14 +187,6 @@ struct ScaleOutTests {
     private func acknowledged(_ device: Device) throws -> Int {
         try device.database.read { db in
             try Int.fetchOne(db, sql: "SELECT count(DISTINCT mutation_id) FROM ferry_outbox WHERE state = 'acknowledged'") ?? 0
-        }
-    }
-
-    private func waitUntil(timeout: Duration, _ condition: () async -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while !(await condition()) {
-            guard ContinuousClock.now < deadline else { throw Missing() }
-            try await Task.sleep(for: .milliseconds(5))
         }
     }
 }
