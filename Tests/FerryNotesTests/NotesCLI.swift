@@ -94,9 +94,7 @@ final class NotesServer: @unchecked Sendable {
     }
 
     func token(_ user: String) throws -> String {
-        let result = try ServerProcess.run(["token", "--user", user, "--jwt-secret", secret])
-        guard result.status == 0 else { throw NotesCLI.Failure(command: ["token"], result: .init(status: result.status, output: result.output, errors: "")) }
-        return result.output.split(separator: "\n").last.map { String($0).trimmingCharacters(in: .whitespaces) } ?? ""
+        try ServerProcess.token(for: user, secret: secret)
     }
 
     /// The port it listens on.

@@ -69,8 +69,7 @@ import FerryTestSupport
         let ready = try await Self.get(port, "/readyz")
         #expect(ready.status.contains(" 200 ") && ready.body.contains(#""status":"ready""#), "\(ready)")
 
-        let token = try ServerProcess.run(["token", "--user", "alice", "--jwt-secret", secret, "--data-dir", directory.url.path]).output
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let token = try ServerProcess.token(for: "alice", secret: secret, dataDirectory: directory.url.path)
         server.process.terminate()
         let draining = try await Self.waitFor(" 503 ", at: "/readyz", port: port, timeout: .seconds(4))
         #expect(draining.contains("draining"), "\(draining)")

@@ -18,8 +18,7 @@ import FerryTestSupport
         var pid: Int32 { process.process.processIdentifier }
 
         func token(_ user: String) throws -> String {
-            let result = try ServerProcess.run(["token", "--user", user, "--jwt-secret", ServerResourceTests.secret, "--data-dir", data])
-            return try #require(result.output.split(separator: "\n").last.map(String.init))
+            try ServerProcess.token(for: user, secret: ServerResourceTests.secret, dataDirectory: data)
         }
 
         /// CPU seconds (user + system) the server has used so far.

@@ -19,8 +19,7 @@ import FerryTestSupport
     }
 
     static func token(_ user: String, _ data: String) throws -> String {
-        let result = try ServerProcess.run(["token", "--user", user, "--jwt-secret", secret, "--data-dir", data])
-        return try result.output.split(separator: "\n").last.map(String.init).orThrow()
+        try ServerProcess.token(for: user, secret: secret, dataDirectory: data)
     }
 
     static func device(_ name: String, _ user: String, _ url: URL, _ data: String, _ directory: TemporaryDirectory) async throws -> Device {

@@ -89,8 +89,7 @@ import FerryTestSupport
         let users = ["alice", "bob", "carol"]
         var devices: [Device] = []
         for user in users {
-            let token = try #require(ServerProcess.run(["token", "--user", user, "--data-dir", data, "--jwt-secret", secret])
-                .output.split(separator: "\n").last.map(String.init))
+            let token = try ServerProcess.token(for: user, secret: secret, dataDirectory: data)
             let device = try await Device.make(user, user: user, baseURL: url, directory: directory, configure: {
                 $0.pushBatchSize = 25
                 $0.retry = RetryPolicy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(300), attemptsPerSync: 200)
@@ -121,8 +120,7 @@ import FerryTestSupport
 
         // A fresh device of each user pulls every row back, each with its value.
         for (index, user) in users.enumerated() {
-            let token = try #require(ServerProcess.run(["token", "--user", user, "--data-dir", data, "--jwt-secret", secret])
-                .output.split(separator: "\n").last.map(String.init))
+            let token = try ServerProcess.token(for: user, secret: secret, dataDirectory: data)
             let reader = try await Device.make("reader-\(index)", user: user, baseURL: url, directory: directory, token: token)
             try await reader.engine.sync()
             let notes = try reader.notes()

@@ -28,9 +28,7 @@ struct LossyLinkTests {
         defer { server.stop() }
         let line = try await server.waitForLine(startingWith: "Ferry server listening on ")
         let url = String(line.dropFirst("Ferry server listening on ".count))
-        let token = try #require(try ServerProcess.run(["token", "--user", "alice", "--jwt-secret", Self.secret,
-                                                        "--data-dir", directory.path("tokens")]).output
-            .split(separator: "\n").last.map(String.init))
+        let token = try ServerProcess.token(for: "alice", secret: Self.secret, dataDirectory: directory.path("tokens"))
         let first = directory.path("first.sqlite"), second = directory.path("second.sqlite")
         var committed = Set<String>()
         var changes = 0

@@ -85,6 +85,21 @@ public final class ServerProcess: @unchecked Sendable {
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 
+    /// A token for `user` from `ferry-server token`, minted as an operator
+    /// mints one: with `secret`, and in `dataDirectory` when one is given.
+    public static func token(for user: String, secret: String, dataDirectory: String? = nil) throws -> String {
+        let result = try run(["token", "--user", user, "--jwt-secret", secret] + (dataDirectory.map { ["--data-dir", $0] } ?? []))
+        let token = result.output.split(separator: "\n").last.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        guard result.status == 0, !token.isEmpty else { throw MintFailed(status: result.status, output: result.output) }
+        return token
+    }
+
+    public struct MintFailed: Error, CustomStringConvertible {
+        var status: Int32
+        var output: String
+        public var description: String { "ferry-server token exited \(status): \(output)" }
+    }
+
     public struct Timeout: Error, CustomStringConvertible {
         var waitingFor: String
         var printed: [String]

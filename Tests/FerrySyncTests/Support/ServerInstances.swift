@@ -39,8 +39,7 @@ struct ServerInstances {
     }
 
     func token(_ user: String) throws -> String {
-        let result = try ServerProcess.run(["token", "--user", user, "--jwt-secret", Self.secret, "--data-dir", directory.path("tokens")])
-        return try result.output.split(separator: "\n").last.map(String.init).orThrow()
+        try ServerProcess.token(for: user, secret: Self.secret, dataDirectory: directory.path("tokens"))
     }
 
     /// One transport per instance.
