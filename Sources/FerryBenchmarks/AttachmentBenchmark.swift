@@ -45,8 +45,9 @@ public struct AttachmentBenchmark: Sendable {
 
     func run(store: String, arguments: [String], in directory: URL) async throws -> [BenchmarkResult] {
         let label = "attachment of \(bytes >> 20) MiB, \(store) blob store"
-        let server = try ServerRoundTripBenchmark.startServer(in: directory, name: "blob-server-\(store)",
-                                                              arguments: arguments + ["--max-blob-bytes", String(bytes)])
+        let server = try ServerRoundTripBenchmark.startServer(
+            in: directory, name: "blob-server-\(store)",
+            arguments: arguments + ["--max-blob-bytes", String(bytes)])
         defer { server.process.terminate(); server.process.waitUntilExit() }
         guard let serverPort = server.url.port else { throw BenchmarkError("the server URL has no port: \(server.url)") }
         let proxy = try ByteCountingProxy(target: serverPort)
@@ -58,9 +59,11 @@ public struct AttachmentBenchmark: Sendable {
 
         let child = Process()
         child.executableURL = try InitialSyncBenchmark.sibling("ferry-bench")
-        child.arguments = ["--attachment-client-url", "http://127.0.0.1:\(proxy.port)", "--attachment-client-token", server.token,
-                           "--attachment-client-directory", directory.appendingPathComponent("blob-client-\(store)").path,
-                           "--attachment-bytes", String(bytes)]
+        child.arguments = [
+            "--attachment-client-url", "http://127.0.0.1:\(proxy.port)", "--attachment-client-token", server.token,
+            "--attachment-client-directory", directory.appendingPathComponent("blob-client-\(store)").path,
+            "--attachment-bytes", String(bytes),
+        ]
         let output = Pipe(), input = Pipe()
         child.standardOutput = output
         child.standardInput = input
@@ -93,27 +96,34 @@ public struct AttachmentBenchmark: Sendable {
         let rate = { (seconds: Double) in String(format: "%.0f MB/s", Double(bytes) / seconds / 1e6) }
         let budget = "32 MiB budget"
         return [
-            BenchmarkResult(scenario: "\(label): server peak RSS growth, upload",
-                            ferry: "+\(mib(uploadPeak - serverBefore)) (\(mib(serverBefore)) → \(mib(uploadPeak)))",
-                            baseline: budget, ratio: Double(uploadPeak - serverBefore) / Double(Self.budget), goal: 1, direction: .atMost),
-            BenchmarkResult(scenario: "\(label): server peak RSS growth, download",
-                            ferry: "+\(mib(downloadPeak - serverBeforeDownload)) (\(mib(serverBeforeDownload)) → \(mib(downloadPeak)))",
-                            baseline: budget, ratio: Double(downloadPeak - serverBeforeDownload) / Double(Self.budget), goal: 1, direction: .atMost),
-            BenchmarkResult(scenario: "\(label): client peak RSS growth, upload (\(rate(report.uploadSeconds)))",
-                            ferry: "+\(mib(report.uploadRSSGrowth))",
-                            baseline: budget, ratio: Double(report.uploadRSSGrowth) / Double(Self.budget), goal: 1, direction: .atMost),
-            BenchmarkResult(scenario: "\(label): client peak RSS growth, download and verify (\(rate(report.downloadSeconds)))",
-                            ferry: "+\(mib(report.downloadRSSGrowth))",
-                            baseline: budget, ratio: Double(report.downloadRSSGrowth) / Double(Self.budget), goal: 1, direction: .atMost),
-            BenchmarkResult(scenario: "\(label): client peak RSS growth, add (copy, fsync, hash; \(rate(report.addSeconds)))",
-                            ferry: "+\(mib(report.addRSSGrowth))",
-                            baseline: budget, ratio: Double(report.addRSSGrowth) / Double(Self.budget), goal: 1, direction: .atMost),
-            BenchmarkResult(scenario: "\(label): bytes on the wire, upload (both ways, the whole sync, headers included)",
-                            ferry: "\(uploadWire.toServer + uploadWire.toClient) bytes", baseline: "\(bytes) bytes (the file)",
-                            ratio: Double(uploadWire.toServer + uploadWire.toClient) / Double(bytes), goal: 1.01, direction: .atMost),
-            BenchmarkResult(scenario: "\(label): bytes on the wire, download (both ways, the whole sync, headers included)",
-                            ferry: "\(downloadWire.toServer + downloadWire.toClient) bytes", baseline: "\(bytes) bytes (the file)",
-                            ratio: Double(downloadWire.toServer + downloadWire.toClient) / Double(bytes), goal: 1.01, direction: .atMost),
+            BenchmarkResult(
+                scenario: "\(label): server peak RSS growth, upload",
+                ferry: "+\(mib(uploadPeak - serverBefore)) (\(mib(serverBefore)) → \(mib(uploadPeak)))",
+                baseline: budget, ratio: Double(uploadPeak - serverBefore) / Double(Self.budget), goal: 1, direction: .atMost),
+            BenchmarkResult(
+                scenario: "\(label): server peak RSS growth, download",
+                ferry: "+\(mib(downloadPeak - serverBeforeDownload)) (\(mib(serverBeforeDownload)) → \(mib(downloadPeak)))",
+                baseline: budget, ratio: Double(downloadPeak - serverBeforeDownload) / Double(Self.budget), goal: 1, direction: .atMost),
+            BenchmarkResult(
+                scenario: "\(label): client peak RSS growth, upload (\(rate(report.uploadSeconds)))",
+                ferry: "+\(mib(report.uploadRSSGrowth))",
+                baseline: budget, ratio: Double(report.uploadRSSGrowth) / Double(Self.budget), goal: 1, direction: .atMost),
+            BenchmarkResult(
+                scenario: "\(label): client peak RSS growth, download and verify (\(rate(report.downloadSeconds)))",
+                ferry: "+\(mib(report.downloadRSSGrowth))",
+                baseline: budget, ratio: Double(report.downloadRSSGrowth) / Double(Self.budget), goal: 1, direction: .atMost),
+            BenchmarkResult(
+                scenario: "\(label): client peak RSS growth, add (copy, fsync, hash; \(rate(report.addSeconds)))",
+                ferry: "+\(mib(report.addRSSGrowth))",
+                baseline: budget, ratio: Double(report.addRSSGrowth) / Double(Self.budget), goal: 1, direction: .atMost),
+            BenchmarkResult(
+                scenario: "\(label): bytes on the wire, upload (both ways, the whole sync, headers included)",
+                ferry: "\(uploadWire.toServer + uploadWire.toClient) bytes", baseline: "\(bytes) bytes (the file)",
+                ratio: Double(uploadWire.toServer + uploadWire.toClient) / Double(bytes), goal: 1.01, direction: .atMost),
+            BenchmarkResult(
+                scenario: "\(label): bytes on the wire, download (both ways, the whole sync, headers included)",
+                ferry: "\(downloadWire.toServer + downloadWire.toClient) bytes", baseline: "\(bytes) bytes (the file)",
+                ratio: Double(downloadWire.toServer + downloadWire.toClient) / Double(bytes), goal: 1.01, direction: .atMost),
         ]
     }
 
@@ -131,12 +141,14 @@ public struct AttachmentBenchmark: Sendable {
             var configuration = FerryConfiguration()
             configuration.attachmentsDirectory = directory.appendingPathComponent("\(name)-files")
             configuration.attachmentDownloads = ["item": .eager]
-            let database = try FerryDatabase(path: directory.appendingPathComponent("\(name).sqlite").path,
-                                             schema: InitialSyncBenchmark.schema(), configuration: configuration)
+            let database = try FerryDatabase(
+                path: directory.appendingPathComponent("\(name).sqlite").path,
+                schema: InitialSyncBenchmark.schema(), configuration: configuration)
             var sync = SyncConfiguration(userID: "bench")
             sync.periodicInterval = nil
-            let engine = try SyncEngine(database: database, transport: HTTPSyncTransport(baseURL: url, requestTimeout: .seconds(600)),
-                                        configuration: sync, token: token)
+            let engine = try SyncEngine(
+                database: database, transport: HTTPSyncTransport(baseURL: url, requestTimeout: .seconds(600)),
+                configuration: sync, token: token)
             return (database, engine)
         }
         let (a, engineA) = try device("a")
@@ -168,12 +180,14 @@ public struct AttachmentBenchmark: Sendable {
 
         let onB = try b.attachments.list(table: "item", row: "big")
         // B's file, byte for byte against the file added on A.
-        let identical = try onB.map(\.sha256) == [added.sha256] && onB.first?.state == .uploaded
+        let identical =
+            try onB.map(\.sha256) == [added.sha256] && onB.first?.state == .uploaded
             && b.attachments.localURL(for: onB[0]).map { try Self.sameBytes($0, source) } == true
         try? FileManager.default.removeItem(at: directory)
-        return ClientReport(addSeconds: addSeconds, addRSSGrowth: addGrowth, uploadSeconds: uploadSeconds,
-                            uploadRSSGrowth: uploadGrowth, downloadSeconds: downloadSeconds,
-                            downloadRSSGrowth: downloadGrowth, identical: identical)
+        return ClientReport(
+            addSeconds: addSeconds, addRSSGrowth: addGrowth, uploadSeconds: uploadSeconds,
+            uploadRSSGrowth: uploadGrowth, downloadSeconds: downloadSeconds,
+            downloadRSSGrowth: downloadGrowth, identical: identical)
     }
 
     /// Whether two files hold the same bytes, compared 1 MiB at a time.

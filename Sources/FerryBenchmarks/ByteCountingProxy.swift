@@ -1,9 +1,9 @@
 import Ferry
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A TCP relay on loopback that counts the bytes it carries each way: what
@@ -45,7 +45,11 @@ final class ByteCountingProxy: @unchecked Sendable {
 
     var counts: (toServer: Int, toClient: Int) { lock.withLock { (toServer, toClient) } }
 
-    func reset() { lock.withLock { toServer = 0; toClient = 0 } }
+    func reset() {
+        lock.withLock {
+            toServer = 0; toClient = 0
+        }
+    }
 
     func stop() {
         lock.withLock { stopped = true }
@@ -66,10 +70,18 @@ final class ByteCountingProxy: @unchecked Sendable {
             // Both sockets close once both directions are done.
             let directionsLeft = Locked(2)
             let finish: @Sendable () -> Void = {
-                if directionsLeft.withLock({ $0 -= 1; return $0 == 0 }) { close(client); close(server) }
+                if directionsLeft.withLock({
+                    $0 -= 1; return $0 == 0
+                }) {
+                    close(client); close(server)
+                }
             }
-            Thread { [self] in relay(from: client, to: server, upstream: true); finish() }.start()
-            Thread { [self] in relay(from: server, to: client, upstream: false); finish() }.start()
+            Thread { [self] in
+                relay(from: client, to: server, upstream: true); finish()
+            }.start()
+            Thread { [self] in
+                relay(from: server, to: client, upstream: false); finish()
+            }.start()
         }
     }
 

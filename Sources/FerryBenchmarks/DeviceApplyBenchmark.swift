@@ -28,10 +28,11 @@ public struct DeviceApplyBenchmark: Sendable {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
             for table in ["item", "plain_item"] {
-                try db.execute(sql: """
-                    CREATE TABLE \(table) (id TEXT PRIMARY KEY NOT NULL, name TEXT NOT NULL, qty INTEGER NOT NULL, price REAL, note TEXT);
-                    CREATE INDEX \(table)_by_name ON \(table)(name);
-                    """)
+                try db.execute(
+                    sql: """
+                        CREATE TABLE \(table) (id TEXT PRIMARY KEY NOT NULL, name TEXT NOT NULL, qty INTEGER NOT NULL, price REAL, note TEXT);
+                        CREATE INDEX \(table)_by_name ON \(table)(name);
+                        """)
             }
         }
         return FerrySchema(migrator: migrator, syncedTables: [SyncedTable("item")])
@@ -44,8 +45,10 @@ public struct DeviceApplyBenchmark: Sendable {
     }
 
     static func values(_ n: Int, _ generation: Int) -> [String: ColumnValue] {
-        ["name": .text("item \(n) g\(generation)"), "qty": .integer(Int64(n % 97)), "price": .real(Double(n) * 0.25),
-         "note": .text("a note of some forty characters, or so")]
+        [
+            "name": .text("item \(n) g\(generation)"), "qty": .integer(Int64(n % 97)), "price": .real(Double(n) * 0.25),
+            "note": .text("a note of some forty characters, or so"),
+        ]
     }
 
     static func page(_ ids: some Sequence<Int>, generation: Int, firstVersion: Int64) -> PullPage {
@@ -89,38 +92,45 @@ public struct DeviceApplyBenchmark: Sendable {
             let ids = (round * pageRows)..<((round + 1) * pageRows)
             let page = Self.page(ids, generation: round, firstVersion: version)
             version += Int64(pageRows)
-            ferry.append(try clock.measure {
-                guard try database.applyPulledPage(page, userID: "bench") == pageRows else { throw BenchmarkError("the page did not apply whole") }
-            })
-            perRow.append(try clock.measure {
-                for change in page.changes { try writer.write { db in try Self.upsert(change, db) } }
-            })
+            ferry.append(
+                try clock.measure {
+                    guard try database.applyPulledPage(page, userID: "bench") == pageRows else { throw BenchmarkError("the page did not apply whole") }
+                })
+            perRow.append(
+                try clock.measure {
+                    for change in page.changes { try writer.write { db in try Self.upsert(change, db) } }
+                })
             try writer.write { db in try db.execute(sql: "DELETE FROM plain_item") }
-            single.append(try clock.measure {
-                try writer.write { db in for change in page.changes { try Self.upsert(change, db) } }
-            })
+            single.append(
+                try clock.measure {
+                    try writer.write { db in for change in page.changes { try Self.upsert(change, db) } }
+                })
             try writer.write { db in try db.execute(sql: "DELETE FROM plain_item") }
-            savepoints.append(try clock.measure {
-                try writer.write { db in
-                    for start in stride(from: 0, to: page.changes.count, by: 100) {
-                        try db.inSavepoint {
-                            for change in page.changes[start..<min(start + 100, page.changes.count)] { try Self.upsert(change, db) }
-                            return .commit
+            savepoints.append(
+                try clock.measure {
+                    try writer.write { db in
+                        for start in stride(from: 0, to: page.changes.count, by: 100) {
+                            try db.inSavepoint {
+                                for change in page.changes[start..<min(start + 100, page.changes.count)] { try Self.upsert(change, db) }
+                                return .commit
+                            }
                         }
                     }
-                }
-            })
+                })
             try writer.write { db in try db.execute(sql: "DELETE FROM plain_item") }
         }
         let f = median(ferry), one = median(single), each = median(perRow), saved = median(savepoints)
         let label = "apply a pulled page of \(pageRows) rows (median of \(rounds))"
         return [
-            BenchmarkResult(scenario: label + " vs one transaction", ferry: format(f),
-                            baseline: format(one) + " plain GRDB", ratio: seconds(f) / seconds(one), goal: 1.2, direction: .atMost),
-            BenchmarkResult(scenario: label + " vs 10 savepoints of 100", ferry: format(f),
-                            baseline: format(saved) + " plain GRDB", ratio: seconds(f) / seconds(saved), goal: .nan, direction: .atMost),
-            BenchmarkResult(scenario: label + " vs \(pageRows) transactions", ferry: format(f),
-                            baseline: format(each) + " plain GRDB", ratio: seconds(f) / seconds(each), goal: .nan, direction: .atMost),
+            BenchmarkResult(
+                scenario: label + " vs one transaction", ferry: format(f),
+                baseline: format(one) + " plain GRDB", ratio: seconds(f) / seconds(one), goal: 1.2, direction: .atMost),
+            BenchmarkResult(
+                scenario: label + " vs 10 savepoints of 100", ferry: format(f),
+                baseline: format(saved) + " plain GRDB", ratio: seconds(f) / seconds(saved), goal: .nan, direction: .atMost),
+            BenchmarkResult(
+                scenario: label + " vs \(pageRows) transactions", ferry: format(f),
+                baseline: format(each) + " plain GRDB", ratio: seconds(f) / seconds(each), goal: .nan, direction: .atMost),
         ]
     }
 
@@ -170,11 +180,13 @@ public struct DeviceApplyBenchmark: Sendable {
         }
         let syncedP95 = percentile(synced, 0.95), plainP95 = percentile(plain, 0.95)
         return [
-            BenchmarkResult(scenario: "apply \(countLabel(remoteChanges)) remote changes into \(countLabel(bigTableRows)) rows vs \(countLabel(smallTableRows)) rows (median of 3)",
-                            ferry: format(b), baseline: format(s), ratio: seconds(b) / seconds(s), goal: 1.3, direction: .atMost),
-            BenchmarkResult(scenario: "50-row list query p95, synced vs unsynced table (\(countLabel(rowCount)) rows, n=\(listQueries))",
-                            ferry: format(syncedP95), baseline: format(plainP95) + " plain table",
-                            ratio: seconds(syncedP95) / seconds(plainP95), goal: 1.05, direction: .atMost),
+            BenchmarkResult(
+                scenario: "apply \(countLabel(remoteChanges)) remote changes into \(countLabel(bigTableRows)) rows vs \(countLabel(smallTableRows)) rows (median of 3)",
+                ferry: format(b), baseline: format(s), ratio: seconds(b) / seconds(s), goal: 1.3, direction: .atMost),
+            BenchmarkResult(
+                scenario: "50-row list query p95, synced vs unsynced table (\(countLabel(rowCount)) rows, n=\(listQueries))",
+                ferry: format(syncedP95), baseline: format(plainP95) + " plain table",
+                ratio: seconds(syncedP95) / seconds(plainP95), goal: 1.05, direction: .atMost),
         ]
     }
 
@@ -182,11 +194,12 @@ public struct DeviceApplyBenchmark: Sendable {
     /// known versions in `ferry_rows`, in SQL (a pull of 1M rows would take minutes).
     private func seed(_ database: FerryDatabase, rows: Int) throws {
         try database.writeAsServer { db in
-            try db.execute(sql: """
-                WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?)
-                INSERT INTO item (id, name, qty, price, note)
-                SELECT 'row-' || i, 'item ' || i || ' g0', i % 97, i * 0.25, 'a note of some forty characters, or so' FROM n
-                """, arguments: [rows])
+            try db.execute(
+                sql: """
+                    WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?)
+                    INSERT INTO item (id, name, qty, price, note)
+                    SELECT 'row-' || i, 'item ' || i || ' g0', i % 97, i * 0.25, 'a note of some forty characters, or so' FROM n
+                    """, arguments: [rows])
             try db.execute(sql: "INSERT INTO ferry_rows (tbl, row_id, version) SELECT 'item', id, 1 FROM item")
         }
     }

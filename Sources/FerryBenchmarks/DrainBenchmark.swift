@@ -23,8 +23,9 @@ public struct DrainBenchmark: Sendable {
         defer { server.process.terminate(); server.process.waitUntilExit() }
         var configuration = FerryConfiguration()
         configuration.longTransactionThreshold = .seconds(600)
-        let device = try FerryDatabase(path: directory.appendingPathComponent("drain-device.sqlite").path,
-                                       schema: InitialSyncBenchmark.schema(), configuration: configuration)
+        let device = try FerryDatabase(
+            path: directory.appendingPathComponent("drain-device.sqlite").path,
+            schema: InitialSyncBenchmark.schema(), configuration: configuration)
         try await device.write { [rows] db in
             let insert = try db.makeStatement(sql: "INSERT INTO item(id, name, qty, price, note) VALUES (?, ?, ?, ?, ?)")
             for index in 0..<rows {
@@ -62,10 +63,11 @@ public struct DrainBenchmark: Sendable {
         let directTime = try await clock.measure {
             for start in stride(from: 0, to: rows, by: batch) {
                 try await pool.write { [batch] db in
-                    let insert = try db.cachedStatement(sql: """
-                        INSERT INTO rows (scope, tbl, row_id, version, deleted, client_id, changed_at, cells)
-                        VALUES ('user:bench', 'item', ?, ?, 0, 'bench:c', 0, ?)
-                        """)
+                    let insert = try db.cachedStatement(
+                        sql: """
+                            INSERT INTO rows (scope, tbl, row_id, version, deleted, client_id, changed_at, cells)
+                            VALUES ('user:bench', 'item', ?, ?, 0, 'bench:c', 0, ?)
+                            """)
                     for index in start..<min(start + batch, encoded.count) {
                         try insert.execute(arguments: [encoded[index].0, index + 1, encoded[index].1])
                     }
@@ -74,12 +76,15 @@ public struct DrainBenchmark: Sendable {
         }
         try pool.close()
         let drainRate = Double(rows) / seconds(drainTime), directRate = Double(rows) / seconds(directTime)
-        return [BenchmarkResult(
-            scenario: "drain \(countLabel(rows)) pending mutations over loopback vs the server store's direct insert",
-            ferry: String(format: "%.0f rows/s (%.1f s waiting for the server, %.1f s in the database)",
-                          drainRate, seconds(summary.waitingForServer), seconds(summary.inDatabase)),
-            baseline: String(format: "%.0f rows/s", directRate),
-            ratio: drainRate / directRate, goal: 0.5, direction: .atLeast
-        )]
+        return [
+            BenchmarkResult(
+                scenario: "drain \(countLabel(rows)) pending mutations over loopback vs the server store's direct insert",
+                ferry: String(
+                    format: "%.0f rows/s (%.1f s waiting for the server, %.1f s in the database)",
+                    drainRate, seconds(summary.waitingForServer), seconds(summary.inDatabase)),
+                baseline: String(format: "%.0f rows/s", directRate),
+                ratio: drainRate / directRate, goal: 0.5, direction: .atLeast
+            )
+        ]
     }
 }

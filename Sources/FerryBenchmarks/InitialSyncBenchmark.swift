@@ -27,9 +27,10 @@ public struct InitialSyncBenchmark: Sendable {
     static func schema() -> FerrySchema {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
-            try db.execute(sql: """
-                CREATE TABLE item (id TEXT PRIMARY KEY NOT NULL, name TEXT NOT NULL, qty INTEGER NOT NULL, price REAL, note TEXT)
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE item (id TEXT PRIMARY KEY NOT NULL, name TEXT NOT NULL, qty INTEGER NOT NULL, price REAL, note TEXT)
+                    """)
         }
         return FerrySchema(migrator: migrator, syncedTables: [SyncedTable("item")])
     }
@@ -58,9 +59,11 @@ public struct InitialSyncBenchmark: Sendable {
         // The fresh device, in its own process.
         let child = Process()
         child.executableURL = try Self.sibling("ferry-bench")
-        child.arguments = ["--sync-client-url", url.absoluteString, "--sync-client-token", token,
-                           "--sync-client-directory", directory.appendingPathComponent("client-\(rows)").path,
-                           "--sync-page-size", "\(pageSize)"]
+        child.arguments = [
+            "--sync-client-url", url.absoluteString, "--sync-client-token", token,
+            "--sync-client-directory", directory.appendingPathComponent("client-\(rows)").path,
+            "--sync-page-size", "\(pageSize)",
+        ]
         let childOutput = Pipe()
         child.standardOutput = childOutput
         try child.run()
@@ -86,14 +89,16 @@ public struct InitialSyncBenchmark: Sendable {
         return [
             BenchmarkResult(
                 scenario: "initial sync, \(label) rows: the server alone (pages fetched and discarded; server peak RSS)",
-                ferry: String(format: "%.0f rows/s, server %.0f MiB before, %.0f MiB peak", drainRate,
-                              Double(serverRSSBefore) / 1_048_576, Double(serverPeak) / 1_048_576),
+                ferry: String(
+                    format: "%.0f rows/s, server %.0f MiB before, %.0f MiB peak", drainRate,
+                    Double(serverRSSBefore) / 1_048_576, Double(serverPeak) / 1_048_576),
                 baseline: String(format: "%.0f rows/s (plain SQLite read of the store file)", readRate),
                 ratio: drainRate / readRate, goal: 0.5, direction: .atLeast),
             BenchmarkResult(
                 scenario: "initial sync, \(label) rows over loopback (rows/s; peak RSS of the syncing process)",
-                ferry: String(format: "%.0f rows/s, %.0f MiB peak (%.1f s waiting for the server, %.1f s in the database)",
-                              syncRate, Double(report.peakRSSBytes) / 1_048_576, report.waitingForServerSeconds, report.inDatabaseSeconds),
+                ferry: String(
+                    format: "%.0f rows/s, %.0f MiB peak (%.1f s waiting for the server, %.1f s in the database)",
+                    syncRate, Double(report.peakRSSBytes) / 1_048_576, report.waitingForServerSeconds, report.inDatabaseSeconds),
                 baseline: String(format: "%.0f rows/s (plain GRDB insert, rows decoded)", plainRate),
                 ratio: syncRate / plainRate, goal: 0.33, direction: .atLeast),
             BenchmarkResult(
@@ -161,16 +166,17 @@ public struct InitialSyncBenchmark: Sendable {
         try await store.close()
         let queue = try DatabaseQueue(path: URL(fileURLWithPath: data).appendingPathComponent(SQLiteSyncStore.fileName).path)
         try await queue.write { db in
-            try db.execute(sql: """
-                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
-                INSERT INTO rows (scope, tbl, row_id, version, deleted, client_id, changed_at, cells)
-                SELECT 'user:bench', 'item', printf('row-%08d', i), i, 0, 'bench:seed', 0,
-                    '{"name":{"clientID":"bench:seed","hlc":0,"value":"item ' || i || '","version":' || i || '},'
-                    || '"note":{"clientID":"bench:seed","hlc":0,"value":"note ' || i || '","version":' || i || '},'
-                    || '"price":{"clientID":"bench:seed","hlc":0,"value":{"real":"' || (i * 0.25) || '"},"version":' || i || '},'
-                    || '"qty":{"clientID":"bench:seed","hlc":0,"value":' || i || ',"version":' || i || '}}'
-                FROM n
-                """, arguments: [rows])
+            try db.execute(
+                sql: """
+                    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+                    INSERT INTO rows (scope, tbl, row_id, version, deleted, client_id, changed_at, cells)
+                    SELECT 'user:bench', 'item', printf('row-%08d', i), i, 0, 'bench:seed', 0,
+                        '{"name":{"clientID":"bench:seed","hlc":0,"value":"item ' || i || '","version":' || i || '},'
+                        || '"note":{"clientID":"bench:seed","hlc":0,"value":"note ' || i || '","version":' || i || '},'
+                        || '"price":{"clientID":"bench:seed","hlc":0,"value":{"real":"' || (i * 0.25) || '"},"version":' || i || '},'
+                        || '"qty":{"clientID":"bench:seed","hlc":0,"value":' || i || ',"version":' || i || '}}'
+                    FROM n
+                    """, arguments: [rows])
             try db.execute(sql: "UPDATE store_meta SET value = ? WHERE key = 'version'", arguments: [rows])
         }
         try queue.close()
@@ -189,11 +195,11 @@ public struct InitialSyncBenchmark: Sendable {
         let syncTime = ContinuousClock.now - start
         var usage = rusage()
         #if os(Linux)
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        let peak = Int(usage.ru_maxrss) * 1024   // KiB on Linux
+            getrusage(RUSAGE_SELF.rawValue, &usage)
+            let peak = Int(usage.ru_maxrss) * 1024  // KiB on Linux
         #else
-        getrusage(RUSAGE_SELF, &usage)
-        let peak = Int(usage.ru_maxrss)          // bytes on Darwin
+            getrusage(RUSAGE_SELF, &usage)
+            let peak = Int(usage.ru_maxrss)  // bytes on Darwin
         #endif
 
         // Baseline: the same rows, decoded in memory, inserted by plain GRDB.
@@ -229,8 +235,9 @@ public struct InitialSyncBenchmark: Sendable {
         var pages: [PullPage] = []
         for start in stride(from: 0, to: decoded.count, by: pageSize) {
             let changes = decoded[start..<min(start + pageSize, decoded.count)].enumerated().map { offset, values in
-                RowChange(table: "item", rowID: String.fromDatabaseValue(values[0]) ?? "", version: Int64(start + offset + 1), deleted: false,
-                          values: ["name": wire(values[1]), "qty": wire(values[2]), "price": wire(values[3]), "note": wire(values[4])])
+                RowChange(
+                    table: "item", rowID: String.fromDatabaseValue(values[0]) ?? "", version: Int64(start + offset + 1), deleted: false,
+                    values: ["name": wire(values[1]), "qty": wire(values[2]), "price": wire(values[3]), "note": wire(values[4])])
             }
             pages.append(PullPage(scope: "user:bench", changes: changes, cursor: "c\(start)", hasMore: true, reset: false))
         }
@@ -238,9 +245,10 @@ public struct InitialSyncBenchmark: Sendable {
         let applyStart = ContinuousClock.now
         for page in pages { _ = try fresh.applyPulledPage(page, userID: "bench") }
         let applyTime = ContinuousClock.now - applyStart
-        return ClientReport(rows: summary.pulled, syncSeconds: seconds(syncTime), peakRSSBytes: peak,
-                            plainInsertSeconds: seconds(plainTime), waitingForServerSeconds: seconds(summary.waitingForServer),
-                            inDatabaseSeconds: seconds(summary.inDatabase), deviceApplySeconds: seconds(applyTime))
+        return ClientReport(
+            rows: summary.pulled, syncSeconds: seconds(syncTime), peakRSSBytes: peak,
+            plainInsertSeconds: seconds(plainTime), waitingForServerSeconds: seconds(summary.waitingForServer),
+            inDatabaseSeconds: seconds(summary.inDatabase), deviceApplySeconds: seconds(applyTime))
     }
 
     // MARK: - Processes
@@ -260,7 +268,8 @@ public struct InitialSyncBenchmark: Sendable {
             if data.isEmpty { throw BenchmarkError("ferry-server exited: \(text)") }
             text += String(decoding: data, as: UTF8.self)
             if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Ferry server listening on ") }),
-               let url = URL(string: String(line.dropFirst("Ferry server listening on ".count))) {
+                let url = URL(string: String(line.dropFirst("Ferry server listening on ".count)))
+            {
                 return url
             }
         }

@@ -29,7 +29,8 @@ public struct LocalWriteBenchmark: Sendable {
 
     static func makeRows(_ count: Int, prefix: String) -> [Row] {
         (0..<count).map { n in
-            Row(id: UUID().uuidString, title: "\(prefix) note \(n)",
+            Row(
+                id: UUID().uuidString, title: "\(prefix) note \(n)",
                 body: String(repeating: "lorem ipsum ", count: 8), score: Double(n) * 0.5,
                 createdAt: 1_700_000_000_000 + Int64(n))
         }
@@ -39,10 +40,11 @@ public struct LocalWriteBenchmark: Sendable {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
             for table in ["note", "plain_note"] {
-                try db.execute(sql: """
-                    CREATE TABLE \(table) (id TEXT PRIMARY KEY NOT NULL, title TEXT NOT NULL, body TEXT,
-                                           score REAL, createdAt INTEGER NOT NULL)
-                    """)
+                try db.execute(
+                    sql: """
+                        CREATE TABLE \(table) (id TEXT PRIMARY KEY NOT NULL, title TEXT NOT NULL, body TEXT,
+                                               score REAL, createdAt INTEGER NOT NULL)
+                        """)
             }
         }
         return FerrySchema(migrator: migrator, syncedTables: [SyncedTable("note")])
@@ -57,9 +59,10 @@ public struct LocalWriteBenchmark: Sendable {
 
     public func run(in directory: URL) throws -> [BenchmarkResult] {
         var configuration = FerryConfiguration()
-        configuration.longTransactionThreshold = .seconds(60)   // the bulk insert is long on purpose
-        let database = try FerryDatabase(path: directory.appendingPathComponent("local-writes.sqlite").path,
-                                         schema: Self.schema(), configuration: configuration)
+        configuration.longTransactionThreshold = .seconds(60)  // the bulk insert is long on purpose
+        let database = try FerryDatabase(
+            path: directory.appendingPathComponent("local-writes.sqlite").path,
+            schema: Self.schema(), configuration: configuration)
         let clock = ContinuousClock()
 
         var ferryBulk: [Duration] = []

@@ -43,8 +43,8 @@ struct StoredCellJSON: Encodable {
 /// now; `VmHWM`: peak resident), in bytes; 0 where there is no `/proc`.
 func processMemory(_ field: String, of pid: Int32) -> Int {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-          let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }),
-          let kilobytes = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap({ Int($0) })
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }),
+        let kilobytes = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap({ Int($0) })
     else { return 0 }
     return kilobytes * 1024
 }

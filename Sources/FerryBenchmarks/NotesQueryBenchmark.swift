@@ -33,8 +33,9 @@ public struct NotesQueryBenchmark: Sendable {
     public func run(in directory: URL) throws -> [BenchmarkResult] {
         let ferryPath = directory.appending(path: "notes-ferry.sqlite").path
         let library = try NotesLibrary(path: ferryPath, clock: { 1_700_000_000_000 })
-        _ = try library.signIn(server: URL(string: "http://127.0.0.1:9")!,
-                               token: "x.\(Data("{\"sub\":\"alice\"}".utf8).base64EncodedString()).y")
+        _ = try library.signIn(
+            server: URL(string: "http://127.0.0.1:9")!,
+            token: "x.\(Data("{\"sub\":\"alice\"}".utf8).base64EncodedString()).y")
         let trip = try library.createNotebook("Trip"), work = try library.createNotebook("Work")
         try seed(library, notebooks: [trip, work])
         let plainPath = directory.appending(path: "notes-plain.sqlite").path
@@ -70,29 +71,39 @@ public struct NotesQueryBenchmark: Sendable {
         let prefix = String(someID.prefix(8))
         let search = NoteSearch("lorem cafe", limit: 20)!
         var queries: [Query] = []
-        for (name, query) in [("ls", NoteQuery()), ("ls --deleted", NoteQuery(filter: .deleted)),
-                              ("ls --category", NoteQuery(filter: .category("category 7"))),
-                              ("ls --notebook", NoteQuery(filter: .notebook(id: trip.id))),
-                              ("ls --tag", NoteQuery(filter: .tag("tag 13"))),
-                              ("ls, page 20", NoteQuery(after: try pageCursor(library, pages: 20)))] {
+        for (name, query) in [
+            ("ls", NoteQuery()), ("ls --deleted", NoteQuery(filter: .deleted)),
+            ("ls --category", NoteQuery(filter: .category("category 7"))),
+            ("ls --notebook", NoteQuery(filter: .notebook(id: trip.id))),
+            ("ls --tag", NoteQuery(filter: .tag("tag 13"))),
+            ("ls, page 20", NoteQuery(after: try pageCursor(library, pages: 20))),
+        ] {
             let (sql, arguments) = query.sql()
-            queries.append(Query(name: name, ferry: { try library.list(query).count },
-                                 plain: { db in try Note.fetchAll(db, sql: sql, arguments: arguments).count }, sql: [(sql, arguments)]))
+            queries.append(
+                Query(
+                    name: name, ferry: { try library.list(query).count },
+                    plain: { db in try Note.fetchAll(db, sql: sql, arguments: arguments).count }, sql: [(sql, arguments)]))
         }
         let lookup: [(String, StatementArguments)] = [
             ("SELECT id FROM note WHERE id >= ? AND id < ? ORDER BY id LIMIT 10", [prefix, prefix + "\u{10FFFF}"]),
             ("SELECT * FROM note WHERE id = ?", [someID]),
         ]
-        queries.append(Query(name: "show (by an 8-digit prefix)", ferry: { try library.show(prefix).id.isEmpty ? 0 : 1 }, plain: { db in
-            let ids = try String.fetchAll(db, sql: lookup[0].0, arguments: lookup[0].1)
-            return try Note.fetchOne(db, key: ids[0]) == nil ? 0 : 1
-        }, sql: lookup))
+        queries.append(
+            Query(
+                name: "show (by an 8-digit prefix)", ferry: { try library.show(prefix).id.isEmpty ? 0 : 1 },
+                plain: { db in
+                    let ids = try String.fetchAll(db, sql: lookup[0].0, arguments: lookup[0].1)
+                    return try Note.fetchOne(db, key: ids[0]) == nil ? 0 : 1
+                }, sql: lookup))
         let (searchSQL, searchArguments) = search.sql()
-        queries.append(Query(name: "search (2 words, prefixes)", ferry: { try library.search("lorem cafe", limit: 20).count }, plain: { db in
-            try Row.fetchAll(db, sql: searchSQL, arguments: searchArguments).map { row in
-                (try Note(row: row), row["snippet"] as String, row["rank"] as Double)
-            }.count
-        }, sql: [(searchSQL, searchArguments)]))
+        queries.append(
+            Query(
+                name: "search (2 words, prefixes)", ferry: { try library.search("lorem cafe", limit: 20).count },
+                plain: { db in
+                    try Row.fetchAll(db, sql: searchSQL, arguments: searchArguments).map { row in
+                        (try Note(row: row), row["snippet"] as String, row["rank"] as Double)
+                    }.count
+                }, sql: [(searchSQL, searchArguments)]))
 
         var results: [BenchmarkResult] = []
         for query in queries {
@@ -110,27 +121,30 @@ public struct NotesQueryBenchmark: Sendable {
                     plainTime = try clock.measure { _ = try plainCall() }
                     ferryTime = try clock.measure { returned = try query.ferry() }
                 }
-                if round >= 20 {   // warm-up rounds are not counted
+                if round >= 20 {  // warm-up rounds are not counted
                     ferryTimes.append(ferryTime)
                     plainTimes.append(plainTime)
                 }
             }
             let ferryP95 = percentile(ferryTimes, 0.95), plainP95 = percentile(plainTimes, 0.95)
-            results.append(BenchmarkResult(
-                scenario: "notes, \(countLabel(notes)): \(query.name), p95 (\(returned) notes)",
-                ferry: format(ferryP95), baseline: "\(format(plainP95)) (same SQL, unsynced copy)",
-                ratio: seconds(ferryP95) / seconds(plainP95), goal: 1.05, direction: .atMost))
+            results.append(
+                BenchmarkResult(
+                    scenario: "notes, \(countLabel(notes)): \(query.name), p95 (\(returned) notes)",
+                    ferry: format(ferryP95), baseline: "\(format(plainP95)) (same SQL, unsynced copy)",
+                    ratio: seconds(ferryP95) / seconds(plainP95), goal: 1.05, direction: .atMost))
             let steps = try library.database.read { db in try Self.steps(query.sql, db) }
             // Allowed: a small constant above the rows returned, in rows stepped and in VM steps per row.
             let rowBudget = max(1, steps.rows) * 2 + 16, vmBudget = max(1, steps.rows) * 40 + 200
-            results.append(BenchmarkResult(
-                scenario: "notes, \(countLabel(notes)): \(query.name), rows stepped in full scans",
-                ferry: "\(steps.fullScan)", baseline: "\(steps.rows) rows returned; budget \(rowBudget)",
-                ratio: Double(steps.fullScan) / Double(rowBudget), goal: 1, direction: .atMost))
-            results.append(BenchmarkResult(
-                scenario: "notes, \(countLabel(notes)): \(query.name), VM steps",
-                ferry: "\(steps.vm)", baseline: "\(steps.rows) rows returned; budget \(vmBudget) (40 a row + 200)",
-                ratio: Double(steps.vm) / Double(vmBudget), goal: 1, direction: .atMost))
+            results.append(
+                BenchmarkResult(
+                    scenario: "notes, \(countLabel(notes)): \(query.name), rows stepped in full scans",
+                    ferry: "\(steps.fullScan)", baseline: "\(steps.rows) rows returned; budget \(rowBudget)",
+                    ratio: Double(steps.fullScan) / Double(rowBudget), goal: 1, direction: .atMost))
+            results.append(
+                BenchmarkResult(
+                    scenario: "notes, \(countLabel(notes)): \(query.name), VM steps",
+                    ferry: "\(steps.vm)", baseline: "\(steps.rows) rows returned; budget \(vmBudget) (40 a row + 200)",
+                    ratio: Double(steps.vm) / Double(vmBudget), goal: 1, direction: .atMost))
         }
         return results
     }
@@ -138,8 +152,10 @@ public struct NotesQueryBenchmark: Sendable {
     /// Seeds `notes` notes in one transaction: 20 categories, up to two of
     /// 50 tags each, one in ten in a notebook, one in fifty deleted.
     private func seed(_ library: NotesLibrary, notebooks: [Notebook]) throws {
-        let words = ["lorem", "ipsum", "dolor", "café", "naïve", "résumé", "river", "garden", "meeting", "budget",
-                     "travel", "recipe", "idea", "draft", "review", "plan", "call", "order", "repair", "music"]
+        let words = [
+            "lorem", "ipsum", "dolor", "café", "naïve", "résumé", "river", "garden", "meeting", "budget",
+            "travel", "recipe", "idea", "draft", "review", "plan", "call", "order", "repair", "music",
+        ]
         var generator = SystemRandomNumberGenerator()
         try library.database.write { db in
             for index in 0..<notes {
@@ -149,10 +165,11 @@ public struct NotesQueryBenchmark: Sendable {
                 if index % 5 == 0 { tags.append("tag \((index / 5) % 50)") }
                 let body = (0..<12).map { _ in words[Int.random(in: 0..<words.count, using: &generator)] }.joined(separator: " ")
                 let time = 1_700_000_000_000 + Int64(index) * 1000
-                let note = Note(id: String(format: "%016llx", generator.next() as UInt64), title: "Note \(index) \(words[index % words.count])",
-                                body: body, category: "category \(index % 20)", tags: tags, author: "alice",
-                                notebookID: notebook?.id, scope: notebook?.scope ?? "user:alice", createdAt: time, updatedAt: time,
-                                deletedAt: index % 50 == 7 ? time : nil)
+                let note = Note(
+                    id: String(format: "%016llx", generator.next() as UInt64), title: "Note \(index) \(words[index % words.count])",
+                    body: body, category: "category \(index % 20)", tags: tags, author: "alice",
+                    notebookID: notebook?.id, scope: notebook?.scope ?? "user:alice", createdAt: time, updatedAt: time,
+                    deletedAt: index % 50 == 7 ? time : nil)
                 try note.insert(db)
             }
         }

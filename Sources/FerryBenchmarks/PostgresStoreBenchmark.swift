@@ -44,8 +44,9 @@ public struct PostgresStoreBenchmark: Sendable {
 
     public func run() async throws -> [BenchmarkResult] {
         try await ThrowawayPostgresDatabase.with(prefix: "ferry_bench") { database in
-            var configuration = PostgresStoreConfiguration(host: database.host, port: database.port, username: database.user,
-                                                           password: database.password, database: database.name, tls: .disable)
+            var configuration = PostgresStoreConfiguration(
+                host: database.host, port: database.port, username: database.user,
+                password: database.password, database: database.name, tls: .disable)
             configuration.poolSize = 4
             let store = PostgresSyncStore(configuration: configuration, logger: Self.logger)
             let running = Task { try await store.run() }
@@ -70,7 +71,9 @@ public struct PostgresStoreBenchmark: Sendable {
 
     private func pullPages(_ store: PostgresSyncStore, database: PostgresConnection.Configuration) async throws -> BenchmarkResult {
         // Seeded in SQL, with the cells a push writes: name, qty and note per row.
-        try await Self.execute(database, """
+        try await Self.execute(
+            database,
+            """
             INSERT INTO ferry_rows (scope, tbl, row_id, version, xid, deleted, client_id, changed_at, cells)
             SELECT s.scope, 'item', 'row-' || i, s.base + i, 2, false, 'bench:seed', 0,
                 '{"name":{"clientID":"bench:seed","hlc":117656722145280000,"value":"item ' || i || '","version":' || (s.base + i) || '},'
@@ -107,9 +110,10 @@ public struct PostgresStoreBenchmark: Sendable {
         for _ in 0..<pagesPerWalk {
             let request = PullRequest(clientID: "bench-reader", scopes: [.init(scope: scope, cursor: cursor)])
             var response: PullResponse?
-            times.append(try await clock.measure {
-                response = try await store.pull(request, userID: "bench", limit: pageRows)
-            })
+            times.append(
+                try await clock.measure {
+                    response = try await store.pull(request, userID: "bench", limit: pageRows)
+                })
             guard let page = response?.pages.first, page.changes.count == pageRows else {
                 throw BenchmarkError("a page of \(scope) held \(response?.pages.first?.changes.count ?? 0) rows, not \(pageRows)")
             }
@@ -136,20 +140,24 @@ public struct PostgresStoreBenchmark: Sendable {
             var batches: [(ids: [String], cells: [String], versions: [Int64])] = []
             for start in stride(from: 0, to: pushRows, by: pushBatch) {
                 let range = start..<min(start + pushBatch, pushRows)
-                batches.append((
-                    range.map { "plain-\(round)-\($0)" },
-                    try range.map { index in
-                        String(decoding: try encoder.encode(columns(index).mapValues {
-                            StoredCellJSON(clientID: "bench:push", hlc: stamp, value: $0, version: Int64(index + 1))
-                        }), as: UTF8.self)
-                    },
-                    range.map { Int64($0 + 1) }
-                ))
+                batches.append(
+                    (
+                        range.map { "plain-\(round)-\($0)" },
+                        try range.map { index in
+                            String(
+                                decoding: try encoder.encode(
+                                    columns(index).mapValues {
+                                        StoredCellJSON(clientID: "bench:push", hlc: stamp, value: $0, version: Int64(index + 1))
+                                    }), as: UTF8.self)
+                        },
+                        range.map { Int64($0 + 1) }
+                    ))
             }
             let plainTime = try await clock.measure {
                 try await Self.withConnection(database) { connection in
                     for batch in batches {
-                        try await connection.query("""
+                        try await connection.query(
+                            """
                             INSERT INTO plain_rows (scope, tbl, row_id, version, xid, deleted, client_id, changed_at, cells)
                             SELECT 'user:bench', 'item', u.row_id, u.version, pg_current_xact_id()::text::bigint, false, 'bench:push', 0, u.cells
                             FROM unnest(\(batch.ids)::text[], \(batch.versions)::int8[], \(batch.cells)::text[]) AS u(row_id, version, cells)
@@ -164,8 +172,9 @@ public struct PostgresStoreBenchmark: Sendable {
             let pushTime = try await clock.measure {
                 for start in stride(from: 0, to: pushRows, by: pushBatch) {
                     let mutations = (start..<min(start + pushBatch, pushRows)).map { index in
-                        Mutation(mutationID: Int64(index + 1), table: "item", rowID: "push-\(round)-\(index)", scope: "user:bench",
-                                 operation: .upsert, columns: columns(index), baseVersion: nil, hlc: stamp)
+                        Mutation(
+                            mutationID: Int64(index + 1), table: "item", rowID: "push-\(round)-\(index)", scope: "user:bench",
+                            operation: .upsert, columns: columns(index), baseVersion: nil, hlc: stamp)
                     }
                     let receipt = try await store.push(PushRequest(clientID: client, mutations: mutations), userID: "bench", rules: PushRules())
                     guard receipt.response.lastAppliedMutationID == Int64(mutations.count + start) else {

@@ -54,8 +54,9 @@ public struct ServerRoundTripBenchmark: Sendable {
             var configuration = SyncConfiguration(userID: "bench")
             configuration.live = live
             configuration.periodicInterval = nil
-            let engine = try SyncEngine(database: database, transport: HTTPSyncTransport(baseURL: server.url),
-                                        configuration: configuration, token: server.token)
+            let engine = try SyncEngine(
+                database: database, transport: HTTPSyncTransport(baseURL: server.url),
+                configuration: configuration, token: server.token)
             return (database, engine)
         }
         let (a, engineA) = try device("live-a", live: false)
@@ -112,11 +113,13 @@ public struct ServerRoundTripBenchmark: Sendable {
         let p50 = percentile(latencies, 0.5), p99 = percentile(latencies, 0.99)
         let floor = percentile(floors, 0.5), floorP99 = percentile(floors, 0.99)
         return [
-            BenchmarkResult(scenario: "live: write on A seen on B, p50 (n=\(liveEdits)) vs round trip + commit", ferry: format(p50),
-                            baseline: format(floor) + " floor p50", ratio: seconds(p50) / seconds(floor), goal: 3, direction: .atMost),
-            BenchmarkResult(scenario: "live: write on A seen on B, p99 (n=\(liveEdits))", ferry: format(p99),
-                            baseline: format(floorP99) + " floor p99",
-                            ratio: seconds(p99) / seconds(floorP99), goal: .nan, direction: .atMost),
+            BenchmarkResult(
+                scenario: "live: write on A seen on B, p50 (n=\(liveEdits)) vs round trip + commit", ferry: format(p50),
+                baseline: format(floor) + " floor p50", ratio: seconds(p50) / seconds(floor), goal: 3, direction: .atMost),
+            BenchmarkResult(
+                scenario: "live: write on A seen on B, p99 (n=\(liveEdits))", ferry: format(p99),
+                baseline: format(floorP99) + " floor p99",
+                ratio: seconds(p99) / seconds(floorP99), goal: .nan, direction: .atMost),
         ]
     }
 
@@ -145,11 +148,13 @@ public struct ServerRoundTripBenchmark: Sendable {
             }
             try await client.shutdown()
             let h = hellos.max() ?? 1, p = pulls.max() ?? 0
-            return [BenchmarkResult(
-                scenario: "empty pulls vs GET /healthz, \(concurrency) concurrent, \(loadSeconds) s each (best of 2)",
-                ferry: String(format: "%.0f pulls/s", p), baseline: String(format: "%.0f req/s", h),
-                ratio: p / h, goal: 0.5, direction: .atLeast
-            )]
+            return [
+                BenchmarkResult(
+                    scenario: "empty pulls vs GET /healthz, \(concurrency) concurrent, \(loadSeconds) s each (best of 2)",
+                    ferry: String(format: "%.0f pulls/s", p), baseline: String(format: "%.0f req/s", h),
+                    ratio: p / h, goal: 0.5, direction: .atLeast
+                )
+            ]
         } catch {
             try? await client.shutdown()
             throw error

@@ -38,9 +38,10 @@ struct ThrowawayPostgresDatabase: Sendable {
             host: host, port: Int(environment["POSTGRES_PORT"] ?? "") ?? 5432, user: environment["POSTGRES_USER"] ?? "postgres",
             password: environment["POSTGRES_PASSWORD"].flatMap { $0.isEmpty ? nil : $0 },
             name: "\(prefix)_\(UUID().uuidString.prefix(8).lowercased())")
-        let admin = PostgresConnection.Configuration(host: host, port: database.port, username: database.user,
-                                                     password: database.password,
-                                                     database: environment["POSTGRES_DB"] ?? "postgres", tls: .disable)
+        let admin = PostgresConnection.Configuration(
+            host: host, port: database.port, username: database.user,
+            password: database.password,
+            database: environment["POSTGRES_DB"] ?? "postgres", tls: .disable)
         try await PostgresStoreBenchmark.execute(admin, "CREATE DATABASE \(database.name)")
         do {
             let value = try await body(database)

@@ -31,8 +31,10 @@ public struct HTTPSyncTransport: SyncTransport {
     public var maxResponseBytes: Int
     private let client: HTTPClient
 
-    public init(baseURL: URL, requestTimeout: Duration = .seconds(60), maxResponseBytes: Int = 64 << 20,
-                client: HTTPClient = HTTPSyncTransport.defaultClient) {
+    public init(
+        baseURL: URL, requestTimeout: Duration = .seconds(60), maxResponseBytes: Int = 64 << 20,
+        client: HTTPClient = HTTPSyncTransport.defaultClient
+    ) {
         self.baseURL = baseURL
         self.requestTimeout = requestTimeout
         self.maxResponseBytes = maxResponseBytes
@@ -121,8 +123,10 @@ public struct HTTPSyncTransport: SyncTransport {
         }
     }
 
-    public func uploadBlob(scope: String, sha256: String, from reader: BlobReader, size: Int64, token: String?,
-                           progress: @escaping BlobProgress) async throws -> Int64 {
+    public func uploadBlob(
+        scope: String, sha256: String, from reader: BlobReader, size: Int64, token: String?,
+        progress: @escaping BlobProgress
+    ) async throws -> Int64 {
         let offset = reader.offset
         var request = HTTPClientRequest(.blob(.put, scope: scope, sha256: sha256), base: baseURL, token: token)
         request.headers.add(name: "Content-Type", value: "application/octet-stream")
@@ -139,8 +143,10 @@ public struct HTTPSyncTransport: SyncTransport {
         }
     }
 
-    public func downloadBlob(scope: String, sha256: String, into writer: BlobWriter, token: String?,
-                             progress: @escaping BlobProgress) async throws {
+    public func downloadBlob(
+        scope: String, sha256: String, into writer: BlobWriter, token: String?,
+        progress: @escaping BlobProgress
+    ) async throws {
         let offset = writer.held
         var request = HTTPClientRequest(.blob(.get, scope: scope, sha256: sha256), base: baseURL, token: token)
         if offset > 0 { request.headers.add(name: "Range", value: "bytes=\(offset)-") }
@@ -160,8 +166,10 @@ public struct HTTPSyncTransport: SyncTransport {
     }
 
     private func deadline() -> NIODeadline {
-        NIODeadline.now() + .nanoseconds(Int64(requestTimeout.components.seconds) * 1_000_000_000
-            + requestTimeout.components.attoseconds / 1_000_000_000)
+        NIODeadline.now()
+            + .nanoseconds(
+                Int64(requestTimeout.components.seconds) * 1_000_000_000
+                    + requestTimeout.components.attoseconds / 1_000_000_000)
     }
 
     // MARK: - Requests
@@ -186,8 +194,9 @@ public struct HTTPSyncTransport: SyncTransport {
     }
 
     private static func failure(_ response: HTTPClientResponse, body: ByteBuffer?) -> SyncTransportError {
-        SyncAPIRequests.failure(status: Int(response.status.code), body: body.map { Data($0.readableBytesView) },
-                                retryAfter: response.headers.first(name: "Retry-After"))
+        SyncAPIRequests.failure(
+            status: Int(response.status.code), body: body.map { Data($0.readableBytesView) },
+            retryAfter: response.headers.first(name: "Retry-After"))
     }
 
     private static func mapErrors<T>(_ body: () async throws -> T) async throws -> T {

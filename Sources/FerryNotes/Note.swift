@@ -51,8 +51,10 @@ public struct Note: Codable, Sendable, Hashable, FetchableRecord, PersistableRec
         deletedAt = row["deleted_at"]
     }
 
-    public init(id: String, title: String, body: String, category: String?, tags: [String], author: String,
-                notebookID: String?, scope: String, createdAt: Int64, updatedAt: Int64, deletedAt: Int64? = nil) {
+    public init(
+        id: String, title: String, body: String, category: String?, tags: [String], author: String,
+        notebookID: String?, scope: String, createdAt: Int64, updatedAt: Int64, deletedAt: Int64? = nil
+    ) {
         self.id = id
         self.title = title
         self.body = body

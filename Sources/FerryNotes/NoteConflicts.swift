@@ -44,12 +44,14 @@ extension NotesLibrary {
         return conflicts.map { conflict in
             let text = { (value: ColumnValue) in conflict.column == "tags" ? Note.tags(from: Self.text(value)).joined(separator: ", ") : Self.text(value) }
             let mine = conflict.mine.map(text), theirs = conflict.theirs.map(text)
-            let title = conflict.table == "note"
+            let title =
+                conflict.table == "note"
                 ? titles[conflict.rowID] ?? Self.text(conflict.serverRow?.values["title"] ?? .null)
                 : "\(conflict.table) \(Self.text(conflict.serverRow?.values["name"] ?? .text(conflict.rowID)))"
-            return ConflictView(id: conflict.id, noteID: conflict.rowID, title: title, field: conflict.column,
-                                kind: conflict.kind.rawValue, mine: mine, theirs: theirs, overriddenBy: conflict.overriddenBy,
-                                diff: LineDiff.lines(from: mine ?? "(deleted)", to: theirs ?? "(deleted)"))
+            return ConflictView(
+                id: conflict.id, noteID: conflict.rowID, title: title, field: conflict.column,
+                kind: conflict.kind.rawValue, mine: mine, theirs: theirs, overriddenBy: conflict.overriddenBy,
+                diff: LineDiff.lines(from: mine ?? "(deleted)", to: theirs ?? "(deleted)"))
         }
     }
 
@@ -82,7 +84,8 @@ extension NotesLibrary {
             guard let column else {
                 throw NotesError(.usage, "conflict \(id) is about the whole row; resolve it with --mine or --theirs")
             }
-            let value: ColumnValue = column == "tags"
+            let value: ColumnValue =
+                column == "tags"
                 ? .text(Note.tagsText(text.split(separator: ",").map(String.init)))
                 : .text(text)
             try database.conflicts.resolve(conflict, with: .merged(conflict.table == "note" ? [column: value, "updated_at": now] : [column: value]))
@@ -94,8 +97,10 @@ extension NotesLibrary {
     /// kept) and reports that this device's value won (the writer it
     /// overwrote is told, with their value, on their next sync).
     func settleBookkeeping() throws {
-        for conflict in try database.conflicts.list() where conflict.table == "note" && conflict.resolution == .keptLocal
-            && conflict.overriddenBy == nil && conflict.column != "updated_at" {
+        for conflict in try database.conflicts.list()
+        where conflict.table == "note" && conflict.resolution == .keptLocal
+            && conflict.overriddenBy == nil && conflict.column != "updated_at"
+        {
             try database.conflicts.dismiss(conflict)
         }
         for conflict in try database.conflicts.list() where conflict.table == "note" && conflict.column == "updated_at" {

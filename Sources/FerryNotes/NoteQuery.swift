@@ -62,11 +62,13 @@ public struct NoteQuery: Sendable, Hashable {
             var tagArguments: StatementArguments = [tag]
             if let after { tagArguments += [after.updatedAt, after.id] }
             tagArguments += [limit]
-            return ("""
+            return (
+                """
                 SELECT note.* FROM note_tag t JOIN note ON note.id = t.note_id
                 WHERE t.tag = ?\(keyset)
                 ORDER BY t.updated_at DESC, t.note_id DESC LIMIT ?
-                """, tagArguments)
+                """, tagArguments
+            )
         }
         if let after {
             conditions.append("(note.updated_at, note.id) < (?, ?)")
@@ -138,13 +140,15 @@ public struct NoteSearch: Sendable, Hashable {
     /// FTS5's `snippet()` and `highlight()` are quadratic in a note that
     /// matches often).
     public func sql() -> (String, StatementArguments) {
-        ("""
-        SELECT note.*, hit.rank FROM (
-            SELECT rowid, rank FROM note_fts WHERE note_fts MATCH ? ORDER BY rank LIMIT ?
-        ) hit
-        JOIN note_key ON note_key.key = hit.rowid JOIN note ON note.id = note_key.note_id
-        ORDER BY hit.rank
-        """, [match, limit])
+        (
+            """
+            SELECT note.*, hit.rank FROM (
+                SELECT rowid, rank FROM note_fts WHERE note_fts MATCH ? ORDER BY rank LIMIT ?
+            ) hit
+            JOIN note_key ON note_key.key = hit.rowid JOIN note ON note.id = note_key.note_id
+            ORDER BY hit.rank
+            """, [match, limit]
+        )
     }
 
     public static func == (lhs: NoteSearch, rhs: NoteSearch) -> Bool {

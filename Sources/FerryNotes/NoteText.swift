@@ -35,7 +35,8 @@ public enum NoteText {
         var lines = text.replacingOccurrences(of: "\r\n", with: "\n").split(separator: "\n", omittingEmptySubsequences: false)[...]
         // Headers are the known ones at the top; the first other line (or the blank one) starts the body.
         while let line = lines.first, let colon = line.firstIndex(of: ":"),
-              case let key = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased(), ["title", "category", "tags"].contains(key) {
+            case let key = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased(), ["title", "category", "tags"].contains(key)
+        {
             lines = lines.dropFirst()
             let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
             switch key {

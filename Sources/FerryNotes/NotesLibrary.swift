@@ -16,10 +16,13 @@ public final class NotesLibrary: Sendable {
     public let database: FerryDatabase
     let clock: @Sendable () -> Int64
 
-    public init(path: String, attachmentsDirectory: URL? = nil,
-                clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) throws {
+    public init(
+        path: String, attachmentsDirectory: URL? = nil,
+        clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+    ) throws {
         var configuration = FerryConfiguration()
-        configuration.attachmentsDirectory = attachmentsDirectory
+        configuration.attachmentsDirectory =
+            attachmentsDirectory
             ?? URL(filePath: path).deletingLastPathComponent().appending(path: URL(filePath: path).lastPathComponent + "-attachments")
         configuration.label = "ferry-notes"
         database = try FerryDatabase(path: path, schema: NotesSchema.schema, configuration: configuration)
@@ -33,7 +36,8 @@ public final class NotesLibrary: Sendable {
         try database.read { db in
             let settings = try Self.settings(db)
             guard let server = settings["server"].flatMap(URL.init(string:)), let token = settings["token"],
-                  let user = settings["user"] else { return nil }
+                let user = settings["user"]
+            else { return nil }
             return Session(server: server, token: token, user: user)
         }
     }
@@ -47,12 +51,14 @@ public final class NotesLibrary: Sendable {
         }
         try database.write { db in
             if let previous = try Self.settings(db)["user"], previous != user,
-               try Int.fetchOne(db, sql: "SELECT count(*) FROM note") ?? 0 > 0 {
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM note") ?? 0 > 0
+            {
                 throw NotesError(.usage, "this database holds \(previous)'s notes; use another --db for \(user)")
             }
             for (key, value) in ["server": server.absoluteString, "token": token, "user": user] {
-                try db.execute(sql: "INSERT INTO notes_setting(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                               arguments: [key, value])
+                try db.execute(
+                    sql: "INSERT INTO notes_setting(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    arguments: [key, value])
             }
         }
         return Session(server: server, token: token, user: user)
@@ -76,14 +82,16 @@ public final class NotesLibrary: Sendable {
 
     public func setSetting(_ key: String, _ value: String) throws {
         try database.write { db in
-            try db.execute(sql: "INSERT INTO notes_setting(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                           arguments: [key, value])
+            try db.execute(
+                sql: "INSERT INTO notes_setting(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                arguments: [key, value])
         }
     }
 
     static func settings(_ db: Database) throws -> [String: String] {
-        Dictionary(try Row.fetchAll(db, sql: "SELECT key, value FROM notes_setting").map { ($0["key"], $0["value"]) },
-                   uniquingKeysWith: { _, last in last })
+        Dictionary(
+            try Row.fetchAll(db, sql: "SELECT key, value FROM notes_setting").map { ($0["key"], $0["value"]) },
+            uniquingKeysWith: { _, last in last })
     }
 
     // MARK: - Notes
@@ -92,8 +100,10 @@ public final class NotesLibrary: Sendable {
     ///
     /// - throws: ``NotesError`` `.notFound` for a notebook that does not exist.
     @discardableResult
-    public func add(title: String, body: String = "", category: String? = nil, tags: [String] = [],
-                    notebook: String? = nil) throws -> Note {
+    public func add(
+        title: String, body: String = "", category: String? = nil, tags: [String] = [],
+        notebook: String? = nil
+    ) throws -> Note {
         let session = try requireSession()
         let title = title.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !title.isEmpty else { throw NotesError(.usage, "a note needs a title") }
@@ -108,8 +118,9 @@ public final class NotesLibrary: Sendable {
                 notebookID = found.id
             }
             try Self.requireWritable(scope, db)
-            let note = Note(id: Self.newID(), title: title, body: body, category: category, tags: tags, author: session.user,
-                            notebookID: notebookID, scope: scope, createdAt: now, updatedAt: now)
+            let note = Note(
+                id: Self.newID(), title: title, body: body, category: category, tags: tags, author: session.user,
+                notebookID: notebookID, scope: scope, createdAt: now, updatedAt: now)
             try note.insert(db)
             try Self.ensureCategory(note.category, db)
             return note
@@ -127,8 +138,10 @@ public final class NotesLibrary: Sendable {
         /// Replaces every tag (the `$EDITOR` form).
         public var tags: [String]?
 
-        public init(title: String? = nil, body: String? = nil, category: String?? = nil, addTags: [String] = [],
-                    removeTags: [String] = [], tags: [String]? = nil) {
+        public init(
+            title: String? = nil, body: String? = nil, category: String?? = nil, addTags: [String] = [],
+            removeTags: [String] = [], tags: [String]? = nil
+        ) {
             self.title = title
             self.body = body
             self.category = category
@@ -185,8 +198,9 @@ public final class NotesLibrary: Sendable {
         guard let name else { return }
         // Named by its name, so two devices that first use it offline make the same row.
         let id = "cat-" + name.utf8.map { String(format: "%02x", $0) }.joined().prefix(240)
-        try db.execute(sql: "INSERT INTO category(id, name) SELECT ?, ? WHERE NOT EXISTS (SELECT 1 FROM category WHERE name = ?)",
-                       arguments: [id, name, name])
+        try db.execute(
+            sql: "INSERT INTO category(id, name) SELECT ?, ? WHERE NOT EXISTS (SELECT 1 FROM category WHERE name = ?)",
+            arguments: [id, name, name])
     }
 
     /// Tags are listed with commas between them (in `$EDITOR`, in conflicts), so none may hold one.
@@ -263,7 +277,8 @@ public final class NotesLibrary: Sendable {
             try Row.fetchAll(db, sql: sql, arguments: arguments).map { row in
                 let note = try Note(row: row)
                 // The title's match if it has one, else the body's, else the tags'.
-                let snippet = [note.title, note.body, note.tags.joined(separator: " ")].lazy
+                let snippet =
+                    [note.title, note.body, note.tags.joined(separator: " ")].lazy
                     .compactMap { SearchSnippet.make(text: $0, words: search.words, highlight: highlight) }
                     .first ?? ""
                 return Hit(note: note, snippet: snippet, rank: row["rank"])
@@ -289,8 +304,9 @@ public final class NotesLibrary: Sendable {
     static func resolve(_ prefix: String, table: String, label: String, _ db: Database) throws -> String {
         let prefix = prefix.lowercased()
         guard !prefix.isEmpty else { throw NotesError(.usage, "give a \(label) id (any unique prefix)") }
-        let ids = try String.fetchAll(db, sql: "SELECT id FROM \(table) WHERE id >= ? AND id < ? ORDER BY id LIMIT 10",
-                                      arguments: [prefix, prefix + "\u{10FFFF}"])
+        let ids = try String.fetchAll(
+            db, sql: "SELECT id FROM \(table) WHERE id >= ? AND id < ? ORDER BY id LIMIT 10",
+            arguments: [prefix, prefix + "\u{10FFFF}"])
         switch ids.count {
         case 0: throw NotesError(.notFound, "no \(label) \(prefix)")
         case 1: return ids[0]

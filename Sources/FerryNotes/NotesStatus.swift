@@ -42,16 +42,20 @@ extension NotesLibrary {
     public func status() throws -> NotesStatus {
         let session = try session()
         let counts = try database.read { db in
-            (try Int.fetchOne(db, sql: "SELECT count(*) FROM note WHERE deleted_at IS NULL") ?? 0,
-             try Int.fetchOne(db, sql: "SELECT count(*) FROM note WHERE deleted_at IS NOT NULL") ?? 0,
-             try Int.fetchOne(db, sql: "SELECT count(*) FROM notes_server_task") ?? 0)
+            (
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM note WHERE deleted_at IS NULL") ?? 0,
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM note WHERE deleted_at IS NOT NULL") ?? 0,
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM notes_server_task") ?? 0
+            )
         }
         let attachments = try database.read { db in
-            try Row.fetchOne(db, sql: """
-                SELECT coalesce(sum(a.size), 0) AS bytes,
-                       coalesce(sum(f.state IN ('localOnly', 'uploading', 'failed')), 0) AS waiting
-                FROM ferry_attachments a LEFT JOIN ferry_attachment_files f ON f.id = a.id
-                """)
+            try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT coalesce(sum(a.size), 0) AS bytes,
+                           coalesce(sum(f.state IN ('localOnly', 'uploading', 'failed')), 0) AS waiting
+                    FROM ferry_attachments a LEFT JOIN ferry_attachment_files f ON f.id = a.id
+                    """)
         }
         let telemetry = database.telemetry.snapshot()
         let path = database.writer.path

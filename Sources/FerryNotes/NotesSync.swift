@@ -22,8 +22,9 @@ extension NotesLibrary {
         let name = name.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !name.isEmpty else { throw NotesError(.usage, "a notebook needs a name") }
         let id = Self.newID()
-        let notebook = Notebook(id: id, name: name, scope: ScopeName.shared("nb-\(id)", ownedBy: session.user),
-                                owner: session.user, createdAt: clock())
+        let notebook = Notebook(
+            id: id, name: name, scope: ScopeName.shared("nb-\(id)", ownedBy: session.user),
+            owner: session.user, createdAt: clock())
         try database.write { db in
             guard try Notebook.filter(Column("name") == name).fetchCount(db) == 0 else {
                 throw NotesError(.usage, "a notebook named \(name) exists already")
@@ -45,8 +46,9 @@ extension NotesLibrary {
             guard notebook.owner == session.user else {
                 throw NotesError(.refused, "only \(notebook.owner), who owns \(name), can share it")
             }
-            try db.execute(sql: "INSERT INTO notes_server_task(kind, scope, user, role) VALUES ('share', ?, ?, ?)",
-                           arguments: [notebook.scope, user, role.rawValue])
+            try db.execute(
+                sql: "INSERT INTO notes_server_task(kind, scope, user, role) VALUES ('share', ?, ?, ?)",
+                arguments: [notebook.scope, user, role.rawValue])
         }
     }
 
@@ -67,8 +69,9 @@ extension NotesLibrary {
         let shared = try followedScopes()
         var configuration = SyncConfiguration(userID: session.user, sharedScopes: shared, live: live)
         configuration.periodicInterval = live ? .seconds(60) : nil
-        return try SyncEngine(database: database, transport: HTTPSyncTransport(baseURL: session.server),
-                              configuration: configuration, token: session.token)
+        return try SyncEngine(
+            database: database, transport: HTTPSyncTransport(baseURL: session.server),
+            configuration: configuration, token: session.token)
     }
 
     /// Runs queued server work, refreshes the scopes followed, and syncs.

@@ -34,13 +34,16 @@ extension NotesLibrary {
     @discardableResult
     public func exportNotes(to url: URL, format: ExportFormat) throws -> Int {
         let (notes, notebooks) = try database.read { db in
-            (try Note.order(Column("created_at"), Column("id")).fetchAll(db),
-             Dictionary(try Notebook.fetchAll(db).map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first }))
+            (
+                try Note.order(Column("created_at"), Column("id")).fetchAll(db),
+                Dictionary(try Notebook.fetchAll(db).map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first })
+            )
         }
         let exported = notes.map { note in
-            Exported(id: note.id, title: note.title, body: note.body, category: note.category, tags: note.tags,
-                     notebook: note.notebookID.flatMap { notebooks[$0] }, author: note.author, created_at: note.createdAt,
-                     updated_at: note.updatedAt, deleted_at: note.deletedAt)
+            Exported(
+                id: note.id, title: note.title, body: note.body, category: note.category, tags: note.tags,
+                notebook: note.notebookID.flatMap { notebooks[$0] }, author: note.author, created_at: note.createdAt,
+                updated_at: note.updatedAt, deleted_at: note.deletedAt)
         }
         switch format {
         case .jsonl:
@@ -86,10 +89,11 @@ extension NotesLibrary {
                     let notebook = item.notebook.flatMap { notebooks[$0] }
                     let scope = existing?.scope ?? notebook?.scope ?? "user:\(session.user)"
                     try Self.requireWritable(scope, db)
-                    let note = Note(id: id, title: item.title, body: item.body,
-                                    category: item.category, tags: item.tags, author: item.author ?? session.user,
-                                    notebookID: existing == nil ? notebook?.id : existing?.notebookID, scope: scope,
-                                    createdAt: item.created_at, updatedAt: max(item.updated_at, 0), deletedAt: item.deleted_at)
+                    let note = Note(
+                        id: id, title: item.title, body: item.body,
+                        category: item.category, tags: item.tags, author: item.author ?? session.user,
+                        notebookID: existing == nil ? notebook?.id : existing?.notebookID, scope: scope,
+                        createdAt: item.created_at, updatedAt: max(item.updated_at, 0), deletedAt: item.deleted_at)
                     try note.save(db)
                     try Self.ensureCategory(note.category, db)
                 }
@@ -160,9 +164,10 @@ enum MarkdownNote {
         let body = lines[bodyStart...].joined(separator: "\n")
         let fallbackTitle = (name as NSString).deletingPathExtension
         let tagsText = fields["tags"] ?? "[]"
-        let tags = (try? JSONDecoder().decode([String].self, from: Data(tagsText.utf8)))
+        let tags =
+            (try? JSONDecoder().decode([String].self, from: Data(tagsText.utf8)))
             ?? tagsText.trimmingCharacters(in: CharacterSet(charactersIn: "[] ")).split(separator: ",")
-                .map { unquoted(String($0).trimmingCharacters(in: .whitespaces)) }
+            .map { unquoted(String($0).trimmingCharacters(in: .whitespaces)) }
         return NotesLibrary.Exported(
             id: fields["id"] ?? "", title: fields["title"].map(unquoted) ?? fallbackTitle, body: body,
             category: fields["category"].map(unquoted), tags: tags, notebook: fields["notebook"].map(unquoted),

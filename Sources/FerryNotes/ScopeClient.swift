@@ -35,8 +35,9 @@ struct ScopeClient: Sendable {
     /// This client's refusals as the app reports them.
     static func explain(_ error: any Error) -> any Error {
         guard let refusal = error as? Refusal else { return error }
-        return NotesError(refusal.status == 401 ? .refused : .failure,
-                          refusal.status == 401 ? "the server refused the token; `ferry-notes login` with a fresh one" : refusal.message)
+        return NotesError(
+            refusal.status == 401 ? .refused : .failure,
+            refusal.status == 401 ? "the server refused the token; `ferry-notes login` with a fresh one" : refusal.message)
     }
 
     private func send(_ endpoint: SyncEndpoint, body: (some Encodable)?, accepting: Set<Int>) async throws -> Data {

@@ -24,7 +24,7 @@ public enum SearchSnippet {
         guard !wanted.isEmpty else { return nil }
         let longest = wanted.map(\.count).max() ?? 0
         let scalars = text.unicodeScalars
-        var tokens: [Range<String.UnicodeScalarView.Index>] = []   // the last few, then the window's
+        var tokens: [Range<String.UnicodeScalarView.Index>] = []  // the last few, then the window's
         var found = false
         var cut = false
         var index = scalars.startIndex
@@ -44,7 +44,7 @@ public enum SearchSnippet {
             } else if matches(scalars[start..<index], wanted, longest) {
                 found = true
             } else if tokens.count > 4 {
-                tokens.removeFirst()   // up to four words before the match
+                tokens.removeFirst()  // up to four words before the match
             }
         }
         guard found, let lower = tokens.first?.lowerBound, let last = tokens.last?.upperBound else { return nil }

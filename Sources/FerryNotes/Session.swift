@@ -14,8 +14,9 @@ public struct Session: Sendable, Hashable {
         var payload = String(parts[1]).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while payload.count % 4 != 0 { payload += "=" }
         guard let data = Data(base64Encoded: payload),
-              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-              let subject = object["sub"] as? String, !subject.isEmpty else { return nil }
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let subject = object["sub"] as? String, !subject.isEmpty
+        else { return nil }
         return subject
     }
 }

@@ -76,20 +76,23 @@ struct FerryBench: AsyncParsableCommand {
 
     func run() async throws {
         if let url = attachmentClientURL.flatMap(URL.init(string:)), let token = attachmentClientToken,
-           let directory = attachmentClientDirectory {
-            let report = try await AttachmentBenchmark.runClient(url: url, token: token, directory: URL(fileURLWithPath: directory),
-                                                                 bytes: attachmentBytes)
+            let directory = attachmentClientDirectory
+        {
+            let report = try await AttachmentBenchmark.runClient(
+                url: url, token: token, directory: URL(fileURLWithPath: directory),
+                bytes: attachmentBytes)
             print(String(decoding: try JSONEncoder().encode(report), as: UTF8.self))
             return
         }
         if let url = syncClientURL.flatMap(URL.init(string:)), let token = syncClientToken, let directory = syncClientDirectory {
-            let report = try await InitialSyncBenchmark.runClient(url: url, token: token, directory: URL(fileURLWithPath: directory),
-                                                                  pageSize: syncPageSize)
+            let report = try await InitialSyncBenchmark.runClient(
+                url: url, token: token, directory: URL(fileURLWithPath: directory),
+                pageSize: syncPageSize)
             print(String(decoding: try JSONEncoder().encode(report), as: UTF8.self))
             return
         }
         #if DEBUG
-        print("warning: a debug build; run with `swift run -c release ferry-bench` for real numbers")
+            print("warning: a debug build; run with `swift run -c release ferry-bench` for real numbers")
         #endif
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ferry-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

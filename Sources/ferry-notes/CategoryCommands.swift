@@ -3,8 +3,9 @@ import FerryNotes
 import Foundation
 
 struct CategoryCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "category", abstract: "Categories and their colours.",
-                                                    subcommands: [ListCategories.self, Color.self])
+    static let configuration = CommandConfiguration(
+        commandName: "category", abstract: "Categories and their colours.",
+        subcommands: [ListCategories.self, Color.self])
 
     struct ListCategories: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "ls", abstract: "The categories, with their colours.")

@@ -14,8 +14,9 @@ struct Conflicts: AsyncParsableCommand {
         guard !conflicts.isEmpty else { return tell("no conflicts") }
         for conflict in conflicts {
             let what = conflict.field.map { "its \($0)" } ?? "the whole note (\(conflict.kind))"
-            print("conflict \(conflict.id): note \(conflict.noteID.prefix(8)) \"\(conflict.title)\", \(what)"
-                  + (conflict.overriddenBy.map { ", overwritten by \($0)" } ?? ""))
+            print(
+                "conflict \(conflict.id): note \(conflict.noteID.prefix(8)) \"\(conflict.title)\", \(what)"
+                    + (conflict.overriddenBy.map { ", overwritten by \($0)" } ?? ""))
             print("--- mine\n+++ theirs")
             for line in conflict.diff { print(line) }
             print("resolve: ferry-notes resolve \(conflict.id) --mine | --theirs | --edit\n")

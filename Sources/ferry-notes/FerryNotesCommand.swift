@@ -90,7 +90,8 @@ struct GlobalOptions: ParsableArguments {
     var path: String {
         if let db { return db }
         if let path = ProcessInfo.processInfo.environment["FERRY_NOTES_DB"], !path.isEmpty { return path }
-        let folder = (FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first
+        let folder =
+            (FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first
             ?? URL(filePath: NSHomeDirectory()).appending(path: ".local/share")).appending(path: "ferry-notes")
         try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         return folder.appending(path: "notes.sqlite").path

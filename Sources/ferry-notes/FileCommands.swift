@@ -13,8 +13,7 @@ struct Import: AsyncParsableCommand {
         let library = try global.library()
         let bar = Terminal.isErrorInteractive && !global.json
         let count = try library.importNotes(from: URL(filePath: path)) { done in
-            if bar { FileHandle.standardError.write(Data("\r\u{1B}[Kimported \(done)".utf8)) }
-            else if !global.json { tell("imported \(done)") }
+            if bar { FileHandle.standardError.write(Data("\r\u{1B}[Kimported \(done)".utf8)) } else if !global.json { tell("imported \(done)") }
         }
         if bar { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
         if global.json { try global.printJSON(["imported": count]) } else { print("imported \(count) notes") }
@@ -91,13 +90,14 @@ struct AttachmentView: Encodable {
         contentType = attachment.contentType
         size = attachment.size
         sha256 = attachment.sha256
-        state = switch attachment.state {
-        case .localOnly: "not uploaded"
-        case .uploading(let sent): "uploading (\(sent) bytes sent)"
-        case .uploaded: "here"
-        case .downloading(let received): "downloading (\(received) bytes)"
-        case .missing: "on the server"
-        case .failed(let reason): "failed: \(reason)"
-        }
+        state =
+            switch attachment.state {
+            case .localOnly: "not uploaded"
+            case .uploading(let sent): "uploading (\(sent) bytes sent)"
+            case .uploaded: "here"
+            case .downloading(let received): "downloading (\(received) bytes)"
+            case .missing: "on the server"
+            case .failed(let reason): "failed: \(reason)"
+            }
     }
 }

@@ -44,8 +44,9 @@ struct Edit: AsyncParsableCommand {
 
     func run() async throws {
         let library = try global.library()
-        var edit = NotesLibrary.Edit(title: title, body: body, category: category.map { $0.isEmpty ? nil : $0 },
-                                     addTags: addTag, removeTags: removeTag)
+        var edit = NotesLibrary.Edit(
+            title: title, body: body, category: category.map { $0.isEmpty ? nil : $0 },
+            addTags: addTag, removeTags: removeTag)
         if edit.isEmpty {
             guard Terminal.isInteractive else {
                 throw NotesError(.usage, "give a field to change (--title, --body, --category, --add-tag, --remove-tag), or run on a terminal to use $EDITOR")
@@ -127,8 +128,11 @@ struct List: AsyncParsableCommand {
         var filter = NoteQuery.Filter.all
         if let category { filter = .category(category) }
         if let tag { filter = .tag(tag) }
-        if let notebook { filter = .notebook(id: try library.notebooks().first { $0.name == notebook }?.id
-            ?? { throw NotesError(.notFound, "no notebook named \(notebook)") }()) }
+        if let notebook {
+            filter = .notebook(
+                id: try library.notebooks().first { $0.name == notebook }?.id
+                    ?? { throw NotesError(.notFound, "no notebook named \(notebook)") }())
+        }
         if deleted { filter = .deleted }
         var cursor: NoteCursor?
         if let after {

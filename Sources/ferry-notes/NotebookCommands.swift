@@ -5,8 +5,9 @@ import FerryProtocol
 import Foundation
 
 struct NotebookCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "notebook", abstract: "Shared notebooks.",
-                                                    subcommands: [Create.self, Share.self, ListNotebooks.self])
+    static let configuration = CommandConfiguration(
+        commandName: "notebook", abstract: "Shared notebooks.",
+        subcommands: [Create.self, Share.self, ListNotebooks.self])
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Create a notebook (made on the server at the next sync).")

@@ -1,9 +1,9 @@
 import Foundation
 import FerryNotes
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// How output fits the terminal: its width, whether it is one, times and
@@ -42,11 +42,14 @@ enum Terminal {
         let title = flexible * 3 / 5, tags = flexible - title
         let header = [fit("ID", id), fit("UPDATED", time), fit("AUTHOR", author), fit("TITLE", title), fit("CATEGORY", category), "TAGS"]
             .joined(separator: "  ")
-        return [header] + notes.map { note in
-            [fit(String(note.id.prefix(id)), id), fit(Terminal.time(note.updatedAt), time), fit(note.author, author),
-             fit(note.title, title), fit(note.category ?? "", category), fit(note.tags.joined(separator: ","), tags)]
+        return [header]
+            + notes.map { note in
+                [
+                    fit(String(note.id.prefix(id)), id), fit(Terminal.time(note.updatedAt), time), fit(note.author, author),
+                    fit(note.title, title), fit(note.category ?? "", category), fit(note.tags.joined(separator: ","), tags),
+                ]
                 .joined(separator: "  ").trimmingCharacters(in: .whitespaces)
-        }
+            }
     }
 }
 

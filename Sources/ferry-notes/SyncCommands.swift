@@ -23,8 +23,7 @@ struct Login: AsyncParsableCommand {
         default: throw NotesError(.usage, "give --token or --token-file")
         }
         let session = try global.library().signIn(server: url, token: text.trimmingCharacters(in: .whitespacesAndNewlines))
-        if global.json { try global.printJSON(["user": session.user, "server": session.server.absoluteString]) }
-        else { print("signed in as \(session.user) to \(session.server.absoluteString)") }
+        if global.json { try global.printJSON(["user": session.user, "server": session.server.absoluteString]) } else { print("signed in as \(session.user) to \(session.server.absoluteString)") }
     }
 }
 
@@ -68,14 +67,17 @@ struct Sync: AsyncParsableCommand {
                 var pushed, pulled, conflicts, rejected, attachmentsUploaded, attachmentsDownloaded, sentBack: Int
                 var refusedScopes: [String]
             }
-            return try global.printJSON(Report(pushed: summary.pushed, pulled: summary.pulled, conflicts: conflicts,
-                                               rejected: summary.rejected, attachmentsUploaded: summary.attachmentsUploaded,
-                                               attachmentsDownloaded: summary.attachmentsDownloaded, sentBack: summary.sentBack,
-                                               refusedScopes: summary.refusedScopes))
+            return try global.printJSON(
+                Report(
+                    pushed: summary.pushed, pulled: summary.pulled, conflicts: conflicts,
+                    rejected: summary.rejected, attachmentsUploaded: summary.attachmentsUploaded,
+                    attachmentsDownloaded: summary.attachmentsDownloaded, sentBack: summary.sentBack,
+                    refusedScopes: summary.refusedScopes))
         }
         if summary.sentBack > 0 {
-            tell("the server had lost \(summary.sentBack) change\(summary.sentBack == 1 ? "" : "s") this device held "
-                 + "(restored from a backup, or wiped?); this device sent \(summary.sentBack == 1 ? "it" : "them") back")
+            tell(
+                "the server had lost \(summary.sentBack) change\(summary.sentBack == 1 ? "" : "s") this device held "
+                    + "(restored from a backup, or wiped?); this device sent \(summary.sentBack == 1 ? "it" : "them") back")
         }
         var line = "synced: sent \(summary.pushed), received \(summary.pulled)"
         if summary.attachmentsUploaded + summary.attachmentsDownloaded > 0 {
@@ -145,9 +147,11 @@ struct Status: AsyncParsableCommand {
         print("database      \(bytes(status.databaseBytes))")
         print("attachments   \(bytes(status.attachmentBytes))\(status.attachmentsNotUploaded > 0 ? ", \(status.attachmentsNotUploaded) not uploaded" : "")")
         let timings = status.timings
-        print(String(format: "transactions  %d writes (worst p95 %.2f ms, %d long), %d reads (worst p95 %.2f ms) over %d runs",
-                     timings.writeTransactions, timings.worstWriteP95Milliseconds, timings.longWriteTransactions,
-                     timings.readTransactions, timings.worstReadP95Milliseconds, timings.runs))
+        print(
+            String(
+                format: "transactions  %d writes (worst p95 %.2f ms, %d long), %d reads (worst p95 %.2f ms) over %d runs",
+                timings.writeTransactions, timings.worstWriteP95Milliseconds, timings.longWriteTransactions,
+                timings.readTransactions, timings.worstReadP95Milliseconds, timings.runs))
         print("busy waits    \(timings.busyWaits) (\(timings.busyTimeouts) timed out)")
     }
 

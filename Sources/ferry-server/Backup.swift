@@ -37,7 +37,8 @@ struct Restore: AsyncParsableCommand {
         let lock = try DataDirectoryLock.acquire(options.dataDirectory)
         do {
             let report = try SQLiteSyncStore.restore(directory: options.dataDirectory, from: URL(filePath: from))
-            print("""
+            print(
+                """
                 restored the store of \(options.dataDir) from \(from) (version \(report.version)); \
                 devices that synced past it send back what it lacks at their next sync
                 """)

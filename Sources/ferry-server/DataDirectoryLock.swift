@@ -1,9 +1,9 @@
 import ArgumentParser
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// One `ferry-server serve` per data directory: the server holds an
@@ -33,7 +33,8 @@ struct DataDirectoryLock: ~Copyable {
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             let holder = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
             close(descriptor)
-            throw ValidationError("""
+            throw ValidationError(
+                """
                 another ferry-server\(holder.map { $0.isEmpty ? "" : " (pid \($0))" } ?? "") is serving --data-dir \(directory.path); \
                 stop it first, or give this one another --data-dir
                 """)

@@ -52,8 +52,10 @@ struct Serve: AsyncParsableCommand {
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0–65535") }
         guard tombstoneRetentionDays >= 1 else { throw ValidationError("--tombstone-retention-days must be at least 1") }
-        for (flag, seconds) in [("--header-timeout", headerTimeout), ("--body-timeout", bodyTimeout),
-                                ("--idle-timeout", idleTimeout), ("--shutdown-grace", shutdownGrace)]
+        for (flag, seconds) in [
+            ("--header-timeout", headerTimeout), ("--body-timeout", bodyTimeout),
+            ("--idle-timeout", idleTimeout), ("--shutdown-grace", shutdownGrace),
+        ]
         where !(seconds > 0 && seconds <= 86_400) {
             throw ValidationError("\(flag) must be more than 0 and at most 86400 seconds")
         }
@@ -112,13 +114,15 @@ struct Serve: AsyncParsableCommand {
             readiness: readiness,
             onServerRunning: { host, port in
                 // Written unbuffered, so it shows at once even when piped.
-                FileHandle.standardOutput.write(Data("""
-                    Ferry server listening on http://\(host):\(port)
-                    Store: \(storeDescription)
-                    JWT secret: \(secret.origin)
-                    Get a token: swift run ferry-server token --user alice --data-dir \(dataDir)
+                FileHandle.standardOutput.write(
+                    Data(
+                        """
+                        Ferry server listening on http://\(host):\(port)
+                        Store: \(storeDescription)
+                        JWT secret: \(secret.origin)
+                        Get a token: swift run ferry-server token --user alice --data-dir \(dataDir)
 
-                    """.utf8))
+                        """.utf8))
             }
         )
         let logger = Logger(label: "ferry-server")

@@ -4,7 +4,10 @@ import Foundation
 
 /// Which store a command uses: SQLite in the data directory, or PostgreSQL.
 struct StoreOptions: ParsableArguments {
-    @Option(help: "Keep the store in PostgreSQL instead of SQLite: postgres://user:password@host:5432/database[?sslmode=disable|prefer|require] (default: $FERRY_POSTGRES_URL). Many instances may share one database.")
+    @Option(
+        help:
+            "Keep the store in PostgreSQL instead of SQLite: postgres://user:password@host:5432/database[?sslmode=disable|prefer|require] (default: $FERRY_POSTGRES_URL). Many instances may share one database."
+    )
     var postgres: String?
 
     @Option(help: "The most PostgreSQL connections this instance opens.")

@@ -37,9 +37,10 @@ func fail(_ message: String) -> Never {
 func itemMigrator() -> DatabaseMigrator {
     var migrator = DatabaseMigrator()
     migrator.registerMigration("v1") { db in
-        try db.execute(sql: """
-            CREATE TABLE item (id TEXT PRIMARY KEY NOT NULL, writer TEXT NOT NULL, revision INTEGER NOT NULL, payload TEXT)
-            """)
+        try db.execute(
+            sql: """
+                CREATE TABLE item (id TEXT PRIMARY KEY NOT NULL, writer TEXT NOT NULL, revision INTEGER NOT NULL, payload TEXT)
+                """)
     }
     return migrator
 }
@@ -56,7 +57,11 @@ final class StatementCounter: @unchecked Sendable {
         set { lock.withLock { isArmed = newValue } }
     }
 
-    func next() -> Int { lock.withLock { count += 1; return count } }
+    func next() -> Int {
+        lock.withLock {
+            count += 1; return count
+        }
+    }
 }
 
 let arguments = CommandLine.arguments.dropFirst()
@@ -78,16 +83,18 @@ do {
             if step % 3 == 0, let id = inserted.randomElement() {
                 let revision = revisions[id, default: 0] + 1
                 try database.write { db in
-                    try db.execute(sql: "UPDATE item SET revision = ?, payload = ? WHERE id = ?",
-                                   arguments: [revision, String(repeating: "u", count: step % 200), id])
+                    try db.execute(
+                        sql: "UPDATE item SET revision = ?, payload = ? WHERE id = ?",
+                        arguments: [revision, String(repeating: "u", count: step % 200), id])
                 }
                 revisions[id] = revision
                 emit("update \(id) \(revision)")
             } else {
                 let id = UUID().uuidString
                 try database.write { db in
-                    try db.execute(sql: "INSERT INTO item(id, writer, revision, payload) VALUES (?, 'crash', 0, ?)",
-                                   arguments: [id, String(repeating: "p", count: step % 500)])
+                    try db.execute(
+                        sql: "INSERT INTO item(id, writer, revision, payload) VALUES (?, 'crash', 0, ?)",
+                        arguments: [id, String(repeating: "p", count: step % 500)])
                 }
                 inserted.append(id)
                 emit("insert \(id)")
@@ -139,7 +146,8 @@ do {
         emit("added \(attachment.id)")
     case "transfer":
         guard arguments.count >= 8, let killAt = Int64(arguments[arguments.startIndex + 7]),
-              let server = URL(string: arguments[arguments.startIndex + 3]) else {
+            let server = URL(string: arguments[arguments.startIndex + 3])
+        else {
             fail("transfer needs <path> <files> <server> <token> <user> upload|download <bytes>")
         }
         let direction = arguments[arguments.startIndex + 6]
@@ -159,8 +167,9 @@ do {
         let database = try FerryDatabase(path: path, schema: schema, configuration: configuration)
         var syncConfiguration = SyncConfiguration(userID: arguments[arguments.startIndex + 5])
         syncConfiguration.periodicInterval = nil
-        let engine = try SyncEngine(database: database, transport: HTTPSyncTransport(baseURL: server),
-                                    configuration: syncConfiguration, token: arguments[arguments.startIndex + 4])
+        let engine = try SyncEngine(
+            database: database, transport: HTTPSyncTransport(baseURL: server),
+            configuration: syncConfiguration, token: arguments[arguments.startIndex + 4])
         let summary = try await engine.sync()
         for attachment in try database.attachments.list(table: "item", row: "r1") {
             _ = try await engine.open(attachment)
@@ -168,7 +177,8 @@ do {
         emit("synced uploaded=\(summary.attachmentsUploaded)")
     case "sync-kill":
         guard arguments.count >= 7, let server = URL(string: arguments[arguments.startIndex + 2]),
-              let killAt = Int(arguments[arguments.startIndex + 6]) else {
+            let killAt = Int(arguments[arguments.startIndex + 6])
+        else {
             fail("sync-kill needs <path> <server> <token> <user> pull|push <k> [writes]")
         }
         let phase = arguments[arguments.startIndex + 5]
@@ -202,8 +212,9 @@ do {
         syncConfiguration.live = false
         syncConfiguration.pullPageSize = 5
         syncConfiguration.pushBatchSize = 4
-        let engine = try SyncEngine(database: database, transport: HTTPSyncTransport(baseURL: server),
-                                    configuration: syncConfiguration, token: arguments[arguments.startIndex + 3])
+        let engine = try SyncEngine(
+            database: database, transport: HTTPSyncTransport(baseURL: server),
+            configuration: syncConfiguration, token: arguments[arguments.startIndex + 3])
         counter.armed = true
         let summary = try await engine.sync()
         emit("synced pushed=\(summary.pushed) pulled=\(summary.pulled)")

@@ -53,8 +53,9 @@ struct NotesCLI: Sendable {
         let outputData = output.fileHandleForReading.readDataToEndOfFile()
         group.wait()
         process.waitUntilExit()
-        return Result(status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
-                      errors: String(decoding: errorData.withLock { $0 }, as: UTF8.self))
+        return Result(
+            status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
+            errors: String(decoding: errorData.withLock { $0 }, as: UTF8.self))
     }
 
     /// Runs and expects success, returning standard output trimmed.
@@ -87,8 +88,11 @@ final class NotesServer: @unchecked Sendable {
     /// earlier server's data and port (a restart).
     init(arguments: [String] = [], dataDirectory: TemporaryDirectory? = nil, port: Int = 0) async throws {
         self.dataDirectory = try dataDirectory ?? TemporaryDirectory()
-        process = try ServerProcess(["serve", "--port", "\(port)", "--data-dir", self.dataDirectory.path("data"),
-                                     "--jwt-secret", secret] + arguments)
+        process = try ServerProcess(
+            [
+                "serve", "--port", "\(port)", "--data-dir", self.dataDirectory.path("data"),
+                "--jwt-secret", secret,
+            ] + arguments)
         let line = try await process.waitForLine(startingWith: "Ferry server listening on ")
         url = String(line.dropFirst("Ferry server listening on ".count).split(separator: " ").first ?? "")
     }

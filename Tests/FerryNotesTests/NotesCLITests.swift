@@ -43,8 +43,9 @@ import Testing
         // The device holding the conflict keeps its own version; both converge on it.
         let holder = try laptop.ok(["conflicts"]).contains("conflict ") ? laptop : phone
         let listing = try holder.ok(["conflicts"])
-        let conflictID = try #require(listing.split(separator: "\n").first { $0.hasPrefix("conflict ") }?
-            .split(separator: " ")[1].split(separator: ":").first.map(String.init))
+        let conflictID = try #require(
+            listing.split(separator: "\n").first { $0.hasPrefix("conflict ") }?
+                .split(separator: " ")[1].split(separator: ":").first.map(String.init))
         let mine = holder.database == laptop.database ? "milk\neggs\nbread" : "milk\noat milk\neggs"
         _ = try holder.ok(["resolve", conflictID, "--mine"])
         #expect(try holder.run(["conflicts"]).errors.contains("no conflicts"))
@@ -95,7 +96,9 @@ import Testing
         var lines: [String] = []
         for index in 0..<10_000 {
             let tags = index % 7 == 0 ? "[\"seven\"]" : "[]"
-            lines.append("{\"id\":\"imp\(String(format: "%05d", index))\",\"title\":\"Imported \(index)\",\"body\":\"naïve café \(index)\",\"tags\":\(tags),\"created_at\":\(1_700_000_000_000 + index),\"updated_at\":\(1_700_000_000_000 + index)}")
+            lines.append(
+                "{\"id\":\"imp\(String(format: "%05d", index))\",\"title\":\"Imported \(index)\",\"body\":\"naïve café \(index)\",\"tags\":\(tags),\"created_at\":\(1_700_000_000_000 + index),\"updated_at\":\(1_700_000_000_000 + index)}"
+            )
         }
         let file = directory.url.appending(path: "notes.jsonl")
         try lines.joined(separator: "\n").write(to: file, atomically: true, encoding: .utf8)
@@ -178,10 +181,10 @@ import Testing
         // An editor that rewrites the title and appends to the body.
         let editor = directory.url.appending(path: "editor.sh")
         try """
-            #!/bin/sh
-            sed -i -e 's/^Title: Draft$/Title: Final/' -e 's/^Tags: a$/Tags: a, b/' "$1"
-            echo 'second line' >> "$1"
-            """.write(to: editor, atomically: true, encoding: .utf8)
+        #!/bin/sh
+        sed -i -e 's/^Title: Draft$/Title: Final/' -e 's/^Tags: a$/Tags: a, b/' "$1"
+        echo 'second line' >> "$1"
+        """.write(to: editor, atomically: true, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: editor.path)
         // Not a terminal: refused with a clear message.
         let piped = try notes.run(["edit", id])
@@ -281,8 +284,10 @@ import Testing
         let notes = device("markdown")
         let token = "x.\(Data("{\"sub\":\"alice\"}".utf8).base64EncodedString()).y"
         _ = try notes.ok(["login", "--server", "http://127.0.0.1:9", "--token", token])
-        let id = try notes.ok(["add", "Title: with a colon, \"quotes\"", "--body", "line one\n---\nline three", "--category", "work",
-                               "--tag", "a b", "--tag", "ç"])
+        let id = try notes.ok([
+            "add", "Title: with a colon, \"quotes\"", "--body", "line one\n---\nline three", "--category", "work",
+            "--tag", "a b", "--tag", "ç",
+        ])
         let gone = try notes.ok(["add", "Gone"])
         _ = try notes.ok(["rm", gone])
         _ = try notes.ok(["category", "color", "work", "#ff8800"])

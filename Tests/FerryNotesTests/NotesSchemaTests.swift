@@ -59,8 +59,10 @@ import Testing
         for index in 0..<25 {
             added.append(try library.add(title: "Note \(index)", category: index % 2 == 0 ? "even" : "odd", tags: index % 3 == 0 ? ["three"] : []))
         }
-        for (filter, expected) in [(NoteQuery.Filter.all, added), (.category("even"), added.filter { $0.category == "even" }),
-                                   (.tag("three"), added.filter { $0.tags == ["three"] })] {
+        for (filter, expected) in [
+            (NoteQuery.Filter.all, added), (.category("even"), added.filter { $0.category == "even" }),
+            (.tag("three"), added.filter { $0.tags == ["three"] }),
+        ] {
             var seen: [String] = []
             var cursor: NoteCursor?
             repeat {
@@ -115,12 +117,13 @@ import Testing
         let library = try Self.library(directory)
         try library.database.write { db in
             for _ in 0..<2 {
-                try db.execute(sql: """
-                    INSERT INTO note(id, title, body, tags, author, scope, created_at, updated_at)
-                    VALUES ('pulled', 'Über naïve', 'from another device', '["remote"]', 'bob', 'user:alice', 1, 2)
-                    ON CONFLICT(id) DO UPDATE SET title = excluded.title, body = excluded.body, tags = excluded.tags,
-                        updated_at = excluded.updated_at
-                    """)
+                try db.execute(
+                    sql: """
+                        INSERT INTO note(id, title, body, tags, author, scope, created_at, updated_at)
+                        VALUES ('pulled', 'Über naïve', 'from another device', '["remote"]', 'bob', 'user:alice', 1, 2)
+                        ON CONFLICT(id) DO UPDATE SET title = excluded.title, body = excluded.body, tags = excluded.tags,
+                            updated_at = excluded.updated_at
+                        """)
             }
         }
         #expect(try library.search("uber naive").map(\.note.id) == ["pulled"])
@@ -128,11 +131,12 @@ import Testing
         // A local edit, then the pulled upsert again, then a pulled delete: each kept in step.
         try library.edit("pulled", .init(body: "edited here"))
         try library.database.write { db in
-            try db.execute(sql: """
-                INSERT INTO note(id, title, body, tags, author, scope, created_at, updated_at)
-                VALUES ('pulled', 'Über naïve', 'from the server', '["remote","remote"]', 'bob', 'user:alice', 1, 9)
-                ON CONFLICT(id) DO UPDATE SET body = excluded.body, tags = excluded.tags, updated_at = excluded.updated_at
-                """)
+            try db.execute(
+                sql: """
+                    INSERT INTO note(id, title, body, tags, author, scope, created_at, updated_at)
+                    VALUES ('pulled', 'Über naïve', 'from the server', '["remote","remote"]', 'bob', 'user:alice', 1, 9)
+                    ON CONFLICT(id) DO UPDATE SET body = excluded.body, tags = excluded.tags, updated_at = excluded.updated_at
+                    """)
         }
         #expect(try library.search("server").map(\.note.id) == ["pulled"])
         #expect(try library.search("edited").isEmpty)
@@ -177,5 +181,9 @@ import Testing
 final class Counter: @unchecked Sendable {
     private let lock = NSLock()
     private var value: Int64 = 1_700_000_000_000
-    func next() -> Int64 { lock.withLock { value += 1; return value } }
+    func next() -> Int64 {
+        lock.withLock {
+            value += 1; return value
+        }
+    }
 }

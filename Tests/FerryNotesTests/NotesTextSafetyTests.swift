@@ -25,7 +25,8 @@ import Testing
         #expect(SearchSnippet.make(text: "no match here", words: ["cafe"], highlight: ("[", "]")) == nil)
         #expect(SearchSnippet.make(text: "Café crème", words: ["cafe"], highlight: ("[", "]")) == "[Café] crème")
         // Prefixes, case and accents, as FTS5 matches them; punctuation kept as it was.
-        #expect(SearchSnippet.make(text: "Coffee at the CAFÉ, on the corner.", words: ["caf", "corn"], highlight: ("[", "]"))
+        #expect(
+            SearchSnippet.make(text: "Coffee at the CAFÉ, on the corner.", words: ["caf", "corn"], highlight: ("[", "]"))
                 == "Coffee at the [CAFÉ], on the [corner].")
         var words = (0..<40).map { "w\($0)" }
         words[20] = "cafe"

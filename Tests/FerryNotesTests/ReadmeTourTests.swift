@@ -8,8 +8,9 @@ import Testing
 /// never meets a server of yours, and the server stopped whatever happens.
 @Suite struct ReadmeTourTests {
     @Test func theTourWorksAsWritten() throws {
-        let readme = try String(contentsOf: URL(filePath: #filePath).deletingLastPathComponent()
-            .appending(path: "../../README.md").standardized, encoding: .utf8)
+        let readme = try String(
+            contentsOf: URL(filePath: #filePath).deletingLastPathComponent()
+                .appending(path: "../../README.md").standardized, encoding: .utf8)
         let start = try #require(readme.range(of: "<!-- tour -->\n```bash\n"))
         let end = try #require(readme.range(of: "```\n<!-- end of tour -->", range: start.upperBound..<readme.endIndex))
         var lines = readme[start.upperBound..<end.lowerBound].split(separator: "\n", omittingEmptySubsequences: false).map(String.init)

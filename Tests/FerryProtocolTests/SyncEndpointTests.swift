@@ -23,8 +23,9 @@ import Testing
     }
 
     @Test func liveNamesEveryScopeInTheQuery() {
-        #expect(SyncEndpoint.live(scopes: ["user:alice", "team:a&b=c"]).path
-            == "/v1/live?scope=user%3Aalice&scope=team%3Aa%26b%3Dc&rows=true")
+        #expect(
+            SyncEndpoint.live(scopes: ["user:alice", "team:a&b=c"]).path
+                == "/v1/live?scope=user%3Aalice&scope=team%3Aa%26b%3Dc&rows=true")
         #expect(SyncEndpoint.live(scopes: ["s"], rows: false).path == "/v1/live?scope=s")
     }
 

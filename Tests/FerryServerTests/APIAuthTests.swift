@@ -95,10 +95,11 @@ import Testing
             #expect(Set(try pulled.decode(PullResponse.self).pages[0].changes.map(\.rowID)) == ["wc", "oc"])
 
             let scopes = try await client.send(.get, "/v1/scopes", token: reader).decode(ScopeList.self)
-            #expect(scopes.scopes == [
-                ScopeMembership(scope: "user:rita", role: .write, owner: true),
-                ScopeMembership(scope: "team:survey@olga", role: .read, owner: false),
-            ])
+            #expect(
+                scopes.scopes == [
+                    ScopeMembership(scope: "user:rita", role: .write, owner: true),
+                    ScopeMembership(scope: "team:survey@olga", role: .read, owner: false),
+                ])
         }
     }
     /// `GET /v1/rows` is authorized like a pull: a non-member gets the same
@@ -109,11 +110,13 @@ import Testing
         try await server.store.createScope("team:x", owner: "olga")
         try await server.store.setMember("rita", role: .read, in: "team:x")
         _ = try await server.store.push(
-            PushRequest(clientID: "o1", mutations: [
-                Mutations.upsert(1, row: "kept", scope: "team:x", ["t": "plans", "n": 3]),
-                Mutations.upsert(2, row: "gone", scope: "team:x", ["t": "old"]),
-                Mutations.delete(3, row: "gone", scope: "team:x", base: 2),
-            ]),
+            PushRequest(
+                clientID: "o1",
+                mutations: [
+                    Mutations.upsert(1, row: "kept", scope: "team:x", ["t": "plans", "n": 3]),
+                    Mutations.upsert(2, row: "gone", scope: "team:x", ["t": "old"]),
+                    Mutations.delete(3, row: "gone", scope: "team:x", base: 2),
+                ]),
             userID: "olga", rules: PushRules()
         )
         let rita = try await server.token("rita")

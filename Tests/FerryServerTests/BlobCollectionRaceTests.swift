@@ -25,7 +25,8 @@ import Testing
             let store = try #require(server.store as? PostgresSyncStore)
             let logger = store.logger
             try await store.transaction(.serializable) { connection, _ in
-                try await connection.query("""
+                try await connection.query(
+                    """
                     UPDATE ferry_blobs SET modified_at = \(past) WHERE scope = \(key.scope) AND sha256 = \(key.sha256)
                     """, logger: logger)
             }
@@ -42,8 +43,10 @@ import Testing
     }
 
     /// An old upload of a 1.5 MB blob, cut at `cut` bytes.
-    static func oldPartialUpload(_ blobs: any BlobStore, _ server: StoreUnderTest,
-                                 seed: UInt8) async throws -> (BlobKey, [UInt8], cut: Int) {
+    static func oldPartialUpload(
+        _ blobs: any BlobStore, _ server: StoreUnderTest,
+        seed: UInt8
+    ) async throws -> (BlobKey, [UInt8], cut: Int) {
         let data = BlobStoreTests.bytes(1_500_000, seed: seed)
         let key = try BlobStoreTests.key(data)
         let cut = 1_100_000
@@ -129,7 +132,7 @@ import Testing
             let body = GatedBody(Array(data[cut...]))
             let upload = Task { try await blobs.append(to: key, length: length, offset: Int64(cut), bytes: body) }
             let removed = try await BlobGarbageRules.collect(store: server.store, blobs: blobs, before: Self.cutoff()) {
-                await body.started()   // the append has begun and asks for its bytes
+                await body.started()  // the append has begun and asks for its bytes
             }
             body.release()
             #expect(removed == 0)

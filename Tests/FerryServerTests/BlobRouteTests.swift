@@ -19,15 +19,19 @@ import Testing
         return (bytes, hexDigest(SHA256.hash(data: bytes)))
     }
 
-    static func put(_ client: any TestClientProtocol, _ path: String, token: String, _ bytes: ArraySlice<UInt8>,
-                    offset: Int? = nil, length: Int) async throws -> TestResponse {
+    static func put(
+        _ client: any TestClientProtocol, _ path: String, token: String, _ bytes: ArraySlice<UInt8>,
+        offset: Int? = nil, length: Int
+    ) async throws -> TestResponse {
         var headers: HTTPFields = [.authorization: "Bearer \(token)", Self.length: String(length)]
         if let offset { headers[Self.offset] = String(offset) }
         return try await client.execute(uri: path, method: .put, headers: headers, body: ByteBuffer(bytes: bytes))
     }
 
-    static func get(_ client: any TestClientProtocol, _ path: String, method: HTTPRequest.Method = .get,
-                    token: String, range: String? = nil) async throws -> TestResponse {
+    static func get(
+        _ client: any TestClientProtocol, _ path: String, method: HTTPRequest.Method = .get,
+        token: String, range: String? = nil
+    ) async throws -> TestResponse {
         var headers: HTTPFields = [.authorization: "Bearer \(token)"]
         if let range { headers[.range] = range }
         return try await client.execute(uri: path, method: method, headers: headers, body: nil)
@@ -102,9 +106,10 @@ import Testing
             #expect(large.status == .contentTooLarge)
             let badName = try await Self.put(client, "/v1/blobs/user:alice/abc", token: alice, bytes[...], length: bytes.count)
             #expect(badName.status == .badRequest)
-            let noLength = try await client.execute(uri: "/v1/blobs/user:alice/\(sha)", method: .put,
-                                                    headers: [.authorization: "Bearer \(alice)", Self.offset: "10"],
-                                                    body: ByteBuffer(bytes: bytes[10...]))
+            let noLength = try await client.execute(
+                uri: "/v1/blobs/user:alice/\(sha)", method: .put,
+                headers: [.authorization: "Bearer \(alice)", Self.offset: "10"],
+                body: ByteBuffer(bytes: bytes[10...]))
             #expect(noLength.status == .badRequest)
         }
     }

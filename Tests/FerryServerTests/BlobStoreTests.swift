@@ -38,14 +38,14 @@ import Testing
     @Test(arguments: StoreKind.available) func aWholeUploadIsReadBackWholeAndInRanges(_ kind: StoreKind) async throws {
         try await StoreUnderTest.with(kind) { server in
             let blobs = try server.store.makeBlobStore(maxBlobBytes: 1 << 30)
-            let data = Self.bytes(3 << 20 + 12_345)   // several chunks and a tail
+            let data = Self.bytes(3 << 20 + 12_345)  // several chunks and a tail
             let key = try Self.key(data)
             #expect(try await blobs.state(of: key) == .absent)
             let state = try await blobs.append(to: key, length: Int64(data.count), offset: 0, bytes: Self.body(data))
             #expect(state == .complete(size: Int64(data.count)))
             #expect(try await blobs.state(of: key) == .complete(size: Int64(data.count)))
             #expect(try await Self.read(blobs, key, 0..<Int64(data.count)) == data)
-            let middle: Range<Int64> = 1_048_000..<2_100_000   // across a chunk boundary
+            let middle: Range<Int64> = 1_048_000..<2_100_000  // across a chunk boundary
             #expect(try await Self.read(blobs, key, middle) == Array(data[Int(middle.lowerBound)..<Int(middle.upperBound)]))
             // Uploading it again changes nothing.
             #expect(try await blobs.append(to: key, length: Int64(data.count), offset: 0, bytes: Self.body([])) == .complete(size: Int64(data.count)))
@@ -134,7 +134,7 @@ import Testing
         #expect(try ByteRange.parse("bytes=-10", size: 1000) == 990..<1000)
         #expect(try ByteRange.parse("bytes=-5000", size: 1000) == 0..<1000)
         #expect(try ByteRange.parse("bytes=900-5000", size: 1000) == 900..<1000)
-        #expect(try ByteRange.parse("bytes=0-1,5-6", size: 1000) == nil)   // several: the whole
+        #expect(try ByteRange.parse("bytes=0-1,5-6", size: 1000) == nil)  // several: the whole
         #expect(try ByteRange.parse("items=0-1", size: 1000) == nil)
         #expect(throws: FerryServerError.self) { try ByteRange.parse("bytes=1000-", size: 1000) }
         #expect(throws: FerryServerError.self) { try ByteRange.parse("bytes=-0", size: 1000) }

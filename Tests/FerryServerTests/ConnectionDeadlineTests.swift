@@ -31,7 +31,7 @@ import Testing
         _ = deadline.connected()
         _ = deadline.bytesArrived()
         #expect(deadline.headReceived() == .arm(.seconds(30), .readingBody))
-        #expect(deadline.responseEnded() == .none)   // the body still has its deadline
+        #expect(deadline.responseEnded() == .none)  // the body still has its deadline
         #expect(deadline.requestEnded() == .arm(.seconds(60), .idle))
         #expect(deadline.phase == .idle)
     }

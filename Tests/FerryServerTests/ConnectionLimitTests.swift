@@ -84,11 +84,12 @@ import FerryTestSupport
             #expect(answer.closed)
 
             held.removeFirst().close()
-            #expect(try await eventually(within: .seconds(2)) {
-                let again = try RawConnection(port: port)
-                again.send("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-                return again.read(for: .seconds(1)).text.hasPrefix("HTTP/1.1 200")
-            })
+            #expect(
+                try await eventually(within: .seconds(2)) {
+                    let again = try RawConnection(port: port)
+                    again.send("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                    return again.read(for: .seconds(1)).text.hasPrefix("HTTP/1.1 200")
+                })
             held.removeAll()
         }
         #expect(server.metrics.render().contains("ferry_refused_connections_total "))
@@ -129,9 +130,10 @@ import FerryTestSupport
 
             for connection in [second, bobs, again] { connection.close() }
             #expect(try await eventually(within: .seconds(1)) { server.store.changeFeed.subscriberCount == 0 })
-            #expect(try await eventually(within: .seconds(1)) {
-                server.metrics.render().contains("ferry_live_subscribers 0")
-            })
+            #expect(
+                try await eventually(within: .seconds(1)) {
+                    server.metrics.render().contains("ferry_live_subscribers 0")
+                })
         }
     }
 
@@ -147,9 +149,10 @@ import FerryTestSupport
             connection.send("POST /v1/push HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"clientID\":")
             try await Task.sleep(for: .milliseconds(100))
             connection.close()
-            #expect(try await eventually(within: .seconds(2)) {
-                server.metrics.render().contains(#"ferry_http_requests_total{method="POST",route="/v1/push",status="client_closed"} 1"#)
-            }, "\(server.metrics.render())")
+            #expect(
+                try await eventually(within: .seconds(2)) {
+                    server.metrics.render().contains(#"ferry_http_requests_total{method="POST",route="/v1/push",status="client_closed"} 1"#)
+                }, "\(server.metrics.render())")
         }
         #expect(!server.metrics.render().contains(#"status="500""#))
     }

@@ -98,8 +98,10 @@ import FerryTestSupport
         let database = try await PostgresTestDatabase.create()
         do {
             let dataDir = try TemporaryDirectory().url.path
-            let granted = try ServerProcess.run(["grant", "--scope", "team:survey", "--user", "bob", "--role", "read",
-                                                 "--postgres", database.url, "--data-dir", dataDir])
+            let granted = try ServerProcess.run([
+                "grant", "--scope", "team:survey", "--user", "bob", "--role", "read",
+                "--postgres", database.url, "--data-dir", dataDir,
+            ])
             #expect(granted.status == 0, "\(granted.output)")
             #expect(try await database.rows("SELECT scope || ' ' || user_id || ' ' || role FROM ferry_members") == ["team:survey bob read"])
             let bad = try ServerProcess.run(["serve", "--postgres", "mysql://nobody@nowhere/db", "--data-dir", dataDir])

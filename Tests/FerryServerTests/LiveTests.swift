@@ -26,7 +26,11 @@ import Testing
                 group.addTask {
                     for await _ in inProcess.changes {
                         let now = ContinuousClock.now
-                        if commits.withLockedValue({ $0.append(now); return $0.count }) == rounds { break }
+                        if commits.withLockedValue({
+                            $0.append(now); return $0.count
+                        }) == rounds {
+                            break
+                        }
                     }
                 }
                 group.addTask {
@@ -132,7 +136,9 @@ import Testing
                     defer { readyContinuation.finish(); arrivedContinuation.finish() }
                     try await EventStreamClient.stream(port: port, path: "/v1/live?scope=user:alice&rows=true", token: alice) { event in
                         if event.name == "ready" { readyContinuation.yield(); return true }
-                        let count = events.withLockedValue { $0.append((event.name, event.data)); return $0.count }
+                        let count = events.withLockedValue {
+                            $0.append((event.name, event.data)); return $0.count
+                        }
                         arrivedContinuation.yield()
                         return count < 3
                     }

@@ -78,8 +78,8 @@ import Testing
     /// The body matches the schema documented for its status.
     static func checkBody(_ response: TestResponse, against responses: [String: Any], checker: RequestSchemas) throws {
         guard let documented = responses[String(response.status.code)] as? [String: Any],
-              let content = (documented["content"] as? [String: Any])?["application/json"] as? [String: Any],
-              let reference = (content["schema"] as? [String: Any])?["$ref"] as? String
+            let content = (documented["content"] as? [String: Any])?["application/json"] as? [String: Any],
+            let reference = (content["schema"] as? [String: Any])?["$ref"] as? String
         else { return }
         let name = String(reference.split(separator: "/").last!)
         let body = try StrictJSON.parse(Array(response.body.readableBytesView))

@@ -45,8 +45,9 @@ import FerryTestSupport
         defer { first.stop() }
         let second = try ServerProcess.run(["serve", "--port", "0", "--data-dir", data], environment: ["FERRY_JWT_SECRET": ""])
         #expect(second.status != 0)
-        #expect(second.output.contains("another ferry-server (pid \(first.process.processIdentifier)) is serving --data-dir \(data)"),
-                "\(second.output)")
+        #expect(
+            second.output.contains("another ferry-server (pid \(first.process.processIdentifier)) is serving --data-dir \(data)"),
+            "\(second.output)")
         let token = try ServerProcess.run(["token", "--user", "alice", "--data-dir", data], environment: ["FERRY_JWT_SECRET": ""])
         #expect(token.status == 0, "\(token.output)")
 
@@ -74,8 +75,9 @@ import FerryTestSupport
         let draining = try await Self.waitFor(" 503 ", at: "/readyz", port: port, timeout: .seconds(4))
         #expect(draining.contains("draining"), "\(draining)")
         #expect(try await Self.get(port, "/livez").status.contains(" 200 "))
-        let pulled = try await EventStreamClient.request(port: port, method: "POST", path: "/v1/pull", token: token,
-                                                         body: #"{"clientID":"c1","scopes":[{"scope":"user:alice"}]}"#)
+        let pulled = try await EventStreamClient.request(
+            port: port, method: "POST", path: "/v1/pull", token: token,
+            body: #"{"clientID":"c1","scopes":[{"scope":"user:alice"}]}"#)
         #expect(pulled.status.contains(" 200 "), "requests are still served while draining: \(pulled)")
         server.process.waitUntilExit()
         #expect(server.process.terminationReason == .exit && server.process.terminationStatus == 0)
@@ -87,8 +89,10 @@ import FerryTestSupport
     func readinessFollowsAStoreOutage() async throws {
         let database = try await PostgresTestDatabase.create()
         let directory = try TemporaryDirectory()
-        let (server, port) = try await Self.start(["--data-dir", directory.url.path, "--postgres", database.url, "--pool-size", "2",
-                                                   "--statement-timeout", "1"])
+        let (server, port) = try await Self.start([
+            "--data-dir", directory.url.path, "--postgres", database.url, "--pool-size", "2",
+            "--statement-timeout", "1",
+        ])
         do {
             _ = try await Self.waitFor(" 200 ", at: "/readyz", port: port)
             try await database.administer("ALTER DATABASE \(database.name) ALLOW_CONNECTIONS false")

@@ -38,16 +38,19 @@ struct PostgresStoreTests {
             var (seen, cursor) = try await pullToEnd(store, cursor: nil)
             #expect(seen.isEmpty)
             let database = try #require(server.database)
-            let cells = try StoreCoding.json(["title": StoredCell(
-                value: "slow", version: 0, hlc: HLCTimestamp(wallMilliseconds: 1, counter: 0), clientID: "alice:slow"
-            )])
+            let cells = try StoreCoding.json([
+                "title": StoredCell(
+                    value: "slow", version: 0, hlc: HLCTimestamp(wallMilliseconds: 1, counter: 0), clientID: "alice:slow"
+                )
+            ])
             let (slowVersion, fastVersion, pulledWhileOpen) = try await database.withConnection { slow in
                 try await slow.query("BEGIN", logger: PostgresTestDatabase.logger)
                 var slowVersion: Int64 = 0
                 for try await version in try await slow.query("SELECT nextval('ferry_versions')", logger: PostgresTestDatabase.logger).decode(Int64.self) {
                     slowVersion = version
                 }
-                try await slow.query("""
+                try await slow.query(
+                    """
                     INSERT INTO ferry_rows (scope, tbl, row_id, version, xid, deleted, client_id, changed_at, cells)
                     VALUES ('user:alice', 'note', 'slow', \(slowVersion), pg_current_xact_id()::text::bigint, false, 'alice:slow', 0, \(cells))
                     """, logger: PostgresTestDatabase.logger)
@@ -108,9 +111,10 @@ struct PostgresStoreTests {
                     return lines.joined(separator: "\n")
                 }
             }
-            let pull = try await plan(PostgresSyncStore.pageQuery(
-                scope: "user:u7", after: ChangePosition(major: 2000, minor: 9000), below: 1_000_000, withTombstones: true, limit: 101
-            ))
+            let pull = try await plan(
+                PostgresSyncStore.pageQuery(
+                    scope: "user:u7", after: ChangePosition(major: 2000, minor: 9000), below: 1_000_000, withTombstones: true, limit: 101
+                ))
             print("EXPLAIN pull page:\n\(pull)")
             #expect(pull.contains("Index Scan using ferry_rows_by_scope_position"))
             #expect(!pull.contains("Seq Scan"))
@@ -123,7 +127,8 @@ struct PostgresStoreTests {
 
             let client = try await plan("SELECT last_mutation_id FROM ferry_clients WHERE user_id = \("u7") AND client_id = \("c")")
             #expect(client.contains("ferry_clients_pkey"))
-            let replay = try await plan("""
+            let replay = try await plan(
+                """
                 SELECT mutation_id, result FROM ferry_results
                 WHERE user_id = \("u7") AND client_id = \("c") AND mutation_id = ANY(\([Int64(7), 107, 207])::int8[])
                 """)
@@ -143,7 +148,8 @@ struct PostgresStoreTests {
             try await first.waitUntilReady()
             try await first.close()
             try await running.value
-            #expect(try await database.rows("SELECT version::text FROM ferry_schema_migrations ORDER BY version")
+            #expect(
+                try await database.rows("SELECT version::text FROM ferry_schema_migrations ORDER BY version")
                     == (1...PostgresSchema.latestVersion).map(String.init))
 
             try await database.execute("INSERT INTO ferry_schema_migrations (version) VALUES (\(PostgresSchema.latestVersion + 1))")

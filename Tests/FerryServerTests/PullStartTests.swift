@@ -7,18 +7,22 @@ import Testing
     static let key = SymmetricKey(size: .bits256)
     /// The store was opened in g1 (ended at 40, when the file was copied),
     /// and is now in g2.
-    static let store = PullCursorCodec(epoch: "e", key: key,
-                                       history: StoreHistory(current: "g2", ended: ["g1": ChangePosition(major: 40)]))
+    static let store = PullCursorCodec(
+        epoch: "e", key: key,
+        history: StoreHistory(current: "g2", ended: ["g1": ChangePosition(major: 40)]))
 
     static func cursor(generation: String, at position: Int64, epoch: String = "e") -> String {
-        PullCursorCodec(epoch: epoch, key: epoch == "e" ? key : SymmetricKey(size: .bits256),
-                        history: StoreHistory(current: generation, ended: [:]))
-            .encode(PullCursor(epoch: epoch, scope: "team:x", position: position))
+        PullCursorCodec(
+            epoch: epoch, key: epoch == "e" ? key : SymmetricKey(size: .bits256),
+            history: StoreHistory(current: generation, ended: [:])
+        )
+        .encode(PullCursor(epoch: epoch, scope: "team:x", position: position))
     }
 
     static func start(_ cursor: String, horizon: Int64 = 10, end: Int64 = 100) throws -> PullStart {
-        try PullStart(cursor: cursor, scope: "team:x", codec: store, horizon: ChangePosition(major: horizon),
-                      end: ChangePosition(major: end))
+        try PullStart(
+            cursor: cursor, scope: "team:x", codec: store, horizon: ChangePosition(major: horizon),
+            end: ChangePosition(major: end))
     }
 
     @Test func aCursorInHeldHistoryGoesOn() throws {

@@ -97,15 +97,18 @@ import Testing
             Conflict(kind: .column, column: column, base: .text("b"), local: .text("l"), server: .text("s"), resolution: .keptLocal)
         }
         func notice(_ user: String, _ column: String) -> PushPlan.RecordedNotice {
-            PushPlan.RecordedNotice(key: key, mutationID: 7, userID: user, byUserID: "alice", byClientID: "phone",
-                                    conflict: conflict(column), row: nil, policy: .lastWriteWins, version: 11)
+            PushPlan.RecordedNotice(
+                key: key, mutationID: 7, userID: user, byUserID: "alice", byClientID: "phone",
+                conflict: conflict(column), row: nil, policy: .lastWriteWins, version: 11)
         }
         var plan = PushPlan(
             lastAppliedMutationID: 7, version: 11,
             results: [MutationResult(mutationID: 7, status: .merged, version: 11, conflicts: [conflict("title"), conflict("body")])],
             replayedIDs: [], rows: [:], overwritten: [:],
-            conflicts: [PushPlan.RecordedConflict(key: key, mutationID: 7, version: 11, conflict: conflict("title")),
-                        PushPlan.RecordedConflict(key: key, mutationID: 7, version: 11, conflict: conflict("body"))],
+            conflicts: [
+                PushPlan.RecordedConflict(key: key, mutationID: 7, version: 11, conflict: conflict("title")),
+                PushPlan.RecordedConflict(key: key, mutationID: 7, version: 11, conflict: conflict("body")),
+            ],
             rejections: [], notices: [notice("alice", "title"), notice("bob", "body")]
         )
         plan.linkNotices(ids: [41, 42]) { NoticeCursor.id($0, epoch: "e1") }

@@ -57,9 +57,10 @@ import Testing
         #expect(outcome.row?.values["title"] == kept)
         #expect(outcome.row?.values["body"] == "new body", "the other column applies whatever the policy")
         // Whatever was discarded is recorded with base, local and server values.
-        #expect(outcome.conflicts == [
-            Conflict(kind: .column, column: "title", base: "draft", local: "alice's", server: "bob's", resolution: resolution)
-        ])
+        #expect(
+            outcome.conflicts == [
+                Conflict(kind: .column, column: "title", base: "draft", local: "alice's", server: "bob's", resolution: resolution)
+            ])
     }
 
     @Test func aClientNeverConflictsWithItsOwnEarlierEdit() {
@@ -74,9 +75,10 @@ import Testing
         #expect(outcome.status == .conflict)
         #expect(outcome.row?.deleted == true)
         #expect(outcome.row?.version == 3)
-        #expect(outcome.conflicts == [
-            Conflict(kind: .deleteOverrodeUpdate, column: "title", base: "draft", local: nil, server: "bob's", resolution: .keptLocal)
-        ])
+        #expect(
+            outcome.conflicts == [
+                Conflict(kind: .deleteOverrodeUpdate, column: "title", base: "draft", local: nil, server: "bob's", resolution: .keptLocal)
+            ])
     }
 
     @Test func updateOfDeletedRowLosesAndIsRecorded() {
@@ -86,9 +88,10 @@ import Testing
         #expect(outcome.status == .conflict)
         #expect(!outcome.changed)
         #expect(outcome.row == deleted)
-        #expect(outcome.conflicts == [
-            Conflict(kind: .updateLostToDelete, column: "body", base: "x", local: "late", server: nil, resolution: .keptServer)
-        ])
+        #expect(
+            outcome.conflicts == [
+                Conflict(kind: .updateLostToDelete, column: "body", base: "x", local: "late", server: nil, resolution: .keptServer)
+            ])
     }
 
     @Test func staleClientCannotResurrectButAClientThatSawTheDeleteCanRecreate() {

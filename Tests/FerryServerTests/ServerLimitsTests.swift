@@ -14,8 +14,9 @@ import Testing
             .appendingPathComponent("../../Sources/FerryServer/OpenAPI/openapi.json").standardized
         let committed = try StrictJSON.parse(Array(try Data(contentsOf: file)))
         for placement in LimitPlacement.all {
-            #expect(try committed.value(at: placement.path) == .number(String(placement.limit(ServerLimits()))),
-                    "\(placement.path.joined(separator: ".")) is not the default")
+            #expect(
+                try committed.value(at: placement.path) == .number(String(placement.limit(ServerLimits()))),
+                "\(placement.path.joined(separator: ".")) is not the default")
         }
     }
 

@@ -9,10 +9,11 @@ import Testing
         "", "plain", "quote \" and backslash \\", "slash / stays", "line\nbreak\ttab\rreturn", "\u{0}\u{1}\u{1F}\u{7F}",
         "émoji 🚢 and ünïcödé", "\u{2028}\u{2029}", String(repeating: "long ", count: 200),
     ]
-    static let values: [ColumnValue] = [
-        .null, .integer(0), .integer(.min), .integer(.max), .real(0.1), .real(-0.0), .real(1e300), .real(.pi),
-        .blob(Data()), .blob(Data([0, 1, 2, 250, 251, 255])),
-    ] + texts.map(ColumnValue.text)
+    static let values: [ColumnValue] =
+        [
+            .null, .integer(0), .integer(.min), .integer(.max), .real(0.1), .real(-0.0), .real(1e300), .real(.pi),
+            .blob(Data()), .blob(Data([0, 1, 2, 250, 251, 255])),
+        ] + texts.map(ColumnValue.text)
 
     func expected(_ value: some Encodable) throws -> String {
         try StoreCoding.json(value).replacingOccurrences(of: "\\/", with: "/")
@@ -34,9 +35,11 @@ import Testing
             MutationResult(mutationID: 1, status: .applied, version: 9),
             MutationResult(mutationID: 2, status: .merged, version: nil),
             MutationResult(mutationID: 3, status: .rejected, reason: "no / \"way\""),
-            MutationResult(mutationID: 4, status: .conflict, version: 3, conflicts: [
-                Conflict(kind: .column, column: "t", base: "a", local: "b", server: "c", resolution: .keptServer),
-            ]),
+            MutationResult(
+                mutationID: 4, status: .conflict, version: 3,
+                conflicts: [
+                    Conflict(kind: .column, column: "t", base: "a", local: "b", server: "c", resolution: .keptServer)
+                ]),
         ]
         for var result in results {
             for replayed in [false, true] {
@@ -61,8 +64,11 @@ import Testing
         var json = ""
         row.write(to: &json)
         let change = try JSONDecoder().decode(RowChange.self, from: Data(json.utf8))
-        #expect(change == RowChange(table: "note", rowID: "r\"1", version: 4, deleted: false, values: cells.mapValues(\.value),
-                                    hlc: HLCTimestamp(rawValue: wire.hlc!)))
+        #expect(
+            change
+                == RowChange(
+                    table: "note", rowID: "r\"1", version: 4, deleted: false, values: cells.mapValues(\.value),
+                    hlc: HLCTimestamp(rawValue: wire.hlc!)))
     }
 
     @Test func otherLayoutsAreDecodedInstead() throws {
@@ -80,18 +86,26 @@ import Testing
     /// A whole pull answer written by hand reads back as `JSONDecoder` reads it.
     @Test func anEncodedAnswerDecodesToTheSameResponse() throws {
         let cells = StoreCoding.cellsJSON(["t": StoredCell(value: .real(1.5), version: 3, hlc: HLCTimestamp(rawValue: 99), clientID: "c")])
-        let answer = EncodedPullResponse(lastAppliedMutationID: 7, pages: [
-            EncodedPullPage(
-                scope: "user:alice", rows: [try EncodedRow(table: "note", rowID: "r", version: 3, deleted: false, cells: cells),
-                                            try EncodedRow(table: "note", rowID: "gone", version: 4, deleted: true, cells: "{}")],
-                cursor: "c\u{1}ursor", hasMore: true, reset: false,
-                notices: [ConflictNotice(id: "e/1", table: "note", rowID: "r",
-                                         conflict: Conflict(kind: .column, column: "t", base: nil, local: "x", server: "y", resolution: .keptServer),
-                                         row: nil, overriddenBy: "bob", policy: .lastWriteWins)],
-                noticeCursor: "e/0.1"
-            ),
-            EncodedPullPage(scope: "team:x", rows: [], cursor: "d", hasMore: false, reset: true),
-        ])
+        let answer = EncodedPullResponse(
+            lastAppliedMutationID: 7,
+            pages: [
+                EncodedPullPage(
+                    scope: "user:alice",
+                    rows: [
+                        try EncodedRow(table: "note", rowID: "r", version: 3, deleted: false, cells: cells),
+                        try EncodedRow(table: "note", rowID: "gone", version: 4, deleted: true, cells: "{}"),
+                    ],
+                    cursor: "c\u{1}ursor", hasMore: true, reset: false,
+                    notices: [
+                        ConflictNotice(
+                            id: "e/1", table: "note", rowID: "r",
+                            conflict: Conflict(kind: .column, column: "t", base: nil, local: "x", server: "y", resolution: .keptServer),
+                            row: nil, overriddenBy: "bob", policy: .lastWriteWins)
+                    ],
+                    noticeCursor: "e/0.1"
+                ),
+                EncodedPullPage(scope: "team:x", rows: [], cursor: "d", hasMore: false, reset: true),
+            ])
         let read = try JSONDecoder().decode(PullResponse.self, from: Data(try answer.json().utf8))
         #expect(read == (try answer.decoded()))
         #expect(read.pages[0].changes[0].values == ["t": .real(1.5)] && read.pages[0].changes[1].hlc == nil)

@@ -10,10 +10,12 @@ import Testing
     }
 
     @Test func standardJSONReads() throws {
-        #expect(try parse(#" {"a": [1, -0.5e+3, "x\u00e9\n", true, false, null], "b": {}} "#) == .object([
-            "a": .array([.number("1"), .number("-0.5e+3"), .string("xé\n"), .bool(true), .bool(false), .null]),
-            "b": .object([:]),
-        ]))
+        #expect(
+            try parse(#" {"a": [1, -0.5e+3, "x\u00e9\n", true, false, null], "b": {}} "#)
+                == .object([
+                    "a": .array([.number("1"), .number("-0.5e+3"), .string("xé\n"), .bool(true), .bool(false), .null]),
+                    "b": .object([:]),
+                ]))
         #expect(try parse(#""\ud83d\ude00""#) == .string("😀"))
         #expect(try parse("[]") == .array([]))
         #expect(try parse("1").typeName == "integer")
@@ -37,7 +39,7 @@ import Testing
     @Test func theDocumentUsesOnlyKeywordsTheCheckReads() throws {
         let document = try OpenAPIDocument.bundled()
         guard case .object(let root) = try StrictJSON.parse(Array(document.data)),
-              case .object(let components)? = root["components"], case .object(let schemas)? = components["schemas"]
+            case .object(let components)? = root["components"], case .object(let schemas)? = components["schemas"]
         else { Issue.record("no components.schemas"); return }
         var unknown: Set<String> = []
         func visit(_ schema: JSONValue) {
@@ -74,14 +76,17 @@ import Testing
         }
         let mutation = #"{"mutationID":1,"table":"note","rowID":"r","scope":"user:a","operation":"upsert","columns":{"t":"x"},"hlc":1}"#
         #expect(message(#"{"clientID":"c","mutations":[\#(mutation)]}"#) == nil)
-        #expect(message(#"{"clientID":"c","mutations":[\#(mutation.replacingOccurrences(of: "\"mutationID\":1", with: "\"mutationID\":1.0"))]}"#)
-            == "`mutations.0.mutationID` should be an integer, not a number")
+        #expect(
+            message(#"{"clientID":"c","mutations":[\#(mutation.replacingOccurrences(of: "\"mutationID\":1", with: "\"mutationID\":1.0"))]}"#)
+                == "`mutations.0.mutationID` should be an integer, not a number")
         #expect(message(#"{"clientID":"c","mutations":[],"x":1}"#) == "the body has no property `x`")
         #expect(message(#"{"mutations":[]}"#) == "the body is missing `clientID`")
-        #expect(message(#"{"clientID":"c","mutations":[\#(mutation.replacingOccurrences(of: #"{"t":"x"}"#, with: #"{"t":{"real":1.5}}"#))]}"#)?
-            .hasPrefix("`mutations.0.columns.t` is not valid here: One SQLite value") == true)
-        #expect(message(#"{"clientID":"c","mutations":[\#(mutation.replacingOccurrences(of: "\"hlc\":1", with: "\"hlc\":9223372036854775808"))]}"#)
-            == "`mutations.0.hlc` does not fit in 64 bits")
+        #expect(
+            message(#"{"clientID":"c","mutations":[\#(mutation.replacingOccurrences(of: #"{"t":"x"}"#, with: #"{"t":{"real":1.5}}"#))]}"#)?
+                .hasPrefix("`mutations.0.columns.t` is not valid here: One SQLite value") == true)
+        #expect(
+            message(#"{"clientID":"c","mutations":[\#(mutation.replacingOccurrences(of: "\"hlc\":1", with: "\"hlc\":9223372036854775808"))]}"#)
+                == "`mutations.0.hlc` does not fit in 64 bits")
         // What the document states beside the properties: a delete's shape, each pulled scope once.
         let delete = mutation.replacingOccurrences(of: "\"upsert\"", with: "\"delete\"")
         #expect(message(#"{"clientID":"c","mutations":[\#(delete)]}"#) == "`mutations.0` is not valid here: a delete carries no columns")
@@ -115,9 +120,11 @@ import Testing
             "^[A-Za-z0-9_-]{1,128}$", "^[A-Za-z_][A-Za-z0-9_]{0,63}$", "^[!-~]{1,128}$", "^[A-Za-z0-9_.:@+-]{1,200}$",
             "^[A-Za-z0-9_.:+-]{1,199}@[A-Za-z0-9_.@+-]{1,128}$", "^[A-Za-z0-9_.@+-]{1,128}$",
         ]
-        let samples = ["", "a", "A_b-9", "9abc", "_x", "has space", "tab\t", "a@b", "@b", "a@", "a@b@c", "user:alice", "é", "a\n",
-                       "x/y", "~!", String(repeating: "a", count: 64), String(repeating: "a", count: 65), String(repeating: "b", count: 129),
-                       "label.x@owner.y", "team:x@al+ice", ":@:"]
+        let samples = [
+            "", "a", "A_b-9", "9abc", "_x", "has space", "tab\t", "a@b", "@b", "a@", "a@b@c", "user:alice", "é", "a\n",
+            "x/y", "~!", String(repeating: "a", count: 64), String(repeating: "a", count: 65), String(repeating: "b", count: 129),
+            "label.x@owner.y", "team:x@al+ice", ":@:",
+        ]
         for pattern in patterns {
             let simple = try #require(SimplePattern(pattern), "\(pattern) is not taken")
             let expression = try NSRegularExpression(pattern: pattern)
@@ -132,23 +139,31 @@ import Testing
     }
 
     @Test func aPushAnswerIsWrittenAsJSONEncoderWritesIt() throws {
-        let response = PushResponse(lastAppliedMutationID: 9, results: [
-            MutationResult(mutationID: 8, status: .applied, version: 3),
-            MutationResult(mutationID: 9, status: .rejected, reason: "no"),
-        ])
+        let response = PushResponse(
+            lastAppliedMutationID: 9,
+            results: [
+                MutationResult(mutationID: 8, status: .applied, version: 3),
+                MutationResult(mutationID: 9, status: .rejected, reason: "no"),
+            ])
         let read = try JSONDecoder().decode(PushResponse.self, from: Data(try StoreCoding.pushResponseJSON(response).utf8))
         #expect(read == response)
     }
     /// A push read from the checked value equals the push `JSONDecoder` reads.
     @Test func aPushIsReadFromTheCheckedValueAsJSONDecoderReadsIt() throws {
-        let push = PushRequest(clientID: "c-1", mutations: [
-            Mutation(mutationID: 1, table: "note", rowID: "r\"1", scope: "user:alice", operation: .upsert,
-                     columns: ["n": .null, "i": .integer(.min), "t": .text("é\n\u{1}"), "r": .real(-0.0), "inf": .real(.infinity),
-                               "b": .blob(Data([0, 255, 7])), "e": .blob(Data())],
-                     baseVersion: 7, hlc: HLCTimestamp(rawValue: 123)),
-            Mutation(mutationID: 2, table: "note", rowID: "r2", scope: "team:x", operation: .delete, columns: [:], baseVersion: nil,
-                     hlc: HLCTimestamp(rawValue: 0)),
-        ])
+        let push = PushRequest(
+            clientID: "c-1",
+            mutations: [
+                Mutation(
+                    mutationID: 1, table: "note", rowID: "r\"1", scope: "user:alice", operation: .upsert,
+                    columns: [
+                        "n": .null, "i": .integer(.min), "t": .text("é\n\u{1}"), "r": .real(-0.0), "inf": .real(.infinity),
+                        "b": .blob(Data([0, 255, 7])), "e": .blob(Data()),
+                    ],
+                    baseVersion: 7, hlc: HLCTimestamp(rawValue: 123)),
+                Mutation(
+                    mutationID: 2, table: "note", rowID: "r2", scope: "team:x", operation: .delete, columns: [:], baseVersion: nil,
+                    hlc: HLCTimestamp(rawValue: 0)),
+            ])
         let bytes = try JSONEncoder().encode(push)
         let read = try PushRequest(strict: try StrictJSON.parse(Array(bytes)))
         #expect(read == (try JSONDecoder().decode(PushRequest.self, from: bytes)))

@@ -16,11 +16,13 @@ import FerryTestSupport
 
     @Test(arguments: StoreKind.available) func replayingAPushAHundredTimesLeavesTheSameState(_ kind: StoreKind) async throws {
         try await StoreUnderTest.with(kind) { server in
-            let push = PushRequest(clientID: "c1", mutations: [
-                Mutations.upsert(1, ["title": "a", "n": 1]),
-                Mutations.upsert(2, row: "r2", ["title": "b"]),
-                Mutations.delete(3, row: "r2", base: nil),
-            ])
+            let push = PushRequest(
+                clientID: "c1",
+                mutations: [
+                    Mutations.upsert(1, ["title": "a", "n": 1]),
+                    Mutations.upsert(2, row: "r2", ["title": "b"]),
+                    Mutations.delete(3, row: "r2", base: nil),
+                ])
             let first = try await server.store.push(push, userID: "alice", rules: Self.rules)
             let after = try await server.digest()
             for _ in 0..<100 {
@@ -68,13 +70,19 @@ import FerryTestSupport
     @Test(arguments: StoreKind.available) func oneCounterWithRowAndColumnVersions(_ kind: StoreKind) async throws {
         try await StoreUnderTest.with(kind) { server in
             let store = server.store
-            _ = try await store.push(PushRequest(clientID: "c1", mutations: [
-                Mutations.upsert(1, row: "a", ["title": "x", "body": "y"]),
-                Mutations.upsert(2, row: "b", ["title": "z"]),
-            ]), userID: "alice", rules: Self.rules)
-            let bob = try await store.push(PushRequest(clientID: "c2", mutations: [
-                Mutations.upsert(1, row: "a", ["body": "y2"], base: 1),
-            ]), userID: "alice", rules: Self.rules)
+            _ = try await store.push(
+                PushRequest(
+                    clientID: "c1",
+                    mutations: [
+                        Mutations.upsert(1, row: "a", ["title": "x", "body": "y"]),
+                        Mutations.upsert(2, row: "b", ["title": "z"]),
+                    ]), userID: "alice", rules: Self.rules)
+            let bob = try await store.push(
+                PushRequest(
+                    clientID: "c2",
+                    mutations: [
+                        Mutations.upsert(1, row: "a", ["body": "y2"], base: 1)
+                    ]), userID: "alice", rules: Self.rules)
             #expect(bob.response.results.map(\.version) == [3])
             let page = try await pullAll(store)
             #expect(page.changes.map(\.rowID) == ["b", "a"])
@@ -87,24 +95,32 @@ import FerryTestSupport
     }
 
     @Test(arguments: StoreKind.available) func conflictsAndRejectionsAreRecorded(_ kind: StoreKind) async throws {
-        var tables = ServerTables(rules: ["task": TableRule(policy: .serverWins, validator: MutationValidator { proposed in
-            proposed.mutation.columns["done"] == "maybe" ? .reject(reason: "done is yes or no") : .accept
-        })])
+        var tables = ServerTables(rules: [
+            "task": TableRule(
+                policy: .serverWins,
+                validator: MutationValidator { proposed in
+                    proposed.mutation.columns["done"] == "maybe" ? .reject(reason: "done is yes or no") : .accept
+                })
+        ])
         tables.acceptsOtherTables = false
         let rules = PushRules(tables: tables)
         try await StoreUnderTest.with(kind) { server in
             let store = server.store
             _ = try await store.push(PushRequest(clientID: "c1", mutations: [Mutations.upsert(1, table: "task", ["done": "no"])]), userID: "alice", rules: rules)
             _ = try await store.push(PushRequest(clientID: "c2", mutations: [Mutations.upsert(1, table: "task", ["done": "yes"], base: 1)]), userID: "alice", rules: rules)
-            let late = try await store.push(PushRequest(clientID: "c1", mutations: [
-                Mutations.upsert(2, table: "task", ["done": "no way"], base: 1),
-                Mutations.upsert(3, table: "task", ["done": "maybe"], base: 2),
-            ]), userID: "alice", rules: rules)
+            let late = try await store.push(
+                PushRequest(
+                    clientID: "c1",
+                    mutations: [
+                        Mutations.upsert(2, table: "task", ["done": "no way"], base: 1),
+                        Mutations.upsert(3, table: "task", ["done": "maybe"], base: 2),
+                    ]), userID: "alice", rules: rules)
             #expect(late.response.lastAppliedMutationID == 3)
             #expect(late.response.results.map(\.status) == [.conflict, .rejected])
-            #expect(late.response.results[0].conflicts == [
-                Conflict(kind: .column, column: "done", base: "no", local: "no way", server: "yes", resolution: .keptServer)
-            ])
+            #expect(
+                late.response.results[0].conflicts == [
+                    Conflict(kind: .column, column: "done", base: "no", local: "no way", server: "yes", resolution: .keptServer)
+                ])
             #expect(late.response.results[1].reason == "done is yes or no")
             let conflict = try #require(try await server.recordedConflict(client: "c1", mutation: 2))
             #expect(try JSONDecoder().decode(Conflict.self, from: Data(conflict.utf8)) == late.response.results[0].conflicts[0])
@@ -115,7 +131,8 @@ import FerryTestSupport
     @Test(arguments: StoreKind.available) func pagesFollowTheCursorAndEndAtTheStoreVersion(_ kind: StoreKind) async throws {
         try await StoreUnderTest.with(kind) { server in
             let store = server.store
-            _ = try await store.push(PushRequest(clientID: "c1", mutations: (1...25).map { Mutations.upsert(Int64($0), row: "r\($0)", ["n": .integer(Int64($0))]) }), userID: "alice", rules: Self.rules)
+            _ = try await store.push(
+                PushRequest(clientID: "c1", mutations: (1...25).map { Mutations.upsert(Int64($0), row: "r\($0)", ["n": .integer(Int64($0))]) }), userID: "alice", rules: Self.rules)
             var cursor: String?
             var seen: [String] = []
             var pages = 0
@@ -181,9 +198,11 @@ import FerryTestSupport
                     group.addTask {
                         for id in 1...60 {
                             // Rows are rewritten, so they move to new versions while being paged.
-                            let push = PushRequest(clientID: "writer-\(writer)", mutations: [
-                                Mutations.upsert(Int64(id), row: "w\(writer)-\(id % 7)", ["n": .integer(Int64(id))])
-                            ])
+                            let push = PushRequest(
+                                clientID: "writer-\(writer)",
+                                mutations: [
+                                    Mutations.upsert(Int64(id), row: "w\(writer)-\(id % 7)", ["n": .integer(Int64(id))])
+                                ])
                             _ = try await store.push(push, userID: "alice", rules: Self.rules)
                         }
                     }
@@ -211,19 +230,25 @@ import FerryTestSupport
     @Test(arguments: StoreKind.available) func noticesReachTheWritersUserOnceAndExpireWithTombstones(_ kind: StoreKind) async throws {
         try await StoreUnderTest.with(kind) { server in
             let store = server.store
-            _ = try await store.push(PushRequest(clientID: "c1", mutations: [
-                Mutations.upsert(1, row: "r1", ["t": "a", "n": 1]),
-                Mutations.upsert(2, row: "r2", ["t": "b"]),
-                Mutations.upsert(3, row: "r3", ["t": "c"]),
-            ]), userID: "alice", rules: Self.rules)
+            _ = try await store.push(
+                PushRequest(
+                    clientID: "c1",
+                    mutations: [
+                        Mutations.upsert(1, row: "r1", ["t": "a", "n": 1]),
+                        Mutations.upsert(2, row: "r2", ["t": "b"]),
+                        Mutations.upsert(3, row: "r3", ["t": "c"]),
+                    ]), userID: "alice", rules: Self.rules)
             // A third client of alice's pulls once now: its notices start here.
             let before = try await store.pull(PullRequest(clientID: "c3", scopes: [.init(scope: "user:alice")]), userID: "alice", limit: 1000)
             // Another client of alice's, which never saw them, deletes r1 and r2 and rewrites r3 later.
-            let overriding = try await store.push(PushRequest(clientID: "c2", mutations: [
-                Mutations.delete(1, row: "r1", base: nil),
-                Mutations.delete(2, row: "r2", base: nil),
-                Mutations.upsert(3, row: "r3", ["t": "c2's"], base: 0, hlc: HLCTimestamp(wallMilliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 1000, counter: 0)),
-            ]), userID: "alice", rules: Self.rules)
+            let overriding = try await store.push(
+                PushRequest(
+                    clientID: "c2",
+                    mutations: [
+                        Mutations.delete(1, row: "r1", base: nil),
+                        Mutations.delete(2, row: "r2", base: nil),
+                        Mutations.upsert(3, row: "r3", ["t": "c2's"], base: 0, hlc: HLCTimestamp(wallMilliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 1000, counter: 0)),
+                    ]), userID: "alice", rules: Self.rules)
             #expect(overriding.response.results.map(\.status) == [.conflict, .conflict, .conflict])
             #expect(overriding.response.results.allSatisfy { $0.row != nil })
 
@@ -265,8 +290,9 @@ import FerryTestSupport
             let settled = PushRequest.SettledNotice(scope: "user:alice", id: r3.id)
             _ = try await store.push(PushRequest(clientID: "b1", mutations: [], settled: [settled]), userID: "bob", rules: Self.rules)
             #expect(try await notices("c1", after: writer.noticeCursor).settledNotices.isEmpty)
-            let asBob = try await store.pull(PullRequest(clientID: "b2", scopes: [.init(scope: "user:alice", notices: writer.noticeCursor)]),
-                                             userID: "bob", limit: 1000)
+            let asBob = try await store.pull(
+                PullRequest(clientID: "b2", scopes: [.init(scope: "user:alice", notices: writer.noticeCursor)]),
+                userID: "bob", limit: 1000)
             #expect(asBob.pages[0].settledNotices.isEmpty)
             // Settled on c3: every client of alice's is told, c3 too; settling twice records it once.
             for _ in 0..<2 {
@@ -278,12 +304,17 @@ import FerryTestSupport
 
             // A client whose first push came before its first pull starts its notices at that push: a value of
             // its own overridden in between reaches it.
-            _ = try await store.push(PushRequest(clientID: "c6", mutations: [Mutations.upsert(1, row: "r6", ["t": "c6's"])]),
-                                     userID: "alice", rules: Self.rules)
-            _ = try await store.push(PushRequest(clientID: "c7", mutations: [
-                Mutations.upsert(1, row: "r6", ["t": "c7's"], base: 0,
-                                 hlc: HLCTimestamp(wallMilliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 2000, counter: 0)),
-            ]), userID: "alice", rules: Self.rules)
+            _ = try await store.push(
+                PushRequest(clientID: "c6", mutations: [Mutations.upsert(1, row: "r6", ["t": "c6's"])]),
+                userID: "alice", rules: Self.rules)
+            _ = try await store.push(
+                PushRequest(
+                    clientID: "c7",
+                    mutations: [
+                        Mutations.upsert(
+                            1, row: "r6", ["t": "c7's"], base: 0,
+                            hlc: HLCTimestamp(wallMilliseconds: Int64(Date().timeIntervalSince1970 * 1000) + 2000, counter: 0))
+                    ]), userID: "alice", rules: Self.rules)
             #expect(try await notices("c6").notices.map(\.conflict.local) == [.text("c6's")])
 
             _ = try await store.collectGarbage(before: Date().addingTimeInterval(1))
@@ -295,10 +326,13 @@ import FerryTestSupport
     @Test(arguments: StoreKind.available) func oldCursorsGetAResetAfterGarbageCollection(_ kind: StoreKind) async throws {
         try await StoreUnderTest.with(kind) { server in
             let store = server.store
-            _ = try await store.push(PushRequest(clientID: "c1", mutations: [
-                Mutations.upsert(1, row: "keep", ["t": "a"]),
-                Mutations.upsert(2, row: "gone", ["t": "b"]),
-            ]), userID: "alice", rules: Self.rules)
+            _ = try await store.push(
+                PushRequest(
+                    clientID: "c1",
+                    mutations: [
+                        Mutations.upsert(1, row: "keep", ["t": "a"]),
+                        Mutations.upsert(2, row: "gone", ["t": "b"]),
+                    ]), userID: "alice", rules: Self.rules)
             let old = try await pullAll(store).cursor
             _ = try await store.push(PushRequest(clientID: "c1", mutations: [Mutations.delete(3, row: "gone", base: 2)]), userID: "alice", rules: Self.rules)
             let beforeCollection = try await pullAll(store, cursor: old)
@@ -348,40 +382,47 @@ import FerryTestSupport
         try await StoreUnderTest.with(kind) { server in
             let store = server.store
             let early = HLCTimestamp(wallMilliseconds: 1_000, counter: 0)
-            let first = PushRequest(clientID: "c1", mutations: [
-                Mutations.upsert(1, ["t": "a"], hlc: early),
-                Mutations.upsert(2, ["t": "b"], base: 1, hlc: early),
-                Mutations.upsert(3, ["t": "c"], base: 2, hlc: early),
-            ])
+            let first = PushRequest(
+                clientID: "c1",
+                mutations: [
+                    Mutations.upsert(1, ["t": "a"], hlc: early),
+                    Mutations.upsert(2, ["t": "b"], base: 1, hlc: early),
+                    Mutations.upsert(3, ["t": "c"], base: 2, hlc: early),
+                ])
             _ = try await store.push(first, userID: "alice", rules: Self.rules)
             // c2 saw version 1 only: its later stamp wins the column, with a conflict recorded and c1 told.
             let racing = PushRequest(clientID: "c2", mutations: [Mutations.upsert(1, ["t": "z"], base: 1)])
             let raced = try await store.push(racing, userID: "alice", rules: Self.rules)
             #expect(raced.response.results.map(\.status) == [.conflict])
-            _ = try await store.push(PushRequest(clientID: "c1", mutations: [
-                Mutations.upsert(4, row: "r2", ["t": "x"]),
-                Mutations.delete(5, row: "r2", base: 5),
-            ]), userID: "alice", rules: Self.rules)
+            _ = try await store.push(
+                PushRequest(
+                    clientID: "c1",
+                    mutations: [
+                        Mutations.upsert(4, row: "r2", ["t": "x"]),
+                        Mutations.delete(5, row: "r2", base: 5),
+                    ]), userID: "alice", rules: Self.rules)
             _ = try await store.push(PushRequest(clientID: "c1", mutations: [Mutations.upsert(6, row: "r3", ["t": "later"])]), userID: "alice", rules: Self.rules)
-            #expect(try await server.collectedState() == [
-                "history r1.t v1", "history r1.t v2", "history r1.t v3", "history r2.t v5",
-                "horizon 0", "notices 1",
-                "result c1#1", "result c1#2", "result c1#3", "result c1#4", "result c1#5", "result c1#6", "result c2#1",
-                "row r1", "row r2 deleted", "row r3",
-            ])
+            #expect(
+                try await server.collectedState() == [
+                    "history r1.t v1", "history r1.t v2", "history r1.t v3", "history r2.t v5",
+                    "horizon 0", "notices 1",
+                    "result c1#1", "result c1#2", "result c1#3", "result c1#4", "result c1#5", "result c1#6", "result c2#1",
+                    "row r1", "row r2 deleted", "row r3",
+                ])
 
             let report = try await store.collectGarbage(before: Date().addingTimeInterval(1))
             #expect(report.tombstonesRemoved == 1)
             #expect(report.horizon == 6)
-            #expect(try await server.collectedState() == [
-                // r1.t's newest value at or below the horizon stays; older ones and r2's go with its tombstone.
-                "history r1.t v3",
-                "horizon 6", "notices 0",
-                // Results older than the horizon go, but each client's newest.
-                "result c1#4", "result c1#5", "result c1#6", "result c2#1",
-                // r2's tombstone stays as its deletion record: keys and delete version, no values.
-                "row r1", "row r2 deletion record", "row r3",
-            ])
+            #expect(
+                try await server.collectedState() == [
+                    // r1.t's newest value at or below the horizon stays; older ones and r2's go with its tombstone.
+                    "history r1.t v3",
+                    "horizon 6", "notices 0",
+                    // Results older than the horizon go, but each client's newest.
+                    "result c1#4", "result c1#5", "result c1#6", "result c2#1",
+                    // r2's tombstone stays as its deletion record: keys and delete version, no values.
+                    "row r1", "row r2 deletion record", "row r3",
+                ])
 
             // A replay whose results were collected is acknowledged as plainly applied…
             let replayedFirst = try await store.push(first, userID: "alice", rules: Self.rules)
@@ -460,10 +501,11 @@ import FerryTestSupport
             #expect(try await store.membership(of: "bob", in: "team:field") == ScopeMembership(scope: "team:field", role: .write, owner: false))
             #expect(try await store.membership(of: "carol", in: "team:field") == nil)
             #expect(try await store.membership(of: "bob", in: "team:none") == nil)
-            #expect(try await store.memberships(of: "bob") == [
-                ScopeMembership(scope: "team:admin", role: .write, owner: false),
-                ScopeMembership(scope: "team:field", role: .write, owner: false),
-            ])
+            #expect(
+                try await store.memberships(of: "bob") == [
+                    ScopeMembership(scope: "team:admin", role: .write, owner: false),
+                    ScopeMembership(scope: "team:field", role: .write, owner: false),
+                ])
             #expect(try await store.memberships(of: "alice") == [ScopeMembership(scope: "team:field", role: .write, owner: true)])
         }
     }

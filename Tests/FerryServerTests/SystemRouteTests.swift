@@ -31,20 +31,31 @@ import Testing
 
     @Test func healthAndMetricsCountPushesPullsConflictsAndRejections() async throws {
         let server = try await TestServer { configuration in
-            configuration.tables.rules["task"] = TableRule(policy: .serverWins, validator: MutationValidator { proposed in
-                proposed.mutation.columns["title"] == "" ? .reject(reason: "title required") : .accept
-            })
+            configuration.tables.rules["task"] = TableRule(
+                policy: .serverWins,
+                validator: MutationValidator { proposed in
+                    proposed.mutation.columns["title"] == "" ? .reject(reason: "title required") : .accept
+                })
         }
         let token = try await server.token("alice")
         try await server.withClient { client in
             #expect(try await client.send(.get, "/healthz").text == #"{"status":"ok"}"#)
-            _ = try await client.send(.post, "/v1/push", token: token, body: PushRequest(clientID: "c1", mutations: [
-                Mutations.upsert(1, table: "task", ["title": "a"]),
-            ]))
-            let second = try await client.send(.post, "/v1/push", token: token, body: PushRequest(clientID: "c2", mutations: [
-                Mutations.upsert(1, table: "task", ["title": "b"], base: 0),
-                Mutations.upsert(2, row: "r2", table: "task", ["title": ""]),
-            ])).decode(PushResponse.self)
+            _ = try await client.send(
+                .post, "/v1/push", token: token,
+                body: PushRequest(
+                    clientID: "c1",
+                    mutations: [
+                        Mutations.upsert(1, table: "task", ["title": "a"])
+                    ]))
+            let second = try await client.send(
+                .post, "/v1/push", token: token,
+                body: PushRequest(
+                    clientID: "c2",
+                    mutations: [
+                        Mutations.upsert(1, table: "task", ["title": "b"], base: 0),
+                        Mutations.upsert(2, row: "r2", table: "task", ["title": ""]),
+                    ])
+            ).decode(PushResponse.self)
             #expect(second.results.map(\.status) == [.conflict, .rejected])
             #expect(second.results[1].reason == "title required")
             _ = try await client.send(.post, "/v1/pull", token: token, json: #"{"clientID":"c1","scopes":[{"scope":"user:alice"}]}"#)

@@ -25,8 +25,9 @@ import Testing
                 let worker = try WorkerProcess(["attach", path, files.path, step])
                 let lines = worker.readRemainingLines()
                 worker.wait()
-                #expect(worker.process.terminationReason == .uncaughtSignal && worker.process.terminationStatus == SIGKILL,
-                        "\(step) \(round): the worker was not killed at its step: \(lines)")
+                #expect(
+                    worker.process.terminationReason == .uncaughtSignal && worker.process.terminationStatus == SIGKILL,
+                    "\(step) \(round): the worker was not killed at its step: \(lines)")
                 if step == "committed" { committed += 1 }
 
                 let database = try Self.open(path, files: files)
@@ -62,15 +63,18 @@ import Testing
 
             let path = directory.path("b.sqlite")
             let files = directory.url.appending(path: "b-files")
-            let worker = try WorkerProcess(["transfer", path, files.path, server.baseURL.absoluteString,
-                                            try await server.token("alice"), "alice", "download", String(1 << 20)])
+            let worker = try WorkerProcess([
+                "transfer", path, files.path, server.baseURL.absoluteString,
+                try await server.token("alice"), "alice", "download", String(1 << 20),
+            ])
             let lines = worker.readRemainingLines()
             worker.wait()
             #expect(worker.process.terminationStatus == SIGKILL, "the worker was not killed mid-download: \(lines)")
 
             let recorder = BlobRecorder()
-            let reader = try await Self.device("b", server: server, directory: directory,
-                                               transport: { ForwardingTransport.recording($0, recorder) })
+            let reader = try await Self.device(
+                "b", server: server, directory: directory,
+                transport: { ForwardingTransport.recording($0, recorder) })
             try await reader.database.attachments.maintain()
             try Self.checkConsistent(reader.database, files: files, context: "after the kill")
             let attachment = try #require(try reader.database.attachments.list(table: "item", row: "r1").first)
@@ -100,8 +104,10 @@ import Testing
                 try await database.attachments.add(data: bytes, to: "item", row: "r1")
             }
             let token = try await server.token("alice")
-            let worker = try WorkerProcess(["transfer", path, files.path, server.baseURL.absoluteString,
-                                            token, "alice", "upload", String(5 << 19)])
+            let worker = try WorkerProcess([
+                "transfer", path, files.path, server.baseURL.absoluteString,
+                token, "alice", "upload", String(5 << 19),
+            ])
             let paused = worker.readLine()
             #expect(paused?.hasPrefix("paused") == true, "the worker did not pause mid-upload: \(paused ?? "nothing")")
             // Kill it once the server holds part of the file, not before.
@@ -116,17 +122,21 @@ import Testing
             #expect(held >= 1 << 20 && held < Int64(size), "the server held \(held) bytes when the client was killed")
 
             let recorder = BlobRecorder()
-            let writer = try await Self.device("a", server: server, directory: directory,
-                                               transport: { ForwardingTransport.recording($0, recorder) })
+            let writer = try await Self.device(
+                "a", server: server, directory: directory,
+                transport: { ForwardingTransport.recording($0, recorder) })
             let summary = try await writer.engine.sync()
             #expect(summary.attachmentsUploaded == 1)
             // The server kept what reached it (in whole 1 MiB chunks on
             // PostgreSQL). An upload sent before the server saw the cut is
             // refused (409) and asks again.
             let upload = try #require(recorder.uploads.last)
-            #expect(upload.offset >= 1 << 20 && upload.offset < Int64(size),
-                    "the upload restarted from \(upload.offset): \(recorder.uploads)")
-            print("\(kind): upload killed with \(held) bytes on the server: resumed at \(upload.offset), sent \(Int64(size) - upload.offset) of \(size) bytes; attempts \(recorder.uploads.map(\.offset))")
+            #expect(
+                upload.offset >= 1 << 20 && upload.offset < Int64(size),
+                "the upload restarted from \(upload.offset): \(recorder.uploads)")
+            print(
+                "\(kind): upload killed with \(held) bytes on the server: resumed at \(upload.offset), sent \(Int64(size) - upload.offset) of \(size) bytes; attempts \(recorder.uploads.map(\.offset))"
+            )
 
             let reader = try await Self.device("b", server: server, directory: directory)
             try await reader.engine.sync()
@@ -143,15 +153,18 @@ import Testing
         return try FerryDatabase(path: path, schema: ItemSchema.schema, configuration: configuration)
     }
 
-    static func device(_ name: String, server: SyncServer, directory: TemporaryDirectory,
-                       transport: ((any SyncTransport) -> any SyncTransport)? = nil) async throws -> (database: FerryDatabase, engine: SyncEngine) {
+    static func device(
+        _ name: String, server: SyncServer, directory: TemporaryDirectory,
+        transport: ((any SyncTransport) -> any SyncTransport)? = nil
+    ) async throws -> (database: FerryDatabase, engine: SyncEngine) {
         let database = try open(directory.path("\(name).sqlite"), files: directory.url.appending(path: "\(name)-files"))
         var configuration = SyncConfiguration(userID: "alice")
         configuration.periodicInterval = nil
         configuration.retry = RetryPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200), attemptsPerSync: 5)
         let http: any SyncTransport = HTTPSyncTransport(baseURL: server.baseURL, requestTimeout: .seconds(10))
-        let engine = try SyncEngine(database: database, transport: transport?(http) ?? http, configuration: configuration,
-                                    token: try await server.token("alice"))
+        let engine = try SyncEngine(
+            database: database, transport: transport?(http) ?? http, configuration: configuration,
+            token: try await server.token("alice"))
         return (database, engine)
     }
 
@@ -171,17 +184,20 @@ import Testing
             expected.insert("item/r1/\(attachment.id)")
             #expect(try database.attachments.data(for: attachment).count == Int(attachment.size), "\(context)")
         }
-        let onDisk = Set((FileManager.default.enumerator(atPath: files.appending(path: "attachments").path)?
-            .compactMap { $0 as? String } ?? []).filter { $0.split(separator: "/").count == 3 })
+        let onDisk = Set(
+            (FileManager.default.enumerator(atPath: files.appending(path: "attachments").path)?
+                .compactMap { $0 as? String } ?? []).filter { $0.split(separator: "/").count == 3 })
         #expect(onDisk == expected, "\(context): files without metadata: \(onDisk.subtracting(expected))")
         let staged = (try? FileManager.default.contentsOfDirectory(atPath: files.appending(path: "staging").path)) ?? []
         #expect(staged.isEmpty, "\(context): staging holds \(staged)")
         // No outbox entry outlived a rolled-back add.
         let strays = try database.read { db in
-            try Int.fetchOne(db, sql: """
-                SELECT count(*) FROM ferry_outbox WHERE tbl = 'ferry_attachments'
-                AND row_id NOT IN (SELECT id FROM ferry_attachments)
-                """) ?? 0
+            try Int.fetchOne(
+                db,
+                sql: """
+                    SELECT count(*) FROM ferry_outbox WHERE tbl = 'ferry_attachments'
+                    AND row_id NOT IN (SELECT id FROM ferry_attachments)
+                    """) ?? 0
         }
         #expect(strays == 0, "\(context): outbox entries for attachments that are not there")
     }
@@ -203,9 +219,11 @@ final class BlobRecorder: @unchecked Sendable {
 extension ForwardingTransport {
     /// Records where each blob transfer starts.
     static func recording(_ inner: any SyncTransport, _ recorder: BlobRecorder) -> ForwardingTransport {
-        ForwardingTransport(inner, onUpload: { reader, size in
-            recorder.upload(.init(offset: reader.offset, size: size))
-            return reader
-        }, onDownload: { recorder.download(from: $0) })
+        ForwardingTransport(
+            inner,
+            onUpload: { reader, size in
+                recorder.upload(.init(offset: reader.offset, size: size))
+                return reader
+            }, onDownload: { recorder.download(from: $0) })
     }
 }

@@ -20,13 +20,15 @@ import Testing
     @Test(arguments: TransportParityTests.Kind.allCases)
     func sealedAttachmentsSyncAndResumeThroughEitherTransport(_ kind: TransportParityTests.Kind) async throws {
         try await SyncServer.with(.sqlite) { server in
-            let a = try await Device.make("a", user: "alice", server: server, directory: directory,
-                                          configureDatabase: { $0.attachmentCipher = try? AESGCMAttachmentCipher(key: Data(repeating: 1, count: 32)) },
-                                          transport: { _ in kind.make(server.baseURL) })
+            let a = try await Device.make(
+                "a", user: "alice", server: server, directory: directory,
+                configureDatabase: { $0.attachmentCipher = try? AESGCMAttachmentCipher(key: Data(repeating: 1, count: 32)) },
+                transport: { _ in kind.make(server.baseURL) })
             let recorder = BlobRecorder()
-            let b = try await Device.make("b", user: "alice", server: server, directory: directory,
-                                          configureDatabase: { $0.attachmentCipher = try? AESGCMAttachmentCipher(key: Data(repeating: 2, count: 32)) },
-                                          transport: { _ in ForwardingTransport.recording(kind.make(server.baseURL), recorder) })
+            let b = try await Device.make(
+                "b", user: "alice", server: server, directory: directory,
+                configureDatabase: { $0.attachmentCipher = try? AESGCMAttachmentCipher(key: Data(repeating: 2, count: 32)) },
+                transport: { _ in ForwardingTransport.recording(kind.make(server.baseURL), recorder) })
             try a.execute("INSERT INTO note(id, title) VALUES ('n1', 'a scan')")
             // Past one 4 MiB window of the URLSession transport, and not a whole number of chunks.
             let scan = AttachmentSyncTests.bytes(5 << 20 + 77, seed: 21)

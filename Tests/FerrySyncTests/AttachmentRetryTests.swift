@@ -14,8 +14,9 @@ import Testing
         let directory = try TemporaryDirectory()
         var configuration = FerryConfiguration()
         configuration.attachmentsDirectory = directory.url.appending(path: "files")
-        let database = try FerryDatabase(path: directory.path("d.sqlite"), schema: SyncSchema.schema(withPriority: false),
-                                         configuration: configuration)
+        let database = try FerryDatabase(
+            path: directory.path("d.sqlite"), schema: SyncSchema.schema(withPriority: false),
+            configuration: configuration)
         try await database.write { db in try db.execute(sql: "INSERT INTO note(id, title) VALUES ('n1', 'scan')") }
         _ = try await database.attachments.add(data: Data(repeating: 7, count: 10_000), to: "note", row: "n1")
 

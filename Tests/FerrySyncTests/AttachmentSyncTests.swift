@@ -18,23 +18,26 @@ import Testing
 
     static func bytes(_ count: Int, seed: UInt64) -> Data {
         var state = seed
-        return Data((0..<count).map { _ in
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            return UInt8(truncatingIfNeeded: state >> 33)
-        })
+        return Data(
+            (0..<count).map { _ in
+                state = state &* 6364136223846793005 &+ 1442695040888963407
+                return UInt8(truncatingIfNeeded: state >> 33)
+            })
     }
 
     @Test(arguments: StoreKind.available) func anAttachmentAddedOfflineAppearsOnAnotherDeviceByteForByte(_ kind: StoreKind) async throws {
         try await SyncServer.with(kind) { server in
             let a = try await Device.make("a", user: "alice", server: server, directory: directory)
-            let eager = try await Device.make("b", user: "alice", server: server, directory: directory,
-                                              configureDatabase: { $0.attachmentDownloads = ["note": .eager] })
+            let eager = try await Device.make(
+                "b", user: "alice", server: server, directory: directory,
+                configureDatabase: { $0.attachmentDownloads = ["note": .eager] })
             let lazy = try await Device.make("c", user: "alice", server: server, directory: directory)
             // Offline: nothing has synced yet.
             try a.execute("INSERT INTO note(id, title) VALUES ('n1', 'with a photo')")
             let photo = Self.bytes(3 << 20 + 4321, seed: 1)
-            let added = try await a.database.attachments.add(data: photo, to: "note", row: "n1", name: "photo.jpg",
-                                                             contentType: "image/jpeg")
+            let added = try await a.database.attachments.add(
+                data: photo, to: "note", row: "n1", name: "photo.jpg",
+                contentType: "image/jpeg")
             #expect(added.state == .localOnly && added.size == Int64(photo.count))
             let pushed = try await a.engine.sync()
             #expect(pushed.attachmentsUploaded == 1 && pushed.attachmentTransfersFailed == 0)
@@ -70,8 +73,9 @@ import Testing
     @Test(arguments: StoreKind.available) func aDeletedRowsAttachmentsGoFromEveryDeviceAndTheServer(_ kind: StoreKind) async throws {
         try await SyncServer.with(kind) { server in
             let a = try await Device.make("a", user: "alice", server: server, directory: directory)
-            let b = try await Device.make("b", user: "alice", server: server, directory: directory,
-                                          configureDatabase: { $0.attachmentDownloads = ["note": .eager] })
+            let b = try await Device.make(
+                "b", user: "alice", server: server, directory: directory,
+                configureDatabase: { $0.attachmentDownloads = ["note": .eager] })
             try a.execute("INSERT INTO note(id, title) VALUES ('n1', 'with a scan'), ('n2', 'kept')")
             let scan = Self.bytes(80_000, seed: 11)
             let added = try await a.database.attachments.add(data: scan, to: "note", row: "n1")
@@ -111,8 +115,9 @@ import Testing
     @Test(arguments: StoreKind.available) func anUploadCutHalfwayResumesFromTheServersOffset(_ kind: StoreKind) async throws {
         try await SyncServer.with(kind) { server in
             let cutter = UploadCutter(cutAt: 2_500_000, directory: directory.url)
-            let a = try await Device.make("a", user: "alice", server: server, directory: directory,
-                                          transport: { ForwardingTransport.cutting($0, cutter) })
+            let a = try await Device.make(
+                "a", user: "alice", server: server, directory: directory,
+                transport: { ForwardingTransport.cutting($0, cutter) })
             try a.execute("INSERT INTO note(id, title) VALUES ('n1', 'audio')")
             let audio = Self.bytes(3 << 20 + 999, seed: 2)
             let added = try await a.database.attachments.add(data: audio, to: "note", row: "n1")
@@ -138,8 +143,9 @@ import Testing
     @Test func theCacheEvictsTheLeastRecentlyOpenedDownloadsAndNeverAFileNotYetUploaded() async throws {
         try await SyncServer.with(.sqlite) { server in
             let a = try await Device.make("a", user: "alice", server: server, directory: directory)
-            let b = try await Device.make("b", user: "alice", server: server, directory: directory,
-                                          configureDatabase: { $0.attachmentCacheLimit = 3_500_000 })
+            let b = try await Device.make(
+                "b", user: "alice", server: server, directory: directory,
+                configureDatabase: { $0.attachmentCacheLimit = 3_500_000 })
             try a.execute("INSERT INTO note(id, title) VALUES ('n1', 'scans')")
             var added: [Ferry.Attachment] = []
             for seed in 1...3 {
@@ -160,11 +166,11 @@ import Testing
             _ = try await open(added[0])
             _ = try await open(added[1])
             #expect(try state(added[0]) == .uploaded && state(added[1]) == .uploaded)
-            _ = try await open(added[2])   // 4 MB held: the least recently opened download goes
+            _ = try await open(added[2])  // 4 MB held: the least recently opened download goes
             #expect(try state(added[0]) == .missing)
             #expect(try state(added[1]) == .uploaded && state(added[2]) == .uploaded && state(own) == .localOnly)
-            _ = try await open(added[1])   // opened again: now more recent than the third
-            let again = try await open(added[0])   // downloads again; the server's copy is untouched
+            _ = try await open(added[1])  // opened again: now more recent than the third
+            let again = try await open(added[0])  // downloads again; the server's copy is untouched
             #expect(try Data(contentsOf: again) == Self.bytes(1_000_000, seed: 1))
             #expect(try state(added[2]) == .missing && state(added[1]) == .uploaded && state(own) == .localOnly)
             #expect(try b.database.attachments.data(for: own) == Self.bytes(1_000_000, seed: 9))
@@ -174,8 +180,9 @@ import Testing
 
     @Test func aTransferReportsItsProgressOnTheAttachment() async throws {
         try await SyncServer.with(.sqlite) { server in
-            let a = try await Device.make("a", user: "alice", server: server, directory: directory,
-                                          transport: { ForwardingTransport.slow($0) })
+            let a = try await Device.make(
+                "a", user: "alice", server: server, directory: directory,
+                transport: { ForwardingTransport.slow($0) })
             try a.execute("INSERT INTO note(id, title) VALUES ('n1', 'video')")
             let size = 4 << 20
             let added = try await a.database.attachments.add(data: Self.bytes(size, seed: 4), to: "note", row: "n1")
@@ -220,8 +227,9 @@ import Testing
             let transport = HTTPSyncTransport(baseURL: server.baseURL, requestTimeout: .seconds(10))
             let file = directory.url.appending(path: "early")
             try Self.bytes(70_000, seed: 7).write(to: file)
-            _ = try await transport.uploadBlob(scope: "user:alice", sha256: early.sha256, file: file, offset: 0, size: 70_000,
-                                               token: try await server.token("alice"))
+            _ = try await transport.uploadBlob(
+                scope: "user:alice", sha256: early.sha256, file: file, offset: 0, size: 70_000,
+                token: try await server.token("alice"))
             #expect(try await BlobGarbageRules.collect(store: server.store, blobs: server.blobs, before: Date().addingTimeInterval(-60)) == 0)
             #expect(try await held() == [kept.sha256, early.sha256])
         }
@@ -236,13 +244,10 @@ import Testing
             let transport = HTTPSyncTransport(baseURL: server.baseURL, requestTimeout: .seconds(10))
             let mallory = try await server.token("mallory")
             let file = directory.url.appending(path: "stolen")
-            await #expect { try await transport.downloadBlob(scope: "user:alice", sha256: added.sha256, into: file, token: mallory) }
-                throws: { "\($0)".contains("403") }
-            await #expect { try await transport.blobOffset(scope: "user:alice", sha256: added.sha256, token: mallory) }
-                throws: { "\($0)".contains("403") }
+            await #expect { try await transport.downloadBlob(scope: "user:alice", sha256: added.sha256, into: file, token: mallory) } throws: { "\($0)".contains("403") }
+            await #expect { try await transport.blobOffset(scope: "user:alice", sha256: added.sha256, token: mallory) } throws: { "\($0)".contains("403") }
             try Data("forged".utf8).write(to: file, options: .atomic)
-            await #expect { try await transport.uploadBlob(scope: "user:alice", sha256: added.sha256, file: file, offset: 0, size: 6, token: mallory) }
-                throws: { "\($0)".contains("403") }
+            await #expect { try await transport.uploadBlob(scope: "user:alice", sha256: added.sha256, file: file, offset: 0, size: 6, token: mallory) } throws: { "\($0)".contains("403") }
         }
     }
 }
@@ -270,34 +275,40 @@ extension ForwardingTransport {
     /// Cuts the first upload after `cutter.cutAt` bytes: the request says
     /// the whole size, and the body stops short.
     static func cutting(_ inner: any SyncTransport, _ cutter: UploadCutter) -> ForwardingTransport {
-        ForwardingTransport(inner, onUpload: { reader, size in
-            let first = cutter.record { uploads in
-                uploads.append(.init(offset: reader.offset, sent: size - reader.offset))
-                return uploads.count == 1
-            }
-            guard first else { return reader }
-            var head = Data()
-            while head.count < cutter.cutAt, let chunk = try reader.next() { head.append(chunk) }
-            let truncated = cutter.directory.appending(path: "cut-\(UUID().uuidString)")
-            try Data(head.prefix(cutter.cutAt)).write(to: truncated)
-            _ = cutter.record { $0[0].sent = Int64(cutter.cutAt); return true }
-            return try BlobReader(file: truncated, from: reader.offset)
-        })
+        ForwardingTransport(
+            inner,
+            onUpload: { reader, size in
+                let first = cutter.record { uploads in
+                    uploads.append(.init(offset: reader.offset, sent: size - reader.offset))
+                    return uploads.count == 1
+                }
+                guard first else { return reader }
+                var head = Data()
+                while head.count < cutter.cutAt, let chunk = try reader.next() { head.append(chunk) }
+                let truncated = cutter.directory.appending(path: "cut-\(UUID().uuidString)")
+                try Data(head.prefix(cutter.cutAt)).write(to: truncated)
+                _ = cutter.record {
+                    $0[0].sent = Int64(cutter.cutAt); return true
+                }
+                return try BlobReader(file: truncated, from: reader.offset)
+            })
     }
 
     /// Slows an upload to about 5 MB/s (a pause per 256 KiB), so progress
     /// has time to show.
     static func slow(_ inner: any SyncTransport) -> ForwardingTransport {
-        ForwardingTransport(inner, onUploadProgress: { progress in
-            let last = Reported()
-            return { sent in
-                // Called by one upload at a time, in order.
-                if sent - last.value >= 256 << 10 {
-                    last.value = sent
-                    usleep(50_000)
+        ForwardingTransport(
+            inner,
+            onUploadProgress: { progress in
+                let last = Reported()
+                return { sent in
+                    // Called by one upload at a time, in order.
+                    if sent - last.value >= 256 << 10 {
+                        last.value = sent
+                        usleep(50_000)
+                    }
+                    progress(sent)
                 }
-                progress(sent)
-            }
-        })
+            })
     }
 }

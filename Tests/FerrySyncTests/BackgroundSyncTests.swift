@@ -25,7 +25,11 @@ import FerryTestSupport
             let b = try await Device.make("b", user: "alice", server: server, directory: directory) { $0.live = true }
             await a.engine.start()
             await b.engine.start()
-            defer { Task { await a.engine.stop(); await b.engine.stop() } }
+            defer {
+                Task {
+                    await a.engine.stop(); await b.engine.stop()
+                }
+            }
             #expect(try await eventually(within: .seconds(10)) { b.engine.status.liveConnected })
 
             var latencies: [Duration] = []
@@ -147,8 +151,9 @@ import FerryTestSupport
         try await server.stopping {
             let pulls = Locked(0)
             let a = try await Device.make("a", user: "alice", server: server, directory: directory)
-            let b = try await Device.make("b", user: "alice", server: server, directory: directory, configure: { $0.live = true },
-                                          transport: { PullCounter(inner: $0, pulls: pulls) })
+            let b = try await Device.make(
+                "b", user: "alice", server: server, directory: directory, configure: { $0.live = true },
+                transport: { PullCounter(inner: $0, pulls: pulls) })
             await b.engine.start()
             defer { Task { await b.engine.stop() } }
             #expect(try await eventually(within: .seconds(10)) { b.engine.status.liveConnected && b.engine.status.lastSuccessfulSync != nil })

@@ -41,7 +41,11 @@ import FerryTestSupport
             }
             // Three devices push while the backup runs.
             let backedUp = try await withThrowingTaskGroup(of: String?.self) { group in
-                for device in devices { group.addTask { _ = try await device.engine.sync(); return nil } }
+                for device in devices {
+                    group.addTask {
+                        _ = try await device.engine.sync(); return nil
+                    }
+                }
                 group.addTask {
                     try await Task.sleep(for: .milliseconds(100))
                     let result = try ServerProcess.run(["backup", "--data-dir", data, "--to", backup])

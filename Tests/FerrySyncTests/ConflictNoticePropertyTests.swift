@@ -155,13 +155,15 @@ import FerryTestSupport
 
             var reported = 0
             for (name, device) in devices {
-                let expected = discards
+                let expected =
+                    discards
                     .filter { Self.users[$0.writer] == Self.users[name] && $0.overrider != name }
                     .map(\.discard)
                 let notices = try device.database.conflicts.list().filter { $0.mutationID == 0 }
                 let received = notices.map { Discard(table: $0.table, rowID: $0.rowID, column: $0.column ?? "", value: $0.mine) }
-                #expect(received.sorted { $0.description < $1.description } == expected.sorted { $0.description < $1.description },
-                        "seed \(seed), \(policy), device \(name)")
+                #expect(
+                    received.sorted { $0.description < $1.description } == expected.sorted { $0.description < $1.description },
+                    "seed \(seed), \(policy), device \(name)")
                 for notice in notices {
                     #expect(notice.overriddenBy != nil && notice.resolution == .keptServer)
                 }
@@ -174,9 +176,10 @@ import FerryTestSupport
             let expectedItems = Dictionary(uniqueKeysWithValues: serverItems.map { ($0.rowID, $0.values["name"]) })
             for (name, device) in devices {
                 let items = try await device.database.read { db in
-                    Dictionary(uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT id, name FROM item").map {
-                        ($0["id"] as String, ($0["name"] as String?).map(ColumnValue.text))
-                    })
+                    Dictionary(
+                        uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT id, name FROM item").map {
+                            ($0["id"] as String, ($0["name"] as String?).map(ColumnValue.text))
+                        })
                 }
                 #expect(items == expectedItems, "seed \(seed), \(policy), device \(name)")
                 #expect(try device.database.outbox.pendingCount() == 0)

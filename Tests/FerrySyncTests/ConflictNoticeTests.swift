@@ -92,13 +92,16 @@ import FerryTestSupport
             for device in [a, b, c] { #expect(try device.database.conflicts.count() == 1) }
 
             // Bob cannot settle alice's notice, whatever id he sends.
-            let noticeID = try #require(try await b.database.read { db in
-                try String.fetchOne(db, sql: "SELECT notice_id FROM ferry_conflicts")
-            })
+            let noticeID = try #require(
+                try await b.database.read { db in
+                    try String.fetchOne(db, sql: "SELECT notice_id FROM ferry_conflicts")
+                })
             let transport = HTTPSyncTransport(baseURL: server.baseURL, requestTimeout: .seconds(10))
-            _ = try await transport.push(PushRequest(clientID: "bobs-phone", mutations: [],
-                                                     settled: [.init(scope: "user:alice", id: noticeID)]),
-                                         token: try await server.token("bob"))
+            _ = try await transport.push(
+                PushRequest(
+                    clientID: "bobs-phone", mutations: [],
+                    settled: [.init(scope: "user:alice", id: noticeID)]),
+                token: try await server.token("bob"))
             try await settle([b, c])
             for device in [b, c] { #expect(try device.database.conflicts.count() == 1) }
 
@@ -117,7 +120,7 @@ import FerryTestSupport
             // A new loss after d's first sync reaches d too.
             try c.execute("UPDATE note SET title = 'from c' WHERE id = 'n1'")
             try await c.engine.sync()
-            try b.execute("UPDATE note SET title = 'from b' WHERE id = 'n1'")   // b had not seen c's title
+            try b.execute("UPDATE note SET title = 'from b' WHERE id = 'n1'")  // b had not seen c's title
             try await b.engine.sync()
             try await settle([a, c, d])
             for (name, device) in [("a", a), ("c", c), ("d", d)] {

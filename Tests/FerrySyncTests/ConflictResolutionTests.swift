@@ -23,7 +23,6 @@ import FerryTestSupport
         var due: String
     }
 
-
     private func task(_ device: Device) throws -> TaskRow? {
         try device.database.read { db in
             try Row.fetchOne(db, sql: "SELECT title, owner, done, due FROM task WHERE id = 't1'").map {
@@ -72,11 +71,12 @@ import FerryTestSupport
             #expect(notice.kind == .updateLostToDelete)
 
             try b.database.conflicts.resolve(notice, with: choice)
-            let expected: TaskRow? = switch choice {
-            case .mine: TaskRow(title: "pack light", owner: "alice", done: 0, due: "2026-12-01")
-            case .theirs: nil
-            case .merged: TaskRow(title: "pack twice", owner: "alice", done: 1, due: "2026-12-01")
-            }
+            let expected: TaskRow? =
+                switch choice {
+                case .mine: TaskRow(title: "pack light", owner: "alice", done: 0, due: "2026-12-01")
+                case .theirs: nil
+                case .merged: TaskRow(title: "pack twice", owner: "alice", done: 1, due: "2026-12-01")
+                }
             #expect(try task(b) == expected)
             try a.database.conflicts.list().forEach(a.database.conflicts.dismiss)
             try await settle([b, a])
@@ -101,11 +101,12 @@ import FerryTestSupport
             #expect(try task(a) == nil)
 
             try a.database.conflicts.resolve(conflict, with: choice)
-            let expected: TaskRow? = switch choice {
-            case .mine: nil
-            case .theirs: TaskRow(title: "pack light", owner: "alice", done: 0, due: "2026-12-01")
-            case .merged: TaskRow(title: "pack light", owner: "alice", done: 1, due: "2026-12-01")
-            }
+            let expected: TaskRow? =
+                switch choice {
+                case .mine: nil
+                case .theirs: TaskRow(title: "pack light", owner: "alice", done: 0, due: "2026-12-01")
+                case .merged: TaskRow(title: "pack light", owner: "alice", done: 1, due: "2026-12-01")
+                }
             #expect(try task(a) == expected)
             try await settle([a, b])
             #expect(try task(a) == expected && task(b) == expected)
@@ -129,11 +130,12 @@ import FerryTestSupport
             }
 
             try b.database.conflicts.resolve(conflict, with: choice)
-            let title = switch choice {
-            case .mine: "from b"
-            case .theirs: "from a"
-            default: "pack both"
-            }
+            let title =
+                switch choice {
+                case .mine: "from b"
+                case .theirs: "from a"
+                default: "pack both"
+                }
             let expected = TaskRow(title: title, owner: "alice", done: 0, due: "2026-12-01")
             #expect(try task(b) == expected)
             try await settle([b, a])

@@ -65,10 +65,11 @@ import FerryTestSupport
             let summary = try await b.engine.sync()
             try await a.engine.sync()
 
-            let winner = switch policy {
-            case .lastWriteWins, .clientWins: "from b"
-            case .serverWins, .manual: "from a"
-            }
+            let winner =
+                switch policy {
+                case .lastWriteWins, .clientWins: "from b"
+                case .serverWins, .manual: "from a"
+                }
             #expect(try a.note(id)?.title == winner)
             #expect(try b.note(id)?.title == winner)
             #expect(summary.conflicts == 1)
@@ -81,11 +82,12 @@ import FerryTestSupport
             #expect(conflict.base == .text("draft"))
             #expect(conflict.mine == .text("from b"))
             #expect(conflict.theirs == .text("from a"))
-            let expectedResolution: Conflict.Resolution = switch policy {
-            case .lastWriteWins, .clientWins: .keptLocal
-            case .serverWins: .keptServer
-            case .manual: .unresolved
-            }
+            let expectedResolution: Conflict.Resolution =
+                switch policy {
+                case .lastWriteWins, .clientWins: .keptLocal
+                case .serverWins: .keptServer
+                case .manual: .unresolved
+                }
             #expect(conflict.resolution == expectedResolution)
 
             // Resolving as "mine" is an ordinary edit, and it does not conflict again.

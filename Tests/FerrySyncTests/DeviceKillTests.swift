@@ -25,8 +25,10 @@ import Testing
             while kills < Self.kills, rounds < Self.kills * 3 {
                 rounds += 1
                 try await Self.writeAndSync(writer, round: rounds)
-                let outcome = try Self.run(["sync-kill", path, server.baseURL.absoluteString, try await server.token("alice"), "alice",
-                                            "pull", String(Int.random(in: 1...14))])
+                let outcome = try Self.run([
+                    "sync-kill", path, server.baseURL.absoluteString, try await server.token("alice"), "alice",
+                    "pull", String(Int.random(in: 1...14)),
+                ])
                 if outcome.killed { kills += 1 }
                 try Self.checkFile(path, round: rounds, pullOnly: true)
             }
@@ -45,8 +47,10 @@ import Testing
             var revisions: [String: Int] = [:]
             while kills < Self.kills, rounds < Self.kills * 3 {
                 rounds += 1
-                let outcome = try Self.run(["sync-kill", path, server.baseURL.absoluteString, try await server.token("alice"), "alice",
-                                            "push", String(Int.random(in: 1...2)), "5"])
+                let outcome = try Self.run([
+                    "sync-kill", path, server.baseURL.absoluteString, try await server.token("alice"), "alice",
+                    "push", String(Int.random(in: 1...2)), "5",
+                ])
                 if outcome.killed { kills += 1 }
                 for line in outcome.lines {
                     let parts = line.split(separator: " ").map(String.init)
@@ -64,12 +68,16 @@ import Testing
             // recorded mutation (a mutation that changed nothing keeps the
             // row's version), and each mutation id has one result.
             let (results, versions, shared) = try await server.sqlite!.pool.read { db in
-                (try Int64.fetchOne(db, sql: "SELECT count(*) FROM results") ?? 0,
-                 try Int64.fetchOne(db, sql: "SELECT count(DISTINCT json_extract(result, '$.version')) FROM results") ?? 0,
-                 try String.fetchAll(db, sql: """
-                    SELECT json_extract(result, '$.version') || ': ' || group_concat(json_extract(result, '$.status') || ' #' || mutation_id, ', ')
-                    FROM results GROUP BY json_extract(result, '$.version') HAVING count(*) > 1 LIMIT 5
-                    """))
+                (
+                    try Int64.fetchOne(db, sql: "SELECT count(*) FROM results") ?? 0,
+                    try Int64.fetchOne(db, sql: "SELECT count(DISTINCT json_extract(result, '$.version')) FROM results") ?? 0,
+                    try String.fetchAll(
+                        db,
+                        sql: """
+                            SELECT json_extract(result, '$.version') || ': ' || group_concat(json_extract(result, '$.status') || ' #' || mutation_id, ', ')
+                            FROM results GROUP BY json_extract(result, '$.version') HAVING count(*) > 1 LIMIT 5
+                            """)
+                )
             }
             let version = try await server.storeVersion()
             #expect(version == versions, "version \(version), \(versions) versions in \(results) results; shared: \(shared)")
@@ -115,8 +123,9 @@ import Testing
         var configuration = SyncConfiguration(userID: "alice")
         configuration.periodicInterval = nil
         configuration.live = false
-        let engine = try SyncEngine(database: database, transport: HTTPSyncTransport(baseURL: server.baseURL),
-                                    configuration: configuration, token: try await server.token("alice"))
+        let engine = try SyncEngine(
+            database: database, transport: HTTPSyncTransport(baseURL: server.baseURL),
+            configuration: configuration, token: try await server.token("alice"))
         return (database, engine)
     }
 
@@ -124,8 +133,9 @@ import Testing
     static func writeAndSync(_ writer: (FerryDatabase, SyncEngine), round: Int) async throws {
         try await writer.0.write { db in
             for index in 0..<6 {
-                try db.execute(sql: "INSERT INTO item(id, writer, revision, payload) VALUES (?, 'writer', 0, ?)",
-                               arguments: ["r\(round)-\(index)", String(repeating: "p", count: round)])
+                try db.execute(
+                    sql: "INSERT INTO item(id, writer, revision, payload) VALUES (?, 'writer', 0, ?)",
+                    arguments: ["r\(round)-\(index)", String(repeating: "p", count: round)])
             }
             try db.execute(sql: "UPDATE item SET revision = revision + 1 WHERE id IN (SELECT id FROM item ORDER BY random() LIMIT 3)")
             if round % 4 == 0 { try db.execute(sql: "DELETE FROM item WHERE id IN (SELECT id FROM item ORDER BY random() LIMIT 1)") }
@@ -143,19 +153,27 @@ import Testing
                 #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM ferry_outbox") == 0, "round \(round): pulled rows in the outbox")
             }
             // Every row the device holds from the server has its known version.
-            let unknown = try Int.fetchOne(db, sql: """
-                SELECT count(*) FROM item WHERE writer != 'worker' AND id NOT IN (SELECT row_id FROM ferry_rows WHERE tbl = 'item')
-                """)
+            let unknown = try Int.fetchOne(
+                db,
+                sql: """
+                    SELECT count(*) FROM item WHERE writer != 'worker' AND id NOT IN (SELECT row_id FROM ferry_rows WHERE tbl = 'item')
+                    """)
             #expect(unknown == 0, "round \(round): \(unknown ?? -1) pulled rows without a known version")
             // Only the states a settled or waiting entry can be in; a pending
             // entry's row is there unless the entry deletes it.
-            #expect(try Int.fetchOne(db, sql: """
-                SELECT count(*) FROM ferry_outbox WHERE state NOT IN ('pending', 'acknowledged')
-                """) == 0, "round \(round)")
-            #expect(try Int.fetchOne(db, sql: """
-                SELECT count(*) FROM ferry_outbox o WHERE state = 'pending' AND op != 'delete'
-                AND NOT EXISTS (SELECT 1 FROM item WHERE id = o.row_id)
-                """) == 0, "round \(round): a pending entry without its row")
+            #expect(
+                try Int.fetchOne(
+                    db,
+                    sql: """
+                        SELECT count(*) FROM ferry_outbox WHERE state NOT IN ('pending', 'acknowledged')
+                        """) == 0, "round \(round)")
+            #expect(
+                try Int.fetchOne(
+                    db,
+                    sql: """
+                        SELECT count(*) FROM ferry_outbox o WHERE state = 'pending' AND op != 'delete'
+                        AND NOT EXISTS (SELECT 1 FROM item WHERE id = o.row_id)
+                        """) == 0, "round \(round): a pending entry without its row")
         }
         try database.close()
     }

@@ -40,9 +40,10 @@ import FerryTestSupport
     static let page = String(repeating: "x", count: 8192)
 
     @Test func aDeviceWithAFullDiskRefusesTheWriteKeepsWhatItHadAndSyncsOnceSpaceReturns() async throws {
-        try await Self.deviceFillsUp(in: directory, otherIn: directory,
-                                     fill: { try Self.capFile($0.database.writer, sparePages: 2) },
-                                     free: { try Self.capFile($0.database.writer, sparePages: nil) })
+        try await Self.deviceFillsUp(
+            in: directory, otherIn: directory,
+            fill: { try Self.capFile($0.database.writer, sparePages: 2) },
+            free: { try Self.capFile($0.database.writer, sparePages: nil) })
     }
 
     /// A device whose disk `fill` fills (given the device) and `free` frees:
@@ -115,8 +116,9 @@ import FerryTestSupport
         let server = try await SyncServer.start()
         try await server.stopping {
             let store = try #require(server.sqlite)
-            let device = try await Device.make("a", user: "alice", server: server, directory: directory,
-                                               configure: { $0.retry.attemptsPerSync = 2 })
+            let device = try await Device.make(
+                "a", user: "alice", server: server, directory: directory,
+                configure: { $0.retry.attemptsPerSync = 2 })
             try device.execute("INSERT INTO note(id, title) VALUES ('first', 'fits')")
             _ = try await device.engine.sync()
             for index in 0..<30 {
@@ -128,9 +130,10 @@ import FerryTestSupport
             // On the wire: 503 with the store's reason, nothing stored.
             let transport = HTTPSyncTransport(baseURL: server.baseURL)
             let mutations = (1...30).map { index in
-                Mutation(mutationID: Int64(index), table: "note", rowID: "raw\(index)", scope: "user:alice", operation: .upsert,
-                         columns: ["title": .text("raw"), "body": .text(Self.page)], baseVersion: nil,
-                         hlc: HLCTimestamp(wallMilliseconds: 1_700_000_000_000, counter: UInt16(index)))
+                Mutation(
+                    mutationID: Int64(index), table: "note", rowID: "raw\(index)", scope: "user:alice", operation: .upsert,
+                    columns: ["title": .text("raw"), "body": .text(Self.page)], baseVersion: nil,
+                    hlc: HLCTimestamp(wallMilliseconds: 1_700_000_000_000, counter: UInt16(index)))
             }
             let request = PushRequest(clientID: "raw-client", mutations: mutations)
             do {

@@ -27,13 +27,16 @@ import FerryTestSupport
         let server = try await SyncServer.start()
         try await server.stopping {
             let faulty = Locked<FaultInjectingTransport?>(nil)
-            let device = try await Device.make("a", user: "alice", server: server, directory: directory,
-                                               configure: { $0.pushBatchSize = 7; $0.pullPageSize = 5; $0.retry.attemptsPerSync = 1000 },
-                                               transport: { inner in
-                let transport = FaultInjectingTransport(wrapping: inner)
-                faulty.withLock { $0 = transport }
-                return transport
-            })
+            let device = try await Device.make(
+                "a", user: "alice", server: server, directory: directory,
+                configure: {
+                    $0.pushBatchSize = 7; $0.pullPageSize = 5; $0.retry.attemptsPerSync = 1000
+                },
+                transport: { inner in
+                    let transport = FaultInjectingTransport(wrapping: inner)
+                    faulty.withLock { $0 = transport }
+                    return transport
+                })
             let transport = try #require(faulty.withLock { $0 })
             let faults: [FaultInjectingTransport.Fault] = [.dropRequest, .dropResponse, .duplicate, .reorder, .delay(.milliseconds(3))]
             transport.injectRandomly(faults, on: .push, probability: 0.5, seed: 42)
@@ -90,10 +93,12 @@ import FerryTestSupport
         var devices: [Device] = []
         for user in users {
             let token = try ServerProcess.token(for: user, secret: secret, dataDirectory: data)
-            let device = try await Device.make(user, user: user, baseURL: url, directory: directory, configure: {
-                $0.pushBatchSize = 25
-                $0.retry = RetryPolicy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(300), attemptsPerSync: 200)
-            }, token: token)
+            let device = try await Device.make(
+                user, user: user, baseURL: url, directory: directory,
+                configure: {
+                    $0.pushBatchSize = 25
+                    $0.retry = RetryPolicy(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(300), attemptsPerSync: 200)
+                }, token: token)
             try await device.database.write { db in
                 for index in 0..<500 {
                     try db.execute(sql: "INSERT INTO note(id, title, counter) VALUES (?, ?, ?)", arguments: ["n\(index)", "\(user) \(index)", index])
@@ -322,11 +327,13 @@ import FerryTestSupport
         try await server.stopping {
             let calls = Locked(0)
             let fresh = try await server.token("alice")
-            let device = try await Device.make("a", user: "alice", server: server, directory: directory,
-                                               token: "not-a-token", tokenRefresher: {
-                calls.withLock { $0 += 1 }
-                return fresh
-            })
+            let device = try await Device.make(
+                "a", user: "alice", server: server, directory: directory,
+                token: "not-a-token",
+                tokenRefresher: {
+                    calls.withLock { $0 += 1 }
+                    return fresh
+                })
             try device.execute("INSERT INTO note(id, title) VALUES ('1', 'hello')")
             try await device.engine.sync()
             #expect(calls.withLock { $0 } == 1)
@@ -338,8 +345,9 @@ import FerryTestSupport
         let server = try await SyncServer.start()
         try await server.stopping {
             struct SignedOut: Error {}
-            let device = try await Device.make("a", user: "alice", server: server, directory: directory,
-                                               token: "expired", tokenRefresher: { throw SignedOut() })
+            let device = try await Device.make(
+                "a", user: "alice", server: server, directory: directory,
+                token: "expired", tokenRefresher: { throw SignedOut() })
             try device.execute("INSERT INTO note(id, title) VALUES ('1', 'hello')")
             await #expect(throws: FerryError.self) { try await device.engine.sync() }
             #expect(device.engine.status.phase == .unauthorized)
@@ -353,8 +361,9 @@ import FerryTestSupport
     }
 
     @Test func unreachableServerGivesUpAfterTheAttemptsAndKeepsTheQueue() async throws {
-        let device = try await Device.make("a", user: "alice", baseURL: URL(string: "http://127.0.0.1:9")!,
-                                           directory: directory, token: "t")
+        let device = try await Device.make(
+            "a", user: "alice", baseURL: URL(string: "http://127.0.0.1:9")!,
+            directory: directory, token: "t")
         try device.execute("INSERT INTO note(id, title) VALUES ('1', 'hello')")
         do {
             try await device.engine.sync()
@@ -372,9 +381,12 @@ import FerryTestSupport
     @Test func aPoisonMutationIsSetAsideWhileTheOnesAfterItArePushed() async throws {
         let server = try await SyncServer.start()
         try await server.stopping {
-            let device = try await Device.make("a", user: "alice", server: server, directory: directory,
-                                               configure: { $0.pushBatchSize = 4; $0.poisonAttempts = 3 },
-                                               transport: { PoisonRowTransport(inner: $0, poisonRowID: "n3") })
+            let device = try await Device.make(
+                "a", user: "alice", server: server, directory: directory,
+                configure: {
+                    $0.pushBatchSize = 4; $0.poisonAttempts = 3
+                },
+                transport: { PoisonRowTransport(inner: $0, poisonRowID: "n3") })
             for index in 0..<8 {
                 try device.execute("INSERT INTO note(id, title) VALUES (?, ?)", ["n\(index)", "t\(index)"])
             }

@@ -22,8 +22,10 @@ struct LossyLinkTests {
         defer { link.remove() }
         let directory = try TemporaryDirectory()
         let server = try ServerProcess(
-            ["serve", "--host", LossyLink.serverAddress, "--port", "8080", "--jwt-secret", Self.secret,
-             "--data-dir", directory.path("server")],
+            [
+                "serve", "--host", LossyLink.serverAddress, "--port", "8080", "--jwt-secret", Self.secret,
+                "--data-dir", directory.path("server"),
+            ],
             launcher: link.inServer)
         defer { server.stop() }
         let line = try await server.waitForLine(startingWith: "Ferry server listening on ")
@@ -88,7 +90,8 @@ struct LossyLink {
         let suffix = "\(getpid())"
         let server = "ferry-s\(suffix)", device = "ferry-d\(suffix)"
         // What an earlier run that died left behind: namespaces of processes gone.
-        Shell.status("""
+        Shell.status(
+            """
             for ns in $(ip netns list | awk '{print $1}' | grep -E '^ferry-[sd][0-9]+$'); do
                 pid=${ns#ferry-?}; [ -d /proc/$pid ] && continue
                 ip netns pids "$ns" | xargs -r kill -9; ip netns del "$ns"
@@ -112,14 +115,16 @@ struct LossyLink {
             // netem where the kernel has it; else loss alone, by iptables.
             let netem = "netem loss 10% delay 20ms 10ms reorder 25% 50%"
             if Shell.status("ip netns exec \(server) tc qdisc add dev vs\(suffix) root \(netem)") == 0,
-               Shell.status("ip netns exec \(device) tc qdisc add dev vd\(suffix) root \(netem)") == 0 {
+                Shell.status("ip netns exec \(device) tc qdisc add dev vd\(suffix) root \(netem)") == 0
+            {
                 link = LossyLink(serverNamespace: server, deviceNamespace: device, faults: "tc \(netem), both ways")
             } else {
                 for (namespace, interface) in [(server, "vs\(suffix)"), (device, "vd\(suffix)")] {
                     try Shell.run("ip netns exec \(namespace) iptables -A INPUT -i \(interface) -m statistic --mode random --probability 0.10 -j DROP")
                 }
-                link = LossyLink(serverNamespace: server, deviceNamespace: device,
-                                 faults: "10% of packets dropped both ways by iptables (this kernel has no netem: no delay or reordering)")
+                link = LossyLink(
+                    serverNamespace: server, deviceNamespace: device,
+                    faults: "10% of packets dropped both ways by iptables (this kernel has no netem: no delay or reordering)")
             }
         } catch {
             link.remove()

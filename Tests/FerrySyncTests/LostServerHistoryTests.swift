@@ -89,8 +89,10 @@ import FerryTestSupport
             #expect(laptopSummary.sentBack == 0, "the phone had sent it all back already: \(laptopSummary)")
             try await tablet.engine.sync()
 
-            let expected = ["n1": "n1 renamed after the backup", "n2": "note n2", "n3": "written after the backup",
-                            "n4": "also after the backup"].merging((5...12).map { ("n\($0)", "tablet \($0)") }) { $1 }
+            let expected = [
+                "n1": "n1 renamed after the backup", "n2": "note n2", "n3": "written after the backup",
+                "n4": "also after the backup",
+            ].merging((5...12).map { ("n\($0)", "tablet \($0)") }) { $1 }
             for device in [laptop, phone, tablet] { #expect(try titles(device) == expected, "\(device.path)") }
             let onServer = try await server.rows("note", in: "user:alice")
             #expect(onServer.mapValues { $0["title"] } == expected.mapValues { .text($0) })
@@ -172,8 +174,9 @@ import FerryTestSupport
         try restoreStore(from: nil)
         server = try await SyncServer.start(in: directory)
         try await server.stopping {
-            let laptop = try await Device.make("laptop", user: "alice", server: server, directory: directory,
-                                               configure: { $0.lostServerHistory = .mirror })
+            let laptop = try await Device.make(
+                "laptop", user: "alice", server: server, directory: directory,
+                configure: { $0.lostServerHistory = .mirror })
             let summary = try await laptop.engine.sync()
             #expect(summary.sentBack == 0 && summary.swept == 1, "\(summary)")
             #expect(try laptop.notes().isEmpty)
@@ -187,7 +190,11 @@ import FerryTestSupport
     func aPostgresDumpLoadedIntoAFreshDatabaseIsRefilledByItsDevices() async throws {
         let original = try await PostgresTestDatabase.create()
         let restored = try await PostgresTestDatabase.create()
-        defer { Task { try? await original.drop(); try? await restored.drop() } }
+        defer {
+            Task {
+                try? await original.drop(); try? await restored.drop()
+            }
+        }
         let dump = directory.path("store.sql")
 
         var server = try await SyncServer.start(store: .postgres, sharing: original)
@@ -231,11 +238,13 @@ import FerryTestSupport
         let copy = directory.path("live-copy.sqlite")
         do {
             let faults = Locked<FaultInjectingTransport?>(nil)
-            let laptop = try await Device.make("laptop", user: "alice", server: server, directory: directory, transport: { inner in
-                let transport = FaultInjectingTransport(wrapping: inner)
-                faults.withLock { $0 = transport }
-                return transport
-            })
+            let laptop = try await Device.make(
+                "laptop", user: "alice", server: server, directory: directory,
+                transport: { inner in
+                    let transport = FaultInjectingTransport(wrapping: inner)
+                    faults.withLock { $0 = transport }
+                    return transport
+                })
             try laptop.execute("INSERT INTO note(id, title) VALUES ('n1', 'before the copy')")
             try await laptop.engine.sync()
             try await server.sqlite!.pool.backup(to: try DatabaseQueue(path: copy))

@@ -21,8 +21,9 @@ import Testing
     }
 
     private func note(_ id: String, version: Int64, title: String, body: String, counter: Int64 = 0) -> RowChange {
-        RowChange(table: "note", rowID: id, version: version, deleted: false,
-                  values: ["id": .text(id), "title": .text(title), "body": .text(body), "counter": .integer(counter)])
+        RowChange(
+            table: "note", rowID: id, version: version, deleted: false,
+            values: ["id": .text(id), "title": .text(title), "body": .text(body), "counter": .integer(counter)])
     }
 
     @Test func appliesWithoutEchoAndRecordsVersionsAndCursor() throws {
@@ -69,8 +70,11 @@ import Testing
     /// A row STRICT refuses is set aside with SQLite's error; the rest of
     /// the page (the same savepoint group included) applies.
     @Test func aBadRowIsSetAsideAndTheRestApplies() throws {
-        var changes = (0..<250).map { RowChange(table: "reading", rowID: "r\($0)", version: Int64($0 + 1), deleted: false,
-                                                 values: ["value": .integer(Int64($0))]) }
+        var changes = (0..<250).map {
+            RowChange(
+                table: "reading", rowID: "r\($0)", version: Int64($0 + 1), deleted: false,
+                values: ["value": .integer(Int64($0))])
+        }
         changes[120] = RowChange(table: "reading", rowID: "r120", version: 121, deleted: false, values: ["value": .text("not a number")])
         changes[200] = RowChange(table: "reading", rowID: "r200", version: 201, deleted: false, values: ["value": .null])
         let report = try applier().apply(page(changes))

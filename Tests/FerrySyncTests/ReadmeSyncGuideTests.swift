@@ -25,10 +25,12 @@ import FerryTestSupport
                 t.column("done", .boolean).notNull().defaults(to: false)
             }
         }
-        return FerrySchema(migrator: migrator, syncedTables: [
-            SyncedTable("note"),
-            SyncedTable("task", scope: .column("listScope")),
-        ])
+        return FerrySchema(
+            migrator: migrator,
+            syncedTables: [
+                SyncedTable("note"),
+                SyncedTable("task", scope: .column("listScope")),
+            ])
     }
 
     struct SignIn {
@@ -48,8 +50,9 @@ import FerryTestSupport
 
             // Another device edits the same note, so there is a conflict to resolve.
             let other = try FerryDatabase(path: directory.path("other.sqlite"), schema: Self.schema())
-            let otherEngine = try SyncEngine(database: other, transport: HTTPSyncTransport(baseURL: serverURL),
-                                             configuration: SyncConfiguration(userID: "alice"), token: token)
+            let otherEngine = try SyncEngine(
+                database: other, transport: HTTPSyncTransport(baseURL: serverURL),
+                configuration: SyncConfiguration(userID: "alice"), token: token)
             try await other.write { db in try db.execute(sql: "INSERT INTO note(id, title) VALUES ('n1', 'milk')") }
             try await otherEngine.sync()
 
@@ -82,8 +85,9 @@ import FerryTestSupport
             let seen = Task {
                 for try await conflicts in database.conflicts.observe() {
                     for conflict in conflicts {
-                        print(conflict.table, conflict.rowID, conflict.column ?? "the row",
-                              "base:", conflict.base ?? .null, "mine:", conflict.mine ?? .null, "theirs:", conflict.theirs ?? .null)
+                        print(
+                            conflict.table, conflict.rowID, conflict.column ?? "the row",
+                            "base:", conflict.base ?? .null, "mine:", conflict.mine ?? .null, "theirs:", conflict.theirs ?? .null)
                     }
                     if conflicts.isEmpty { return }
                 }
@@ -120,8 +124,9 @@ import FerryTestSupport
             let token = try await server.token("alice")
             func device(_ name: String) throws -> (FerryDatabase, SyncEngine) {
                 let database = try FerryDatabase(path: directory.path("\(name).sqlite"), schema: Self.schema())
-                let engine = try SyncEngine(database: database, transport: HTTPSyncTransport(baseURL: server.baseURL),
-                                            configuration: SyncConfiguration(userID: "alice"), token: token)
+                let engine = try SyncEngine(
+                    database: database, transport: HTTPSyncTransport(baseURL: server.baseURL),
+                    configuration: SyncConfiguration(userID: "alice"), token: token)
                 return (database, engine)
             }
             let (database, engine) = try device("app")
@@ -141,7 +146,7 @@ import FerryTestSupport
                 if let other = conflict.overriddenBy {
                     print("\(other) discarded your \(conflict.column ?? "row") \(conflict.mine ?? .null)")
                 }
-                try database.conflicts.resolve(conflict, with: .mine)          // or .theirs, or .merged(["title": "milk, eggs"])
+                try database.conflicts.resolve(conflict, with: .mine)  // or .theirs, or .merged(["title": "milk, eggs"])
             }
             // --- end of the guide ---
             try await engine.sync()
@@ -155,16 +160,20 @@ import FerryTestSupport
             // --- the guide ---
             for rejected in try database.outbox.rejectedMutations() {
                 print(rejected.table, rejected.rowID, rejected.reason)
-                try database.outbox.discard(rejected)                           // or fix the row, then .resend(rejected)
+                try database.outbox.discard(rejected)  // or fix the row, then .resend(rejected)
             }
             // --- end of the guide ---
             #expect(try await database.read { db in try String.fetchOne(db, sql: "SELECT title FROM note WHERE id = 'n1'") } == "eggs")
 
             // A server row this schema cannot hold (NOT NULL title) is set aside.
-            _ = try await server.store.push(PushRequest(clientID: "script", mutations: [
-                Mutation(mutationID: 1, table: "note", rowID: "n2", scope: "user:alice", operation: .upsert,
-                         columns: ["title": .null], baseVersion: nil, hlc: HLCTimestamp(wallMilliseconds: 1, counter: 0)),
-            ]), userID: "alice", rules: PushRules())
+            _ = try await server.store.push(
+                PushRequest(
+                    clientID: "script",
+                    mutations: [
+                        Mutation(
+                            mutationID: 1, table: "note", rowID: "n2", scope: "user:alice", operation: .upsert,
+                            columns: ["title": .null], baseVersion: nil, hlc: HLCTimestamp(wallMilliseconds: 1, counter: 0))
+                    ]), userID: "alice", rules: PushRules())
             try await engine.sync()
             // --- the guide ---
             for row in try database.setAsideRows.list() {
@@ -186,8 +195,9 @@ import FerryTestSupport
             let photoBytes = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
             try photoBytes.write(to: cameraURL)
             func engine(for database: FerryDatabase) async throws -> SyncEngine {
-                try SyncEngine(database: database, transport: HTTPSyncTransport(baseURL: server.baseURL),
-                               configuration: SyncConfiguration(userID: "alice"), token: try await server.token("alice"))
+                try SyncEngine(
+                    database: database, transport: HTTPSyncTransport(baseURL: server.baseURL),
+                    configuration: SyncConfiguration(userID: "alice"), token: try await server.token("alice"))
             }
             var listOnB: [Ferry.Attachment] = []
             var bytesOnB = Data()
@@ -196,21 +206,21 @@ import FerryTestSupport
                 var configuration = FerryConfiguration()
                 configuration.attachmentsDirectory = directory.url.appending(path: "\(device)-files")
                 // --- the guide ---
-                configuration.attachmentDownloads = ["note": .eager]      // the default is on first open
-                configuration.attachmentCacheLimit = 500_000_000          // bytes of downloads kept; nil: no limit
+                configuration.attachmentDownloads = ["note": .eager]  // the default is on first open
+                configuration.attachmentCacheLimit = 500_000_000  // bytes of downloads kept; nil: no limit
                 let database = try FerryDatabase(path: path, schema: schema, configuration: configuration)
                 let engine = try await engine(for: database)
                 if device == "a" {
                     try await database.write { db in try db.execute(sql: "INSERT INTO note(id, title) VALUES ('n1', 'with a photo')") }
                     let photo = try await database.attachments.add(file: cameraURL, to: "note", row: "n1", contentType: "image/jpeg")
-                    try await engine.sync()                                    // photo.state: .localOnly → .uploading(sent:) → .uploaded
+                    try await engine.sync()  // photo.state: .localOnly → .uploading(sent:) → .uploaded
                     #expect(try database.attachments.attachment(id: photo.id)?.state == .uploaded)
                 } else {
                     try await engine.sync()
                     // On another device, after its sync:
                     let list = try database.attachments.list(table: "note", row: "n1")
-                    let url = try await engine.open(list[0])                   // local, or downloaded and verified first
-                    let bytes = try database.attachments.data(for: list[0])    // read whole, checked against its hash
+                    let url = try await engine.open(list[0])  // local, or downloaded and verified first
+                    let bytes = try database.attachments.data(for: list[0])  // read whole, checked against its hash
                     // --- end of the guide ---
                     #expect(try Data(contentsOf: url) == photoBytes)
                     listOnB = list
@@ -233,14 +243,16 @@ import FerryTestSupport
                 configuration.attachmentsDirectory = directory.url.appending(path: "\(device)-files")
                 // --- the guide ---
                 struct KeychainAttachmentKey: AttachmentKeyProvider {
-                    func attachmentKey() throws -> Data { try keychain.load("ferry.attachments.key") }   // 32 bytes
+                    func attachmentKey() throws -> Data { try keychain.load("ferry.attachments.key") }  // 32 bytes
                 }
                 configuration.attachmentCipher = try AESGCMAttachmentCipher(keyProvider: KeychainAttachmentKey())
                 // --- the guide, paused ---
-                let database = try FerryDatabase(path: directory.path("\(device).sqlite"), schema: SyncSchema.schema(),
-                                                 configuration: configuration)
-                let engine = try SyncEngine(database: database, transport: HTTPSyncTransport(baseURL: server.baseURL),
-                                            configuration: SyncConfiguration(userID: "alice"), token: try await server.token("alice"))
+                let database = try FerryDatabase(
+                    path: directory.path("\(device).sqlite"), schema: SyncSchema.schema(),
+                    configuration: configuration)
+                let engine = try SyncEngine(
+                    database: database, transport: HTTPSyncTransport(baseURL: server.baseURL),
+                    configuration: SyncConfiguration(userID: "alice"), token: try await server.token("alice"))
                 if device == "a" {
                     try await database.write { db in try db.execute(sql: "INSERT INTO note(id, title) VALUES ('n1', 'scan')") }
                     try await database.attachments.add(data: scanBytes, to: "note", row: "n1", name: "scan.pdf")
@@ -250,9 +262,9 @@ import FerryTestSupport
                 try await engine.sync()
                 let scan = try #require(try database.attachments.list(table: "note", row: "n1").first)
                 // --- the guide, again ---
-                try await engine.fetch(scan)                              // downloaded, verified and sealed, if not here
-                let pdf = try database.attachments.data(for: scan)        // opened chunk by chunk, checked
-                try database.attachments.export(scan, to: previewURL)     // a plain copy; remove it when done
+                try await engine.fetch(scan)  // downloaded, verified and sealed, if not here
+                let pdf = try database.attachments.data(for: scan)  // opened chunk by chunk, checked
+                try database.attachments.export(scan, to: previewURL)  // a plain copy; remove it when done
                 // --- end of the guide ---
                 #expect(pdf == scanBytes)
                 scanOnB = scan

@@ -23,8 +23,9 @@ struct RealDiskFullTests {
     @Test func aDeviceOnAFullDiskRefusesTheWriteKeepsItsDataAndSyncsOnceSpaceReturns() async throws {
         guard let disk = try SmallDisk.mount(bytes: 16 << 20) else { return }
         defer { disk.unmount() }
-        try await DiskFullTests.deviceFillsUp(in: disk.directory, otherIn: directory,
-                                              fill: { _ in try disk.fill(leaving: 256 << 10) }, free: { _ in try disk.free() })
+        try await DiskFullTests.deviceFillsUp(
+            in: disk.directory, otherIn: directory,
+            fill: { _ in try disk.fill(leaving: 256 << 10) }, free: { _ in try disk.free() })
     }
 
     /// An attachment copied onto a full disk: `storageFull`, no metadata and
@@ -69,8 +70,9 @@ struct RealDiskFullTests {
             let server = try await SyncServer.start(in: disk.directory)
             try await server.stopping {
                 let store = try #require(server.sqlite)
-                try await serverFillsUp(server, disk, dump: { try SQLiteDump.lines(store.pool) },
-                                        integrity: { try DiskFullTests.integrity(store.pool) == "ok" })
+                try await serverFillsUp(
+                    server, disk, dump: { try SQLiteDump.lines(store.pool) },
+                    integrity: { try DiskFullTests.integrity(store.pool) == "ok" })
             }
         case .postgres:
             let database = try await PostgresTestDatabase.create()
@@ -83,13 +85,16 @@ struct RealDiskFullTests {
                 try await database.administer("ALTER DATABASE \(database.name) SET default_tablespace = \(tablespace)")
                 let server = try await SyncServer.start(store: .postgres, sharing: database)
                 try await server.stopping {
-                    let onTheSmallDisk = try #require(try await database.rows(
-                        "SELECT count(*)::text FROM pg_tables WHERE tablespace = '\(tablespace)'").first.flatMap { Int($0) })
+                    let onTheSmallDisk = try #require(
+                        try await database.rows(
+                            "SELECT count(*)::text FROM pg_tables WHERE tablespace = '\(tablespace)'"
+                        ).first.flatMap { Int($0) })
                     #expect(onTheSmallDisk > 0, "the store's tables are not on the small disk")
                     // Blob uploads in progress are not stored data: compared by their complete keys below.
                     // PostgreSQL has no integrity check to ask; its own recovery keeps its files whole.
-                    try await serverFillsUp(server, disk, dump: { try await database.dump(excluding: ["ferry_blobs", "ferry_blob_chunks"]) },
-                                            integrity: nil)
+                    try await serverFillsUp(
+                        server, disk, dump: { try await database.dump(excluding: ["ferry_blobs", "ferry_blob_chunks"]) },
+                        integrity: nil)
                 }
             } catch {
                 try? await database.drop()
@@ -117,10 +122,13 @@ struct RealDiskFullTests {
     /// A device pushes rows and an attachment to `server`, whose disk then
     /// fills: both answer 503 ("no space left") and nothing stored changes;
     /// once space returns, one sync stores every row once and the attachment.
-    private func serverFillsUp(_ server: SyncServer, _ disk: SmallDisk, dump: () async throws -> [String],
-                               integrity: (() throws -> Bool)?) async throws {
-        let device = try await Device.make("a", user: "alice", server: server, directory: directory,
-                                           configure: { $0.retry.attemptsPerSync = 2 })
+    private func serverFillsUp(
+        _ server: SyncServer, _ disk: SmallDisk, dump: () async throws -> [String],
+        integrity: (() throws -> Bool)?
+    ) async throws {
+        let device = try await Device.make(
+            "a", user: "alice", server: server, directory: directory,
+            configure: { $0.retry.attemptsPerSync = 2 })
         try device.execute("INSERT INTO note(id, title) VALUES ('first', 'fits')")
         _ = try await device.engine.sync()
         for index in 0..<60 {

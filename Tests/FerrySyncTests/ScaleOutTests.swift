@@ -69,10 +69,13 @@ struct ScaleOutTests {
         let transports = instances.transports
         let token = try instances.token("alice")
         let stamp = HLCTimestamp(wallMilliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: 0)
-        let push = PushRequest(clientID: "burst", mutations: (1...5).map { id in
-            Mutation(mutationID: Int64(id), table: "note", rowID: "n\(id)", scope: "user:alice", operation: .upsert,
-                     columns: ["title": .text("once \(id)"), "counter": .integer(Int64(id))], baseVersion: nil, hlc: stamp)
-        })
+        let push = PushRequest(
+            clientID: "burst",
+            mutations: (1...5).map { id in
+                Mutation(
+                    mutationID: Int64(id), table: "note", rowID: "n\(id)", scope: "user:alice", operation: .upsert,
+                    columns: ["title": .text("once \(id)"), "counter": .integer(Int64(id))], baseVersion: nil, hlc: stamp)
+            })
         let responses = try await withThrowingTaskGroup(of: PushResponse.self) { group in
             for attempt in 0..<1000 {
                 let transport = transports[attempt % transports.count]
@@ -82,7 +85,7 @@ struct ScaleOutTests {
                     for retry in 0..<50 {
                         do {
                             return try await transport.push(push, token: token)
-                        } catch where retry < 49 && Self.isTransient(error) {
+                        } catch  where retry < 49 && Self.isTransient(error) {
                             try await Task.sleep(for: .milliseconds(20))
                         }
                     }
@@ -103,8 +106,9 @@ struct ScaleOutTests {
         let database = instances.database
         #expect(try await database.rows("SELECT count(*)::text FROM ferry_results WHERE client_id = 'burst'") == ["5"])
         #expect(try await database.rows("SELECT last_mutation_id::text FROM ferry_clients WHERE client_id = 'burst'") == ["5"])
-        #expect(try await database.rows("SELECT row_id || '@' || version FROM ferry_rows ORDER BY row_id")
-            == zip(1...5, versions).map { "n\($0)@\($1)" })
+        #expect(
+            try await database.rows("SELECT row_id || '@' || version FROM ferry_rows ORDER BY row_id")
+                == zip(1...5, versions).map { "n\($0)@\($1)" })
         #expect(try await database.rows("SELECT count(*)::text FROM ferry_conflicts") == ["0"])
         #expect(try await database.rows("SELECT count(*)::text FROM ferry_history") == ["0"])
     }
@@ -114,10 +118,12 @@ struct ScaleOutTests {
     @Test func aPushOnOneInstanceReachesALiveClientOnTheOther() async throws {
         let instances = try await ServerInstances.start()
         defer { instances.stop() }
-        let writer = try await Device.make("writer", user: "alice", baseURL: instances.urls[0], directory: instances.directory,
-                                           token: try instances.token("alice"))
-        let listener = try await Device.make("listener", user: "alice", baseURL: instances.urls[1], directory: instances.directory,
-                                             configure: { $0.live = true }, token: try instances.token("alice"))
+        let writer = try await Device.make(
+            "writer", user: "alice", baseURL: instances.urls[0], directory: instances.directory,
+            token: try instances.token("alice"))
+        let listener = try await Device.make(
+            "listener", user: "alice", baseURL: instances.urls[1], directory: instances.directory,
+            configure: { $0.live = true }, token: try instances.token("alice"))
         await listener.engine.start()
         defer { Task { await listener.engine.stop() } }
         try #require(try await eventually(within: .seconds(10)) { await listener.engine.status.liveConnected })

@@ -34,9 +34,12 @@ import Testing
         #expect(LiveMessage(Event(name: "ready", data: #"{"scopes":["a"]}"#), following: ["a"]) == .ready)
         #expect(LiveMessage(Event(name: "change", data: #"{"scopes":["b"]}"#), following: ["a", "b"]) == .change(scopes: ["b"]))
         let page = #"{"changes":[{"deleted":false,"rowID":"r1","table":"note","values":{"title":"x"},"version":3}],"cursor":"c","hasMore":false,"reset":false,"scope":"a"}"#
-        #expect(LiveMessage(Event(name: "page", data: page), following: ["a"])
-            == .page(PullPage(scope: "a", changes: [RowChange(table: "note", rowID: "r1", version: 3, deleted: false, values: ["title": "x"])],
-                              cursor: "c", hasMore: false, reset: false)))
+        #expect(
+            LiveMessage(Event(name: "page", data: page), following: ["a"])
+                == .page(
+                    PullPage(
+                        scope: "a", changes: [RowChange(table: "note", rowID: "r1", version: 3, deleted: false, values: ["title": "x"])],
+                        cursor: "c", hasMore: false, reset: false)))
         // Rows this client cannot read are news all the same; an unknown event is none.
         #expect(LiveMessage(Event(name: "page", data: "{garbled"), following: ["a"]) == .change(scopes: ["a"]))
         #expect(LiveMessage(Event(name: "someday", data: "{}"), following: ["a"]) == nil)
@@ -58,25 +61,32 @@ import Testing
     }
 
     private func change(deleted: Bool = false, version: Int64 = 5) -> RowChange {
-        RowChange(table: "note", rowID: "1", version: version, deleted: deleted,
-                  values: ["id": "1", "title": "server", "body": "server body", "extra": "new column"])
+        RowChange(
+            table: "note", rowID: "1", version: version, deleted: deleted,
+            values: ["id": "1", "title": "server", "body": "server body", "extra": "new column"])
     }
 
     @Test func rebaseKeepsPendingColumnsAndTakesTheRest() {
         let columns = ["id", "title", "body"]
-        #expect(RowRebase.plan(change(), pending: .none, knownVersion: 3, columns: columns, primaryKey: "id")
-            == .write(["title": "server", "body": "server body"]))
-        #expect(RowRebase.plan(change(), pending: .columns(["title"]), knownVersion: 3, columns: columns, primaryKey: "id")
-            == .write(["body": "server body"]))
-        #expect(RowRebase.plan(change(), pending: .allColumns, knownVersion: nil, columns: columns, primaryKey: "id")
-            == .keep(recordVersion: true))
-        #expect(RowRebase.plan(change(), pending: .deleted, knownVersion: 3, columns: columns, primaryKey: "id")
-            == .keep(recordVersion: true))
-        #expect(RowRebase.plan(change(version: 2), pending: .none, knownVersion: 3, columns: columns, primaryKey: "id")
-            == .keep(recordVersion: false))
+        #expect(
+            RowRebase.plan(change(), pending: .none, knownVersion: 3, columns: columns, primaryKey: "id")
+                == .write(["title": "server", "body": "server body"]))
+        #expect(
+            RowRebase.plan(change(), pending: .columns(["title"]), knownVersion: 3, columns: columns, primaryKey: "id")
+                == .write(["body": "server body"]))
+        #expect(
+            RowRebase.plan(change(), pending: .allColumns, knownVersion: nil, columns: columns, primaryKey: "id")
+                == .keep(recordVersion: true))
+        #expect(
+            RowRebase.plan(change(), pending: .deleted, knownVersion: 3, columns: columns, primaryKey: "id")
+                == .keep(recordVersion: true))
+        #expect(
+            RowRebase.plan(change(version: 2), pending: .none, knownVersion: 3, columns: columns, primaryKey: "id")
+                == .keep(recordVersion: false))
         #expect(RowRebase.plan(change(deleted: true), pending: .none, knownVersion: 3, columns: columns, primaryKey: "id") == .delete)
-        #expect(RowRebase.plan(change(deleted: true), pending: .columns(["body"]), knownVersion: 3, columns: columns, primaryKey: "id")
-            == .keep(recordVersion: true))
+        #expect(
+            RowRebase.plan(change(deleted: true), pending: .columns(["body"]), knownVersion: 3, columns: columns, primaryKey: "id")
+                == .keep(recordVersion: true))
     }
 
     @Test func pendingEditsFold() {
@@ -109,17 +119,21 @@ import Testing
 
     @Test func everyChoiceOfEveryKindHasAWholeRowToWrite() {
         let fill: [String: ColumnValue] = ["title": "server", "owner": "olga", "done": 0]
-        #expect(ConflictResolution.plan(for: conflict(.column, mine: "mine", theirs: "server"), choice: .mine)
-            == .write(set: ["title": "mine"], fill: fill))
-        #expect(ConflictResolution.plan(for: conflict(.column, mine: "mine", theirs: "server"), choice: .theirs)
-            == .write(set: ["title": "server"], fill: fill))
+        #expect(
+            ConflictResolution.plan(for: conflict(.column, mine: "mine", theirs: "server"), choice: .mine)
+                == .write(set: ["title": "mine"], fill: fill))
+        #expect(
+            ConflictResolution.plan(for: conflict(.column, mine: "mine", theirs: "server"), choice: .theirs)
+                == .write(set: ["title": "server"], fill: fill))
         // An update lost to a delete: the device's own snapshot of the row lies over the server's last values.
         let lost = conflict(.updateLostToDelete, mine: "mine", theirs: nil, local: ["title": "mine", "done": 1])
-        #expect(ConflictResolution.plan(for: lost, choice: .mine)
-            == .write(set: ["title": "mine"], fill: ["title": "mine", "owner": "olga", "done": 1]))
+        #expect(
+            ConflictResolution.plan(for: lost, choice: .mine)
+                == .write(set: ["title": "mine"], fill: ["title": "mine", "owner": "olga", "done": 1]))
         #expect(ConflictResolution.plan(for: lost, choice: .theirs) == .delete)
-        #expect(ConflictResolution.plan(for: lost, choice: .merged(["done": 2]))
-            == .write(set: ["done": 2], fill: ["title": "mine", "owner": "olga", "done": 1]))
+        #expect(
+            ConflictResolution.plan(for: lost, choice: .merged(["done": 2]))
+                == .write(set: ["done": 2], fill: ["title": "mine", "owner": "olga", "done": 1]))
         let overrode = conflict(.deleteOverrodeUpdate, mine: nil, theirs: "server")
         #expect(ConflictResolution.plan(for: overrode, choice: .mine) == .delete)
         #expect(ConflictResolution.plan(for: overrode, choice: .theirs) == .write(set: ["title": "server"], fill: fill))

@@ -55,9 +55,11 @@ import FerryTestSupport
             let transport = kind.make(server.baseURL)
             let token = try await server.token("alice")
             let stamp = HLCTimestamp(wallMilliseconds: 1_000, counter: 0)
-            let push = PushRequest(clientID: "parity-\(kind.rawValue)", mutations: [
-                Mutation(mutationID: 1, table: "note", rowID: "r/1?#", scope: "user:alice", operation: .upsert, columns: ["title": "x"], baseVersion: nil, hlc: stamp),
-            ])
+            let push = PushRequest(
+                clientID: "parity-\(kind.rawValue)",
+                mutations: [
+                    Mutation(mutationID: 1, table: "note", rowID: "r/1?#", scope: "user:alice", operation: .upsert, columns: ["title": "x"], baseVersion: nil, hlc: stamp)
+                ])
             let reply = try await transport.push(push, token: token)
             #expect(reply.lastAppliedMutationID == 1)
             #expect(reply.results.map(\.status) == [.applied])
@@ -108,8 +110,9 @@ import FerryTestSupport
             // blob's length), then the rest from the server's offset.
             let head = directory.url.appending(path: "head")
             try bytes.prefix(1 << 20).write(to: head)
-            _ = try? await transport.uploadBlob(scope: "user:alice", sha256: sha256, file: head, offset: 0,
-                                                size: Int64(bytes.count), token: token)
+            _ = try? await transport.uploadBlob(
+                scope: "user:alice", sha256: sha256, file: head, offset: 0,
+                size: Int64(bytes.count), token: token)
             // Until the server has seen the cut body end, it answers 409 (as the engine's retries expect).
             var held: Int64 = 0
             var after: Int64 = 0
@@ -118,8 +121,9 @@ import FerryTestSupport
                 held = try await transport.blobOffset(scope: "user:alice", sha256: sha256, token: token) ?? 0
                 #expect(held < Int64(bytes.count))
                 do {
-                    after = try await transport.uploadBlob(scope: "user:alice", sha256: sha256, file: file, offset: held,
-                                                           size: Int64(bytes.count), token: token, progress: { reported.value = $0 })
+                    after = try await transport.uploadBlob(
+                        scope: "user:alice", sha256: sha256, file: file, offset: held,
+                        size: Int64(bytes.count), token: token, progress: { reported.value = $0 })
                     break
                 } catch SyncTransportError.http(409, _, _) where attempt < 40 {
                     try await Task.sleep(for: .milliseconds(50))
@@ -135,8 +139,9 @@ import FerryTestSupport
             try await transport.downloadBlob(scope: "user:alice", sha256: sha256, into: resumed, token: token)
             #expect(try Data(contentsOf: resumed) == bytes)
             do {
-                try await transport.downloadBlob(scope: "user:alice", sha256: String(repeating: "0", count: 64),
-                                                 into: directory.url.appending(path: "none"), token: token)
+                try await transport.downloadBlob(
+                    scope: "user:alice", sha256: String(repeating: "0", count: 64),
+                    into: directory.url.appending(path: "none"), token: token)
                 Issue.record("an absent blob must be a 404")
             } catch let error as SyncTransportError {
                 guard case .http(404, _, _) = error else { Issue.record("expected 404, got \(error)"); return }

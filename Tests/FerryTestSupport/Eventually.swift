@@ -6,8 +6,10 @@
 /// ```swift
 /// #expect(try await eventually(within: .seconds(1)) { feed.subscriberCount == 0 })
 /// ```
-public func eventually(within timeout: Duration, every interval: Duration = .milliseconds(10),
-                       _ condition: () async throws -> Bool) async throws -> Bool {
+public func eventually(
+    within timeout: Duration, every interval: Duration = .milliseconds(10),
+    _ condition: () async throws -> Bool
+) async throws -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if try await condition() { return true }

@@ -1,8 +1,8 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A plain TCP connection to a loopback port, driven byte by byte: for
@@ -46,9 +46,11 @@ public final class RawConnection: @unchecked Sendable {
     /// What arrives within `timeout`, and whether the server closed the
     /// connection (reading stops at the close).
     public func read(for timeout: Duration, untilContains marker: String? = nil) -> (text: String, closed: Bool) {
-        let (bytes, closed) = readBytes(for: timeout, until: marker.map { marker in
-            { String(decoding: $0, as: UTF8.self).contains(marker) }
-        })
+        let (bytes, closed) = readBytes(
+            for: timeout,
+            until: marker.map { marker in
+                { String(decoding: $0, as: UTF8.self).contains(marker) }
+            })
         return (String(decoding: bytes, as: UTF8.self), closed)
     }
 
@@ -97,16 +99,16 @@ public final class RawConnection: @unchecked Sendable {
 
 private func closeSocket(_ descriptor: Int32) {
     #if canImport(Glibc)
-    _ = Glibc.close(descriptor)
+        _ = Glibc.close(descriptor)
     #else
-    _ = Darwin.close(descriptor)
+        _ = Darwin.close(descriptor)
     #endif
 }
 
 private func sendBytes(_ descriptor: Int32, _ bytes: UnsafeRawPointer?, _ count: Int) -> Int {
     #if canImport(Glibc)
-    Glibc.send(descriptor, bytes, count, Int32(MSG_NOSIGNAL))
+        Glibc.send(descriptor, bytes, count, Int32(MSG_NOSIGNAL))
     #else
-    Darwin.send(descriptor, bytes, count, 0)
+        Darwin.send(descriptor, bytes, count, 0)
     #endif
 }

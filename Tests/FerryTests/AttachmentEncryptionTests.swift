@@ -76,7 +76,7 @@ import Testing
 
     enum Tamper: String, CaseIterable, Sendable {
         case flipAByteInTheMiddle, flipAByteOfTheHeader, cutAtAChunkBoundary, cutInsideAChunk, appendGarbage,
-             swapTwoChunks, dropTheLastChunk, useAnotherFilesChunk, keepOnlyTheHeader
+            swapTwoChunks, dropTheLastChunk, useAnotherFilesChunk, keepOnlyTheHeader
     }
 
     @Test(arguments: Tamper.allCases)

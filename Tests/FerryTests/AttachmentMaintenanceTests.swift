@@ -33,12 +33,18 @@ import FerryTestSupport
         let disk = AttachmentMaintenancePlan.Disk(
             staging: ["crashed": 3, "adding": 5],
             temp: ["half": 4, "landed": 10, "removed": 2, "adding": 1],
-            attachments: ["note/n1/whole": 10, "note/n1/landed": 10, "note/n1/stray": 7, "note/n1/adding": 5,
-                          "note/n1/short": 3])
-        let plan = AttachmentMaintenancePlan(records: records, fileStates: ["whole", "gone", "half", "landed", "forgotten"],
-                                             disk: disk, inFlight: ["adding"])
-        #expect(plan.remove == ["staging/crashed", "temp/landed", "temp/removed", "attachments/note/n1/short",
-                                "attachments/note/n1/stray"])
+            attachments: [
+                "note/n1/whole": 10, "note/n1/landed": 10, "note/n1/stray": 7, "note/n1/adding": 5,
+                "note/n1/short": 3,
+            ])
+        let plan = AttachmentMaintenancePlan(
+            records: records, fileStates: ["whole", "gone", "half", "landed", "forgotten"],
+            disk: disk, inFlight: ["adding"])
+        #expect(
+            plan.remove == [
+                "staging/crashed", "temp/landed", "temp/removed", "attachments/note/n1/short",
+                "attachments/note/n1/stray",
+            ])
         #expect(plan.markMissing == ["gone", "half"])
         #expect(plan.markPresent == ["landed"])
         #expect(plan.forget == ["forgotten"])
@@ -49,8 +55,9 @@ import FerryTestSupport
         var configuration = FerryConfiguration()
         let files = directory.url.appending(path: "files")
         configuration.attachmentsDirectory = files
-        let database = try FerryDatabase(path: directory.path("notes.sqlite"), schema: ItemSchema.schema,
-                                         configuration: configuration)
+        let database = try FerryDatabase(
+            path: directory.path("notes.sqlite"), schema: ItemSchema.schema,
+            configuration: configuration)
         try await database.write { db in
             try db.execute(sql: "INSERT INTO item(id, writer, revision) VALUES ('r1', 'me', 0)")
         }

@@ -72,15 +72,17 @@ import FerryTestSupport
         try database.write { db in
             try Note(id: "record", title: "via GRDB record", body: nil, score: nil).insert(db)
             // Bulk import through INSERT ... SELECT.
-            try db.execute(sql: """
-                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 50)
-                INSERT INTO note(id, title) SELECT 'bulk-' || i, 'imported' FROM n
-                """)
+            try db.execute(
+                sql: """
+                    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 50)
+                    INSERT INTO note(id, title) SELECT 'bulk-' || i, 'imported' FROM n
+                    """)
             // Upsert: the conflicting insert becomes an update.
-            try db.execute(sql: """
-                INSERT INTO note(id, title) VALUES ('record', 'renamed')
-                ON CONFLICT(id) DO UPDATE SET title = excluded.title
-                """)
+            try db.execute(
+                sql: """
+                    INSERT INTO note(id, title) VALUES ('record', 'renamed')
+                    ON CONFLICT(id) DO UPDATE SET title = excluded.title
+                    """)
         }
         let captured = try entries(database)
         #expect(captured.count == 52)
@@ -192,13 +194,14 @@ import FerryTestSupport
         }
         migrator.registerMigration("v3-rebuild") { db in
             // Change `score` from REAL to TEXT: create, copy, drop, rename.
-            try db.execute(sql: """
-                CREATE TABLE note_new (id TEXT PRIMARY KEY NOT NULL, title TEXT NOT NULL DEFAULT '', body TEXT,
-                                       score TEXT, data BLOB, color TEXT);
-                INSERT INTO note_new SELECT id, title, body, CAST(score AS TEXT), data, color FROM note;
-                DROP TABLE note;
-                ALTER TABLE note_new RENAME TO note;
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE note_new (id TEXT PRIMARY KEY NOT NULL, title TEXT NOT NULL DEFAULT '', body TEXT,
+                                           score TEXT, data BLOB, color TEXT);
+                    INSERT INTO note_new SELECT id, title, body, CAST(score AS TEXT), data, color FROM note;
+                    DROP TABLE note;
+                    ALTER TABLE note_new RENAME TO note;
+                    """)
         }
         let v3 = try FerryDatabase(path: path, schema: FerrySchema(migrator: migrator, syncedTables: [SyncedTable("note")]))
         // The migrations themselves recorded nothing: every device runs them.
@@ -240,9 +243,12 @@ import FerryTestSupport
             try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name")
         }
         // Ferry's own synced table of attachment metadata keeps its triggers.
-        #expect(names.filter { !$0.hasPrefix("ferry_capture_ferry_attachments_") }
-                == ["ferry_capture_note_attachments", "ferry_capture_note_delete", "ferry_capture_note_insert",
-                    "ferry_capture_note_key", "ferry_capture_note_update"])
+        #expect(
+            names.filter { !$0.hasPrefix("ferry_capture_ferry_attachments_") }
+                == [
+                    "ferry_capture_note_attachments", "ferry_capture_note_delete", "ferry_capture_note_insert",
+                    "ferry_capture_note_key", "ferry_capture_note_update",
+                ])
     }
 
     @Test func aConnectionWithoutFerryCannotWriteASyncedTableSilently() throws {

@@ -77,7 +77,8 @@ import FerryTestSupport
 
         let waits = DurationSummary(readerWaits.withLock { $0 })
         let telemetry = database.telemetry.snapshot()
-        print("""
+        print(
+            """
             concurrency: \(parentIDs.count) parent writes, \(childIDs.count) child writes, \(waits.count) reads in \(elapsed); \
             longest reader wait \(waits.max) (p99 \(waits.p99)); parent busy waits \(telemetry.busyWaits), \
             timeouts \(telemetry.busyTimeouts); \(lines.last ?? "")

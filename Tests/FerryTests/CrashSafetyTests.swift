@@ -58,9 +58,13 @@ import FerryTestSupport
             var inserts: [String: Int] = [:], updates: [String: Int] = [:]
             for entry in entries {
                 let op: String = entry["op"]
-                if op == "insert" { inserts[entry["row_id"]] = entry["n"] }
-                else if op == "update" { updates[entry["row_id"]] = entry["n"] }
-                else { Issue.record("round \(round): unexpected \(op) entry") }
+                if op == "insert" {
+                    inserts[entry["row_id"]] = entry["n"]
+                } else if op == "update" {
+                    updates[entry["row_id"]] = entry["n"]
+                } else {
+                    Issue.record("round \(round): unexpected \(op) entry")
+                }
             }
             #expect(Set(inserts.keys) == Set(revisions.keys), "round \(round): rows and insert entries differ")
             #expect(inserts.values.allSatisfy { $0 == 1 }, "round \(round)")

@@ -14,7 +14,7 @@ import FerryTestSupport
                 try String.fetchOne(db, sql: "PRAGMA \(name)")
             }
         }
-        #expect(pragmas == ["wal", "1", "1", "2"])   // WAL, NORMAL, ON, MEMORY
+        #expect(pragmas == ["wal", "1", "1", "2"])  // WAL, NORMAL, ON, MEMORY
         #expect(database.writer.configuration.maximumReaderCount == 5)
         #expect(database.writer is DatabasePool)
         let readerTempStore = try database.read { db in try Int.fetchOne(db, sql: "PRAGMA temp_store") }
@@ -138,8 +138,9 @@ import FerryTestSupport
         let database = try FerryDatabase(path: path, schema: NotesAndTasks.schema)
         try database.write { db in
             for n in 0..<500 {
-                try db.execute(sql: "INSERT INTO note(id, title, body) VALUES (?, 'x', ?)",
-                               arguments: ["n\(n)", String(repeating: "b", count: 1000)])
+                try db.execute(
+                    sql: "INSERT INTO note(id, title, body) VALUES (?, 'x', ?)",
+                    arguments: ["n\(n)", String(repeating: "b", count: 1000)])
             }
         }
         let walSize = { (try? FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int) ?? -1 }

@@ -13,8 +13,9 @@ import Testing
     }
 
     static func tester(to version: String) -> MigrationTester {
-        MigrationTester(schema: NotesExample.schema(at: version),
-                        snapshotsDirectory: fixtures.appendingPathComponent("schemas"))
+        MigrationTester(
+            schema: NotesExample.schema(at: version),
+            snapshotsDirectory: fixtures.appendingPathComponent("schemas"))
     }
 
     func notes(_ database: FerryDatabase) throws -> [Row] {
@@ -111,8 +112,9 @@ import Testing
         migrator.registerMigration("v1") { db in
             try db.execute(sql: "CREATE TABLE note (id TEXT PRIMARY KEY NOT NULL, title TEXT, body TEXT, pinned TEXT, createdAt TEXT NOT NULL)")
         }
-        let tester = MigrationTester(schema: FerrySchema(migrator: migrator, syncedTables: [SyncedTable("note")]),
-                                     snapshotsDirectory: Self.fixtures.appendingPathComponent("schemas"))
+        let tester = MigrationTester(
+            schema: FerrySchema(migrator: migrator, syncedTables: [SyncedTable("note")]),
+            snapshotsDirectory: Self.fixtures.appendingPathComponent("schemas"))
         let error = #expect(throws: FerryError.self) {
             try tester.upgrade(fixture: Self.fixture("v1")) { _ in }
         }
@@ -135,14 +137,16 @@ import Testing
             try snapshot.text.write(to: schemas.appendingPathComponent("\(version).schema.txt"), atomically: true, encoding: .utf8)
         }
         for version in NotesExample.versions {
-            let database = try FerryDatabase(path: scratch.appendingPathComponent("\(version).sqlite").path,
-                                             schema: NotesExample.schema(at: version))
+            let database = try FerryDatabase(
+                path: scratch.appendingPathComponent("\(version).sqlite").path,
+                schema: NotesExample.schema(at: version))
             try database.write { db in
                 for (n, note) in NotesExample.awkwardNotes.enumerated() {
                     // v3 stores pinned as an INTEGER: the v1/v2 text mapped as the v3 migration maps it.
                     let pinned: DatabaseValueConvertible? = version == "v3" ? (note.pinned == "true" ? 1 : 0) : note.pinned
-                    try db.execute(sql: "INSERT INTO note(id, title, body, pinned, createdAt) VALUES (?, ?, ?, ?, ?)",
-                                   arguments: [note.id, note.title, note.body, pinned, "2026-0\(n + 1)-01T00:00:00Z"])
+                    try db.execute(
+                        sql: "INSERT INTO note(id, title, body, pinned, createdAt) VALUES (?, ?, ?, ?, ?)",
+                        arguments: [note.id, note.title, note.body, pinned, "2026-0\(n + 1)-01T00:00:00Z"])
                 }
                 if version == "v3" {
                     try db.execute(sql: "INSERT INTO category(id, name) VALUES ('c-1', 'Ünïcödé'), ('c-2', '')")

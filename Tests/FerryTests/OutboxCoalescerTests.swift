@@ -5,17 +5,22 @@ import Testing
 @Suite struct OutboxCoalescerTests {
     var seq: Int64 = 0
 
-    mutating func entry(_ row: String, _ op: OutboxEntry.Operation, _ columns: Set<String>? = nil,
-                        base: Int64? = nil, mutationID: Int64? = nil) -> OutboxEntry {
+    mutating func entry(
+        _ row: String, _ op: OutboxEntry.Operation, _ columns: Set<String>? = nil,
+        base: Int64? = nil, mutationID: Int64? = nil
+    ) -> OutboxEntry {
         seq += 1
-        return OutboxEntry(seq: seq, table: "note", rowID: row, operation: op, columns: columns,
-                           baseVersion: base, hlc: HLCTimestamp(wallMilliseconds: 1000, counter: UInt16(seq)),
-                           mutationID: mutationID)
+        return OutboxEntry(
+            seq: seq, table: "note", rowID: row, operation: op, columns: columns,
+            baseVersion: base, hlc: HLCTimestamp(wallMilliseconds: 1000, counter: UInt16(seq)),
+            mutationID: mutationID)
     }
 
     @Test mutating func editsOfOneRowBecomeOneUpsertWithTheUnionOfColumns() {
-        let entries = [entry("a", .update, ["title"], base: 3), entry("b", .update, ["body"], base: 1),
-                       entry("a", .update, ["body"], base: 3)]
+        let entries = [
+            entry("a", .update, ["title"], base: 3), entry("b", .update, ["body"], base: 1),
+            entry("a", .update, ["body"], base: 3),
+        ]
         let result = OutboxCoalescer.coalesce(entries)
         #expect(result.mutations.map(\.rowID) == ["a", "b"])
         #expect(result.mutations[0].columns == ["title", "body"])
@@ -29,8 +34,10 @@ import Testing
     /// An edit made after a pull brought a newer version keeps its newer
     /// base in a mutation of its own; the earlier edit keeps its older one.
     @Test mutating func anEditOnANewerVersionStartsItsOwnMutation() {
-        let result = OutboxCoalescer.coalesce([entry("a", .update, ["title"], base: 3), entry("a", .update, ["body"], base: 9),
-                                               entry("a", .update, ["title"], base: 9)])
+        let result = OutboxCoalescer.coalesce([
+            entry("a", .update, ["title"], base: 3), entry("a", .update, ["body"], base: 9),
+            entry("a", .update, ["title"], base: 9),
+        ])
         #expect(result.mutations.map(\.baseVersion) == [3, 9])
         #expect(result.mutations.map(\.columns) == [["title"], ["body", "title"]])
         #expect(result.mutations.map(\.entrySeqs) == [[1], [2, 3]])

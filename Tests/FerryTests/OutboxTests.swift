@@ -205,7 +205,7 @@ import FerryTestSupport
             try database.outbox.markAcknowledged(try database.outbox.nextBatch(limit: 10))
             try database.outbox.purge()
         }
-        clock.set(1_000)   // an hour and more backwards
+        clock.set(1_000)  // an hour and more backwards
         let reopened = try FerryDatabase(path: path, schema: NotesAndTasks.schema, configuration: configuration)
         try reopened.write { db in try db.execute(sql: "INSERT INTO note(id, title) VALUES ('b', 'x')") }
         stamps += try reopened.outbox.pendingMutations().map(\.hlc)

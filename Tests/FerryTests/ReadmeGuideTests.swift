@@ -18,15 +18,17 @@ import FerryTestSupport
             }
             try db.create(table: "task") { t in
                 t.primaryKey("id", .text)
-                t.column("listScope", .text).notNull()   // names a shared scope, e.g. "list:groceries"
+                t.column("listScope", .text).notNull()  // names a shared scope, e.g. "list:groceries"
                 t.column("done", .boolean).notNull().defaults(to: false)
             }
         }
 
-        let schema = FerrySchema(migrator: migrator, syncedTables: [
-            SyncedTable("note"),                                                       // the user's private scope
-            SyncedTable("task", scope: .column("listScope")),
-        ])
+        let schema = FerrySchema(
+            migrator: migrator,
+            syncedTables: [
+                SyncedTable("note"),  // the user's private scope
+                SyncedTable("task", scope: .column("listScope")),
+            ])
         let database = try FerryDatabase(path: directory.path("app.sqlite"), schema: schema)
 
         let id = UUID().uuidString
@@ -40,7 +42,7 @@ import FerryTestSupport
 
         // The README loop runs until its task is cancelled; here it stops after the first value.
         for try await count in database.outbox.observePendingCount() {
-            #expect(count == 1)   // the insert and update coalesce
+            #expect(count == 1)  // the insert and update coalesce
             break
         }
 
@@ -53,7 +55,7 @@ import FerryTestSupport
         #expect(snapshot.text.contains("table note\n  column id TEXT NOT NULL PRIMARY KEY(1)"))
 
         let stats = database.telemetry.snapshot()
-        #expect(stats.writes.count == 4)   // write, nextBatch, markAcknowledged, purge
+        #expect(stats.writes.count == 4)  // write, nextBatch, markAcknowledged, purge
         #expect(stats.busyWaits == 0)
     }
 }

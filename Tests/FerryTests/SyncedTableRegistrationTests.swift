@@ -63,8 +63,9 @@ import Testing
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in try db.execute(sql: "CREATE TABLE t (id TEXT PRIMARY KEY NOT NULL)") }
         #expect(throws: FerryError.self) {
-            try FerryDatabase(writer: DatabaseQueue(),
-                              schema: FerrySchema(migrator: migrator, syncedTables: [SyncedTable("t"), SyncedTable("T")]))
+            try FerryDatabase(
+                writer: DatabaseQueue(),
+                schema: FerrySchema(migrator: migrator, syncedTables: [SyncedTable("t"), SyncedTable("T")]))
         }
     }
 

@@ -18,12 +18,14 @@ struct AttachmentCache: Sendable {
         let files = try database.attachments.files()
         let settings = database.attachmentSettings
         let entries = try await database.read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT a.id, a.tbl, a.row_id, a.size, f.state, f.last_opened_at,
-                       EXISTS (SELECT 1 FROM ferry_outbox o WHERE o.tbl = 'ferry_attachments' AND o.row_id = a.id
-                               AND o.state = ?) AS unpushed
-                FROM ferry_attachments a JOIN ferry_attachment_files f ON f.id = a.id
-                """, arguments: [OutboxRecord.State.pending])
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT a.id, a.tbl, a.row_id, a.size, f.state, f.last_opened_at,
+                           EXISTS (SELECT 1 FROM ferry_outbox o WHERE o.tbl = 'ferry_attachments' AND o.row_id = a.id
+                                   AND o.state = ?) AS unpushed
+                    FROM ferry_attachments a JOIN ferry_attachment_files f ON f.id = a.id
+                    """, arguments: [OutboxRecord.State.pending])
         }
         var onDevice: [AttachmentEviction.File] = []
         var paths: [String: URL] = [:]
@@ -36,8 +38,10 @@ struct AttachmentCache: Sendable {
             paths[id] = url
             // Evictable once the server holds both the bytes and the row that names them.
             let unpushed: Bool = entry["unpushed"]
-            onDevice.append(.init(id: id, size: size, uploaded: state == .uploaded && !unpushed && !settings.isInFlight(id),
-                                  lastOpenedAt: entry["last_opened_at"]))
+            onDevice.append(
+                .init(
+                    id: id, size: size, uploaded: state == .uploaded && !unpushed && !settings.isInFlight(id),
+                    lastOpenedAt: entry["last_opened_at"]))
         }
         let evicted = AttachmentEviction(limit: limit, keeping: kept).evict(onDevice)
         guard !evicted.isEmpty else { return 0 }
@@ -45,10 +49,11 @@ struct AttachmentCache: Sendable {
         let opened = Dictionary(onDevice.map { ($0.id, $0.lastOpenedAt) }, uniquingKeysWith: { first, _ in first })
         let gone = try await database.write { db in
             try evicted.filter { id in
-                try db.execute(sql: """
-                    UPDATE ferry_attachment_files SET state = ?, transferred = 0, reason = NULL
-                    WHERE id = ? AND state = ? AND last_opened_at IS ?
-                    """, arguments: [AttachmentFileRecord.State.missing, id, AttachmentFileRecord.State.uploaded, opened[id] ?? nil])
+                try db.execute(
+                    sql: """
+                        UPDATE ferry_attachment_files SET state = ?, transferred = 0, reason = NULL
+                        WHERE id = ? AND state = ? AND last_opened_at IS ?
+                        """, arguments: [AttachmentFileRecord.State.missing, id, AttachmentFileRecord.State.uploaded, opened[id] ?? nil])
                 return db.changesCount == 1
             }
         }

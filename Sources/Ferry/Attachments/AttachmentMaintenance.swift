@@ -1,9 +1,9 @@
 import Foundation
 import GRDB
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// What ``Attachments/maintain()`` found and did.
@@ -46,10 +46,12 @@ extension Attachments {
 
     private func maintain(_ files: AttachmentFiles, protected: () -> Set<String>) async throws -> AttachmentMaintenanceReport {
         let (records, fileStates) = try await database.read { db in
-            let rows = try Row.fetchAll(db, sql: """
-                SELECT a.id, a.tbl, a.row_id, a.size, f.state
-                FROM ferry_attachments a LEFT JOIN ferry_attachment_files f ON f.id = a.id
-                """)
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT a.id, a.tbl, a.row_id, a.size, f.state
+                    FROM ferry_attachments a LEFT JOIN ferry_attachment_files f ON f.id = a.id
+                    """)
             let states = try String.fetchSet(db, sql: "SELECT id FROM ferry_attachment_files")
             return (rows, states)
         }
@@ -71,23 +73,26 @@ extension Attachments {
             report.filesRemoved += 1
         }
         Self.removeEmptyFolders(in: files.attachments, depth: 2)
-        let plainSizes = Dictionary(records.map { (row: Row) -> (String, Int64) in (row["id"], row["size"]) },
-                                    uniquingKeysWith: { first, _ in first })
+        let plainSizes = Dictionary(
+            records.map { (row: Row) -> (String, Int64) in (row["id"], row["size"]) },
+            uniquingKeysWith: { first, _ in first })
         if !plan.markMissing.isEmpty || !plan.markPresent.isEmpty || !plan.forget.isEmpty {
             try await database.write { db in
                 let byID = Dictionary(known.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
                 // Each only if the state is still the one read: a transfer may have moved it since.
                 for id in plan.markMissing {
-                    try db.execute(sql: "UPDATE ferry_attachment_files SET state = ?, transferred = 0, reason = NULL WHERE id = ? AND state = ?",
-                                   arguments: [AttachmentFileRecord.State.missing, id, byID[id]?.state])
+                    try db.execute(
+                        sql: "UPDATE ferry_attachment_files SET state = ?, transferred = 0, reason = NULL WHERE id = ? AND state = ?",
+                        arguments: [AttachmentFileRecord.State.missing, id, byID[id]?.state])
                 }
                 for id in plan.markPresent {
                     let size = plainSizes[id] ?? 0
-                    try db.execute(sql: """
-                        INSERT INTO ferry_attachment_files(id, state, transferred) VALUES (?, ?, ?)
-                        ON CONFLICT(id) DO UPDATE SET state = excluded.state, transferred = excluded.transferred, reason = NULL
-                        WHERE state IS NOT excluded.state
-                        """, arguments: [id, AttachmentFileRecord.State.uploaded, size])
+                    try db.execute(
+                        sql: """
+                            INSERT INTO ferry_attachment_files(id, state, transferred) VALUES (?, ?, ?)
+                            ON CONFLICT(id) DO UPDATE SET state = excluded.state, transferred = excluded.transferred, reason = NULL
+                            WHERE state IS NOT excluded.state
+                            """, arguments: [id, AttachmentFileRecord.State.uploaded, size])
                 }
                 for id in plan.forget {
                     _ = try AttachmentFileRecord.deleteOne(db, key: id)

@@ -42,7 +42,8 @@ enum AttachmentOwners {
     private static func exists(table: String, rowID: String, _ db: Database) throws -> Bool {
         // The table's primary key, as the capture trigger used it.
         guard try db.tableExists(table), let key = try db.primaryKey(table).columns.first else { return false }
-        return try Bool.fetchOne(db, sql: "SELECT 1 FROM \(SQLText.identifier(table)) WHERE \(SQLText.identifier(key)) = ?",
-                                 arguments: [rowID]) ?? false
+        return try Bool.fetchOne(
+            db, sql: "SELECT 1 FROM \(SQLText.identifier(table)) WHERE \(SQLText.identifier(key)) = ?",
+            arguments: [rowID]) ?? false
     }
 }

@@ -30,9 +30,10 @@ struct AttachmentRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     }
 
     func attachment(_ file: AttachmentFileRecord?) -> Attachment {
-        Attachment(id: id, table: table, rowID: rowID, scope: scope, name: name, contentType: contentType, size: size,
-                   sha256: sha256, createdAt: Date(timeIntervalSince1970: Double(createdAt) / 1000),
-                   state: file?.attachmentState ?? .missing)
+        Attachment(
+            id: id, table: table, rowID: rowID, scope: scope, name: name, contentType: contentType, size: size,
+            sha256: sha256, createdAt: Date(timeIntervalSince1970: Double(createdAt) / 1000),
+            state: file?.attachmentState ?? .missing)
     }
 }
 

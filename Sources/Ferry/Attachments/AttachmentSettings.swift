@@ -26,8 +26,10 @@ final class AttachmentSettings: Sendable {
     /// Whether the directory's `format` file has been checked against `format`.
     private let formatChecked = Locked<Bool>(false)
 
-    init(root: URL?, cipher: (any AttachmentCipher)?, downloads: [String: AttachmentDownloadPolicy], cacheLimit: Int64?,
-         steps: (@Sendable (AttachmentStep) -> Void)?) {
+    init(
+        root: URL?, cipher: (any AttachmentCipher)?, downloads: [String: AttachmentDownloadPolicy], cacheLimit: Int64?,
+        steps: (@Sendable (AttachmentStep) -> Void)?
+    ) {
         self.root = root
         self.format = AttachmentFileFormat(cipher: cipher)
         self.downloads = downloads
@@ -42,7 +44,8 @@ final class AttachmentSettings: Sendable {
     ///   one whose files are in the other format (sealed, or plain).
     func files() throws -> AttachmentFiles {
         guard let root else {
-            throw FerryError(.invalidConfiguration,
+            throw FerryError(
+                .invalidConfiguration,
                 "this database has no file to keep attachments beside; set FerryConfiguration.attachmentsDirectory")
         }
         let files = AttachmentFiles(root: root, format: format)
@@ -64,7 +67,8 @@ final class AttachmentSettings: Sendable {
         // A directory from before the `format` file holds plain files.
         let existing = (try? FileManager.default.contentsOfDirectory(atPath: files.attachments.path)) ?? []
         if format.isSealed, !existing.isEmpty {
-            throw FerryError(.invalidConfiguration,
+            throw FerryError(
+                .invalidConfiguration,
                 "\(files.root.path) already holds plain attachment files; sealing applies to a new attachments directory")
         }
         try FileManager.default.createDirectory(at: files.root, withIntermediateDirectories: true)

@@ -1,9 +1,9 @@
 import Foundation
 import GRDB
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Files attached to rows of synced tables: photos, audio, PDFs. The bytes
@@ -38,15 +38,19 @@ public struct Attachments: Sendable {
     ///   `.storageFull` when the disk has no room for the copy (nothing is
     ///   kept of it).
     @discardableResult
-    public func add(file url: URL, to table: String, row rowID: String, name: String? = nil,
-                    contentType: String? = nil) async throws -> Attachment {
+    public func add(
+        file url: URL, to table: String, row rowID: String, name: String? = nil,
+        contentType: String? = nil
+    ) async throws -> Attachment {
         try await add(Self.chunks(of: url), to: table, row: rowID, name: name ?? url.lastPathComponent, contentType: contentType)
     }
 
     /// Attaches `data` to a row.
     @discardableResult
-    public func add(data: Data, to table: String, row rowID: String, name: String? = nil,
-                    contentType: String? = nil) async throws -> Attachment {
+    public func add(
+        data: Data, to table: String, row rowID: String, name: String? = nil,
+        contentType: String? = nil
+    ) async throws -> Attachment {
         let chunks = AsyncThrowingStream<Data, any Error> { continuation in
             continuation.yield(data)
             continuation.finish()
@@ -57,8 +61,10 @@ public struct Attachments: Sendable {
     /// Attaches the bytes an async sequence yields (a recording, a
     /// download): written as they come, never held whole.
     @discardableResult
-    public func add(_ chunks: some AsyncSequence<Data, any Error>, to table: String, row rowID: String,
-                    name: String? = nil, contentType: String? = nil) async throws -> Attachment {
+    public func add(
+        _ chunks: some AsyncSequence<Data, any Error>, to table: String, row rowID: String,
+        name: String? = nil, contentType: String? = nil
+    ) async throws -> Attachment {
         let files = try self.files()
         guard let layout = database.layouts[table], table != AttachmentRecord.databaseTableName else {
             throw FerryError(.attachmentNotFound, "table `\(table)` is not synced; attachments belong to rows of synced tables")
@@ -75,9 +81,10 @@ public struct Attachments: Sendable {
                 let now = database.wallClock.nowMilliseconds()
                 let attachment = try await database.write { db in
                     let scope = try Self.scope(of: rowID, in: layout, db)
-                    let record = AttachmentRecord(id: id, table: table, rowID: rowID, scope: scope, name: name,
-                                                  contentType: contentType, size: staged.size, sha256: staged.sha256,
-                                                  createdAt: now)
+                    let record = AttachmentRecord(
+                        id: id, table: table, rowID: rowID, scope: scope, name: name,
+                        contentType: contentType, size: staged.size, sha256: staged.sha256,
+                        createdAt: now)
                     try record.insert(db)
                     let file = AttachmentFileRecord(id: id, state: .localOnly, lastOpenedAt: now)
                     try file.insert(db)
@@ -100,12 +107,16 @@ public struct Attachments: Sendable {
         let key = SQLText.identifier(layout.primaryKey)
         switch layout.table.scope {
         case .user:
-            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM \(SQLText.identifier(table)) WHERE \(key) = ?",
-                                    arguments: [rowID]) ?? false else { throw noRow(table, rowID) }
+            guard
+                try Bool.fetchOne(
+                    db, sql: "SELECT 1 FROM \(SQLText.identifier(table)) WHERE \(key) = ?",
+                    arguments: [rowID]) ?? false
+            else { throw noRow(table, rowID) }
             return nil
         case .column(let column):
-            let rows = try Row.fetchAll(db, sql: "SELECT \(SQLText.identifier(column)) FROM \(SQLText.identifier(table)) WHERE \(key) = ?",
-                                        arguments: [rowID])
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT \(SQLText.identifier(column)) FROM \(SQLText.identifier(table)) WHERE \(key) = ?",
+                arguments: [rowID])
             guard let row = rows.first else { throw noRow(table, rowID) }
             return row[0]
         }
@@ -140,7 +151,8 @@ public struct Attachments: Sendable {
     public func localURL(for attachment: Attachment) throws -> URL? {
         let files = try self.files()
         guard !files.format.isSealed else {
-            throw FerryError(.invalidConfiguration,
+            throw FerryError(
+                .invalidConfiguration,
                 "attachment files are sealed at rest; read attachment \(attachment.id) with data(for:), or export(_:to:) a checked copy")
         }
         return try wholeFile(of: attachment, in: files)
@@ -242,7 +254,8 @@ public struct Attachments: Sendable {
 
     private static func check(_ sha256: String, size: Int64, of attachment: Attachment) throws {
         guard size == attachment.size, sha256 == attachment.sha256 else {
-            throw FerryError(.attachmentCorrupted,
+            throw FerryError(
+                .attachmentCorrupted,
                 "attachment \(attachment.id)'s file holds \(size) bytes hashing to \(sha256), not \(attachment.size) hashing to \(attachment.sha256)")
         }
     }

@@ -39,15 +39,18 @@ struct CaptureTriggers {
         var definitions: [Definition] = []
 
         let insertName = namePrefix + table + "_insert"
-        definitions.append(Definition(name: insertName, sql: """
-            CREATE TRIGGER \(SQLText.identifier(insertName)) AFTER INSERT ON \(quotedTable) \
-            WHEN ferry_capturing() BEGIN \(outboxInsert(row: "NEW", operation: "insert", columns: "NULL")) END
-            """))
+        definitions.append(
+            Definition(
+                name: insertName,
+                sql: """
+                    CREATE TRIGGER \(SQLText.identifier(insertName)) AFTER INSERT ON \(quotedTable) \
+                    WHEN ferry_capturing() BEGIN \(outboxInsert(row: "NEW", operation: "insert", columns: "NULL")) END
+                    """))
 
         let valueColumns = layout.valueColumns
         if !valueColumns.isEmpty {
             // COLLATE BINARY: a NOCASE column changed from 'abc' to 'ABC' did change.
-        let changed = valueColumns.map { column in
+            let changed = valueColumns.map { column in
                 let quoted = SQLText.identifier(column)
                 return "OLD.\(quoted) IS NOT NEW.\(quoted) COLLATE BINARY"
             }
@@ -59,38 +62,50 @@ struct CaptureTriggers {
             }
             let columnsJSON = "'[' || substr(\(names.joined(separator: " || ")), 2) || ']'"
             let updateName = namePrefix + table + "_update"
-            definitions.append(Definition(name: updateName, sql: """
-                CREATE TRIGGER \(SQLText.identifier(updateName)) AFTER UPDATE ON \(quotedTable) \
-                WHEN ferry_capturing() AND (\(changed.joined(separator: " OR "))) \
-                BEGIN \(outboxInsert(row: "NEW", operation: "update", columns: columnsJSON)) END
-                """))
+            definitions.append(
+                Definition(
+                    name: updateName,
+                    sql: """
+                        CREATE TRIGGER \(SQLText.identifier(updateName)) AFTER UPDATE ON \(quotedTable) \
+                        WHEN ferry_capturing() AND (\(changed.joined(separator: " OR "))) \
+                        BEGIN \(outboxInsert(row: "NEW", operation: "update", columns: columnsJSON)) END
+                        """))
         }
 
         let deleteName = namePrefix + table + "_delete"
-        definitions.append(Definition(name: deleteName, sql: """
-            CREATE TRIGGER \(SQLText.identifier(deleteName)) AFTER DELETE ON \(quotedTable) \
-            WHEN ferry_capturing() BEGIN \(outboxInsert(row: "OLD", operation: "delete", columns: "NULL")) END
-            """))
+        definitions.append(
+            Definition(
+                name: deleteName,
+                sql: """
+                    CREATE TRIGGER \(SQLText.identifier(deleteName)) AFTER DELETE ON \(quotedTable) \
+                    WHEN ferry_capturing() BEGIN \(outboxInsert(row: "OLD", operation: "delete", columns: "NULL")) END
+                    """))
 
         // A deleted row's attachments go with it: noted here, removed by `AttachmentOwners.sweep` once the row
         // is really gone (a REPLACE deletes and re-inserts it in one statement). Only for rows with attachments.
         if table != AttachmentRecord.databaseTableName {
             let ownerName = namePrefix + table + "_attachments"
-            definitions.append(Definition(name: ownerName, sql: """
-                CREATE TRIGGER \(SQLText.identifier(ownerName)) AFTER DELETE ON \(quotedTable) \
-                WHEN ferry_capturing() AND EXISTS (SELECT 1 FROM ferry_attachments WHERE tbl = \(tableLiteral) AND row_id = OLD.\(key)) \
-                BEGIN INSERT OR IGNORE INTO ferry_deleted_owners(tbl, row_id) VALUES (\(tableLiteral), OLD.\(key)); END
-                """))
+            definitions.append(
+                Definition(
+                    name: ownerName,
+                    sql: """
+                        CREATE TRIGGER \(SQLText.identifier(ownerName)) AFTER DELETE ON \(quotedTable) \
+                        WHEN ferry_capturing() AND EXISTS (SELECT 1 FROM ferry_attachments WHERE tbl = \(tableLiteral) AND row_id = OLD.\(key)) \
+                        BEGIN INSERT OR IGNORE INTO ferry_deleted_owners(tbl, row_id) VALUES (\(tableLiteral), OLD.\(key)); END
+                        """))
         }
 
         // The id is the row's identity on every device: it cannot change.
         let keyName = namePrefix + table + "_key"
         let message = SQLText.literal(
             "ferry: the primary key `\(layout.primaryKey)` of synced table `\(table)` cannot change; delete the row and insert a new one")
-        definitions.append(Definition(name: keyName, sql: """
-            CREATE TRIGGER \(SQLText.identifier(keyName)) BEFORE UPDATE OF \(key) ON \(quotedTable) \
-            WHEN OLD.\(key) IS NOT NEW.\(key) BEGIN SELECT RAISE(ABORT, \(message)); END
-            """))
+        definitions.append(
+            Definition(
+                name: keyName,
+                sql: """
+                    CREATE TRIGGER \(SQLText.identifier(keyName)) BEFORE UPDATE OF \(key) ON \(quotedTable) \
+                    WHEN OLD.\(key) IS NOT NEW.\(key) BEGIN SELECT RAISE(ABORT, \(message)); END
+                    """))
         return definitions
     }
 }

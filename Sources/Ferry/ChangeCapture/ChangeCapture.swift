@@ -70,10 +70,13 @@ final class ChangeCapture: Sendable {
     /// a database normally writes nothing.
     static func installTriggers(for layouts: [TableLayout], in db: Database) throws {
         let expected = layouts.flatMap(CaptureTriggers.definitions(for:))
-        let installed = try Row.fetchAll(db, sql: """
-            SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND substr(name, 1, ?) = ?
-            """, arguments: [CaptureTriggers.namePrefix.count, CaptureTriggers.namePrefix])
-            .map { CaptureTriggers.Definition(name: $0["name"], sql: $0["sql"]) }
+        let installed = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND substr(name, 1, ?) = ?
+                """, arguments: [CaptureTriggers.namePrefix.count, CaptureTriggers.namePrefix]
+        )
+        .map { CaptureTriggers.Definition(name: $0["name"], sql: $0["sql"]) }
         let expectedSet = Set(expected)
         for trigger in installed where !expectedSet.contains(trigger) {
             try db.execute(sql: "DROP TRIGGER IF EXISTS \(SQLText.identifier(trigger.name))")

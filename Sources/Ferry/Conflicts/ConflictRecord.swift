@@ -52,9 +52,11 @@ struct ConflictRecord: Codable, FetchableRecord, MutablePersistableRecord, Senda
         id = inserted.rowID
     }
 
-    init(_ conflict: Conflict, table: String, rowID: String, scope: String, mutationID: Int64,
-         serverVersion: Int64?, serverRow: String?, rowValues: String?, noticeID: String?,
-         overriddenBy: String?, detectedAt: Int64) throws {
+    init(
+        _ conflict: Conflict, table: String, rowID: String, scope: String, mutationID: Int64,
+        serverVersion: Int64?, serverRow: String?, rowValues: String?, noticeID: String?,
+        overriddenBy: String?, detectedAt: Int64
+    ) throws {
         self.table = table
         self.rowID = rowID
         self.scope = scope

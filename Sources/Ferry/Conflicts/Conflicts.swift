@@ -94,19 +94,24 @@ public struct Conflicts: Sendable {
                 throw FerryError(.invalidConfiguration, "`\(conflict.table)` has no value column `\(column)`")
             }
             // Columns the server knows and this app's table does not are left out.
-            let values = exists ? set : fill.filter { layout.columns.contains($0.key) && $0.key != layout.primaryKey }
-                .merging(set) { _, chosen in chosen }
+            let values =
+                exists
+                ? set
+                : fill.filter { layout.columns.contains($0.key) && $0.key != layout.primaryKey }
+                    .merging(set) { _, chosen in chosen }
             let columns = values.keys.sorted()
             if exists {
                 guard !columns.isEmpty else { return }
                 let sets = columns.map { "\(SQLText.identifier($0)) = ?" }.joined(separator: ", ")
-                try db.execute(sql: "UPDATE \(table) SET \(sets) WHERE \(key) = ?",
-                               arguments: StatementArguments(columns.map { values[$0]!.databaseValue } + [conflict.rowID.databaseValue]))
+                try db.execute(
+                    sql: "UPDATE \(table) SET \(sets) WHERE \(key) = ?",
+                    arguments: StatementArguments(columns.map { values[$0]!.databaseValue } + [conflict.rowID.databaseValue]))
             } else {
                 let names = ([layout.primaryKey] + columns).map(SQLText.identifier).joined(separator: ", ")
                 let marks = Array(repeating: "?", count: columns.count + 1).joined(separator: ", ")
-                try db.execute(sql: "INSERT INTO \(table) (\(names)) VALUES (\(marks))",
-                               arguments: StatementArguments([conflict.rowID.databaseValue] + columns.map { values[$0]!.databaseValue }))
+                try db.execute(
+                    sql: "INSERT INTO \(table) (\(names)) VALUES (\(marks))",
+                    arguments: StatementArguments([conflict.rowID.databaseValue] + columns.map { values[$0]!.databaseValue }))
             }
         }
     }

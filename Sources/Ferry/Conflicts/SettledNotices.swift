@@ -22,8 +22,9 @@ enum SettledNotices {
     /// Queues the notice a settled conflict came with, if any.
     static func settle(_ record: ConflictRecord, _ db: Database) throws {
         guard let noticeID = record.noticeID else { return }
-        try db.execute(sql: "INSERT OR IGNORE INTO ferry_settled_notices(scope, notice_id) VALUES (?, ?)",
-                       arguments: [record.scope, noticeID])
+        try db.execute(
+            sql: "INSERT OR IGNORE INTO ferry_settled_notices(scope, notice_id) VALUES (?, ?)",
+            arguments: [record.scope, noticeID])
     }
 
     /// The settlements not yet sent (at most ``batchLimit``).

@@ -58,8 +58,9 @@ public struct FerryDatabase: Sendable {
     ///   cannot be applied; `DatabaseError` on SQLite failures.
     public init(path: String, schema: FerrySchema, configuration: FerryConfiguration = FerryConfiguration()) throws {
         try configuration.validate()
-        let telemetry = DatabaseTelemetry(logger: configuration.logger,
-                                          longTransactionThreshold: configuration.longTransactionThreshold)
+        let telemetry = DatabaseTelemetry(
+            logger: configuration.logger,
+            longTransactionThreshold: configuration.longTransactionThreshold)
         var grdb = Configuration()
         grdb.label = configuration.label
         grdb.foreignKeysEnabled = true
@@ -110,13 +111,17 @@ public struct FerryDatabase: Sendable {
     public init(writer: any DatabaseWriter, schema: FerrySchema, configuration: FerryConfiguration = FerryConfiguration()) throws {
         try configuration.validate()
         if configuration.encryption != nil {
-            throw FerryError(.invalidConfiguration, """
+            throw FerryError(
+                .invalidConfiguration,
+                """
                 encryption cannot be applied to an already open writer; open by path with                 `FerryDatabase(path:schema:configuration:)`, or key the connection in your GRDB configuration
                 """)
         }
-        try self.init(writer: writer, schema: schema, configuration: configuration,
-                      telemetry: DatabaseTelemetry(logger: configuration.logger,
-                                                   longTransactionThreshold: configuration.longTransactionThreshold))
+        try self.init(
+            writer: writer, schema: schema, configuration: configuration,
+            telemetry: DatabaseTelemetry(
+                logger: configuration.logger,
+                longTransactionThreshold: configuration.longTransactionThreshold))
     }
 
     private init(writer: any DatabaseWriter, schema: FerrySchema, configuration: FerryConfiguration, telemetry: DatabaseTelemetry) throws {
@@ -143,12 +148,13 @@ public struct FerryDatabase: Sendable {
         try capture.withoutCapture { try schema.migrate(writer) }
         let layouts: [TableLayout] = try writer.write { db in
             var seen = Set<String>()
-            let layouts = try schema.syncedTables.map { table in
-                guard seen.insert(table.name.lowercased()).inserted else {
-                    throw FerryError(.invalidSyncedTable, "table `\(table.name)` is declared synced twice; declare each table once")
-                }
-                return try TableLayout.read(table, in: db)
-            } + [TableLayout.attachments(in: db)]
+            let layouts =
+                try schema.syncedTables.map { table in
+                    guard seen.insert(table.name.lowercased()).inserted else {
+                        throw FerryError(.invalidSyncedTable, "table `\(table.name)` is declared synced twice; declare each table once")
+                    }
+                    return try TableLayout.read(table, in: db)
+                } + [TableLayout.attachments(in: db)]
             try ChangeCapture.installTriggers(for: layouts, in: db)
             return layouts
         }
@@ -165,7 +171,8 @@ public struct FerryDatabase: Sendable {
         let path = writer.path
         self.attachmentSettings = AttachmentSettings(
             root: configuration.attachmentsDirectory
-                ?? (path.isEmpty || path.hasPrefix(":memory:") || path.hasPrefix("file:") ? nil
+                ?? (path.isEmpty || path.hasPrefix(":memory:") || path.hasPrefix("file:")
+                    ? nil
                     : URL(filePath: path).deletingLastPathComponent()),
             cipher: configuration.attachmentCipher,
             downloads: configuration.attachmentDownloads,
@@ -303,8 +310,10 @@ extension FerryDatabase {
     }
 
     private static func fullDisk(_ error: DatabaseError) -> FerryError {
-        FerryError(.storageFull, "the device has no space left (\(error.message ?? "SQLITE_FULL")): the write was rolled back "
-            + "and everything committed before it is kept; free some space and write again")
+        FerryError(
+            .storageFull,
+            "the device has no space left (\(error.message ?? "SQLITE_FULL")): the write was rolled back "
+                + "and everything committed before it is kept; free some space and write again")
     }
 
     private func timedWrite<T>(_ db: Database, _ updates: (Database) throws -> T) throws -> T {

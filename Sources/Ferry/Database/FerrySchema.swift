@@ -50,12 +50,14 @@ public struct FerrySchema: Sendable {
         guard let version else { return }
         let known = migrator.migrations
         guard let targetIndex = known.firstIndex(of: version) else {
-            throw FerryError(.unknownSchemaVersion,
+            throw FerryError(
+                .unknownSchemaVersion,
                 "schema version `\(version)` is not a migration of the migrator (known: \(known.joined(separator: ", ")))")
         }
         let applied = try writer.read { db in try migrator.appliedMigrations(db) }
         if let last = applied.last, let lastIndex = known.firstIndex(of: last), lastIndex > targetIndex {
-            throw FerryError(.unknownSchemaVersion,
+            throw FerryError(
+                .unknownSchemaVersion,
                 "the database is already migrated to `\(last)`, beyond the requested schema version `\(version)`")
         }
         try migrator.migrate(writer, upTo: version)

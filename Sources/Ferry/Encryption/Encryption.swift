@@ -24,7 +24,8 @@ enum Encryption {
             pragmaArgument = SQLText.literal(passphrase)
         case .raw(let bytes):
             guard bytes.count == 32 else {
-                throw FerryError(.invalidEncryptionKey,
+                throw FerryError(
+                    .invalidEncryptionKey,
                     "a raw SQLCipher key must be 32 bytes; the key provider returned \(bytes.count)")
             }
             let hex = bytes.map { String(format: "%02x", $0) }.joined()
@@ -34,7 +35,9 @@ enum Encryption {
         let cipherVersion = try String.fetchOne(db, sql: "PRAGMA cipher_version")
         guard let cipherVersion, !cipherVersion.isEmpty else {
             let sqliteVersion = (try? String.fetchOne(db, sql: "SELECT sqlite_version()")) ?? "unknown"
-            throw FerryError(.encryptionUnavailable, """
+            throw FerryError(
+                .encryptionUnavailable,
+                """
                 encryption was requested but the linked SQLite (\(sqliteVersion)) has no codec: \
                 `PRAGMA cipher_version` returned nothing, so the database would be stored unencrypted. \
                 Link SQLCipher (see README, "Encryption at rest"), or open without `encryption`.

@@ -27,9 +27,10 @@ enum FerryMeta {
     }
 
     static func setValue(_ value: (any DatabaseValueConvertible)?, for key: Key, in db: Database) throws {
-        try db.execute(sql: """
-            INSERT INTO ferry_meta(key, value) VALUES (?, ?)
-            ON CONFLICT(key) DO UPDATE SET value = excluded.value
-            """, arguments: [key.rawValue, value])
+        try db.execute(
+            sql: """
+                INSERT INTO ferry_meta(key, value) VALUES (?, ?)
+                ON CONFLICT(key) DO UPDATE SET value = excluded.value
+                """, arguments: [key.rawValue, value])
     }
 }

@@ -60,19 +60,23 @@ public struct Outbox: Sendable {
             // A row made and removed here before any push may exist on the
             // server under the same id (another device's): a pull that came
             // meanwhile kept it out for the pending delete, so it is read back.
-            try db.execute(sql: """
-                INSERT OR IGNORE INTO ferry_row_fetches(tbl, row_id, scope)
-                SELECT DISTINCT tbl, row_id, scope FROM ferry_outbox WHERE seq IN (SELECT value FROM json_each(?))
-                """, arguments: [Self.jsonArray(coalesced.discarded)])
-            try db.execute(sql: "DELETE FROM ferry_outbox WHERE seq IN (SELECT value FROM json_each(?))",
-                           arguments: [Self.jsonArray(coalesced.discarded)])
+            try db.execute(
+                sql: """
+                    INSERT OR IGNORE INTO ferry_row_fetches(tbl, row_id, scope)
+                    SELECT DISTINCT tbl, row_id, scope FROM ferry_outbox WHERE seq IN (SELECT value FROM json_each(?))
+                    """, arguments: [Self.jsonArray(coalesced.discarded)])
+            try db.execute(
+                sql: "DELETE FROM ferry_outbox WHERE seq IN (SELECT value FROM json_each(?))",
+                arguments: [Self.jsonArray(coalesced.discarded)])
         }
         var lastID: Int64 = try FerryMeta.value(.lastMutationID, in: db) ?? 0
         var batch: [PendingMutation] = []
         for var mutation in coalesced.mutations.prefix(limit) {
             if let mutationID = mutation.mutationID,
-               let payload = try String.fetchOne(db.cachedStatement(sql: "SELECT payload FROM ferry_frozen WHERE mutation_id = ?"),
-                                                 arguments: [mutationID]) {
+                let payload = try String.fetchOne(
+                    db.cachedStatement(sql: "SELECT payload FROM ferry_frozen WHERE mutation_id = ?"),
+                    arguments: [mutationID])
+            {
                 // Resent exactly as first sent: the server may have applied it.
                 if payload == Self.frozenDelete {
                     mutation.operation = .delete
@@ -87,20 +91,26 @@ public struct Outbox: Sendable {
             if mutation.mutationID == nil {
                 lastID += 1
                 mutation.mutationID = lastID
-                try db.cachedStatement(sql: """
-                    UPDATE ferry_outbox SET mutation_id = ? WHERE seq IN (SELECT value FROM json_each(?))
-                    """).execute(arguments: [lastID, Self.jsonArray(mutation.entrySeqs)])
+                try db.cachedStatement(
+                    sql: """
+                        UPDATE ferry_outbox SET mutation_id = ? WHERE seq IN (SELECT value FROM json_each(?))
+                        """
+                ).execute(arguments: [lastID, Self.jsonArray(mutation.entrySeqs)])
             }
             if mutation.operation == .upsert, mutation.columns != nil, mutation.baseVersion == nil,
-               try Bool.fetchOne(db.cachedStatement(sql: """
-                   SELECT 1 FROM ferry_outbox WHERE tbl = ? AND row_id = ? AND state = ? LIMIT 1
-                   """), arguments: [mutation.table, mutation.rowID, OutboxRecord.State.rejected]) ?? false {
+                try Bool.fetchOne(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT 1 FROM ferry_outbox WHERE tbl = ? AND row_id = ? AND state = ? LIMIT 1
+                            """), arguments: [mutation.table, mutation.rowID, OutboxRecord.State.rejected]) ?? false
+            {
                 // The server refused this row before it ever held it: an edit of
                 // some columns would make a partial row there. All of it goes.
                 mutation.columns = nil
             }
             mutation = try withValues(mutation, db)
-            let payload = mutation.operation == .delete
+            let payload =
+                mutation.operation == .delete
                 ? Self.frozenDelete : try ColumnValueJSON.encodeRow(mutation.values.mapValues(ColumnValue.init))
             try db.cachedStatement(sql: "INSERT OR REPLACE INTO ferry_frozen(mutation_id, payload) VALUES (?, ?)")
                 .execute(arguments: [mutation.mutationID, payload])
@@ -162,9 +172,10 @@ public struct Outbox: Sendable {
         }
         return order.map { key in
             let group = groups[key]!
-            return RejectedMutation(entrySeqs: group.map(\.entry.seq), table: group[0].entry.table,
-                                    rowID: group[0].entry.rowID, reason: group[0].reason, rejectedAt: group[0].rejectedAt,
-                                    values: group[0].values)
+            return RejectedMutation(
+                entrySeqs: group.map(\.entry.seq), table: group[0].entry.table,
+                rowID: group[0].entry.rowID, reason: group[0].reason, rejectedAt: group[0].rejectedAt,
+                values: group[0].values)
         }
     }
 
@@ -177,10 +188,12 @@ public struct Outbox: Sendable {
     /// ```
     public func resend(_ rejected: RejectedMutation) throws {
         try database.write { db in
-            let resent = try OutboxRecord.all().filter(seqs: rejected.entrySeqs).filter(state: .rejected).updateAll(db, [
-                OutboxRecord.Columns.state.set(to: OutboxRecord.State.pending), OutboxRecord.Columns.reason.set(to: nil),
-                OutboxRecord.Columns.settledAt.set(to: nil), OutboxRecord.Columns.mutationID.set(to: nil),
-            ])
+            let resent = try OutboxRecord.all().filter(seqs: rejected.entrySeqs).filter(state: .rejected).updateAll(
+                db,
+                [
+                    OutboxRecord.Columns.state.set(to: OutboxRecord.State.pending), OutboxRecord.Columns.reason.set(to: nil),
+                    OutboxRecord.Columns.settledAt.set(to: nil), OutboxRecord.Columns.mutationID.set(to: nil),
+                ])
             guard resent == rejected.entrySeqs.count else {
                 throw FerryError(.outboxStateMismatch, "the rejected mutation of `\(rejected.table)` row \(rejected.rowID) was already resent, discarded or purged")
             }
@@ -204,8 +217,9 @@ public struct Outbox: Sendable {
             }
             guard let layout else { return }
             if let kept = try ServerRowRestore.decode(entries.lazy.compactMap(\.serverRow).first),
-               try !ServerRowRestore.isOlderThanKnown(kept, table: rejected.table, rowID: rejected.rowID, db),
-               try !Self.removedSince(kept, table: rejected.table, rowID: rejected.rowID, layout: layout, db) {
+                try !ServerRowRestore.isOlderThanKnown(kept, table: rejected.table, rowID: rejected.rowID, db),
+                try !Self.removedSince(kept, table: rejected.table, rowID: rejected.rowID, layout: layout, db)
+            {
                 // A row this database cannot store is left as the edit left it.
                 _ = try ServerRowRestore.restoreIfStorable(kept, table: rejected.table, rowID: rejected.rowID, layout: layout, db)
             } else {
@@ -222,8 +236,10 @@ public struct Outbox: Sendable {
     private static func removedSince(_ kept: ServerRow?, table: String, rowID: String, layout: TableLayout, _ db: Database) throws -> Bool {
         guard let kept, !kept.deleted else { return false }
         let known = try Bool.fetchOne(db, sql: "SELECT 1 FROM ferry_rows WHERE tbl = ? AND row_id = ?", arguments: [table, rowID]) ?? false
-        let held = try Bool.fetchOne(db, sql: "SELECT 1 FROM \(SQLText.identifier(layout.table.name)) WHERE \(SQLText.identifier(layout.primaryKey)) = ?",
-                                     arguments: [rowID]) ?? false
+        let held =
+            try Bool.fetchOne(
+                db, sql: "SELECT 1 FROM \(SQLText.identifier(layout.table.name)) WHERE \(SQLText.identifier(layout.primaryKey)) = ?",
+                arguments: [rowID]) ?? false
         return !known && !held
     }
 
@@ -231,8 +247,9 @@ public struct Outbox: Sendable {
     public func rejectedEntries() throws -> [RejectedEntry] {
         try database.read { db in
             try OutboxRecord.all().filter(state: .rejected).order(OutboxRecord.Columns.seq).fetchAll(db).map { record in
-                RejectedEntry(entry: record.entry, reason: record.reason ?? "", rejectedAt: record.settledAt ?? 0,
-                              values: try record.refusedValues.map(ColumnValueJSON.decodeRow) ?? [:])
+                RejectedEntry(
+                    entry: record.entry, reason: record.reason ?? "", rejectedAt: record.settledAt ?? 0,
+                    values: try record.refusedValues.map(ColumnValueJSON.decodeRow) ?? [:])
             }
         }
     }
@@ -289,26 +306,32 @@ public struct Outbox: Sendable {
         try db.execute(sql: "DELETE FROM ferry_frozen WHERE mutation_id > ?", arguments: [lastApplied])
         let last: Int64 = try FerryMeta.value(.lastMutationID, in: db) ?? 0
         if last > lastApplied {
-            let held = try Int64.fetchOne(db, sql: "SELECT max(mutation_id) FROM ferry_outbox WHERE state = ?",
-                                          arguments: [OutboxRecord.State.pending]) ?? 0
+            let held =
+                try Int64.fetchOne(
+                    db, sql: "SELECT max(mutation_id) FROM ferry_outbox WHERE state = ?",
+                    arguments: [OutboxRecord.State.pending]) ?? 0
             try FerryMeta.setValue(max(lastApplied, held), for: .lastMutationID, in: db)
         }
     }
 
     /// Settles mutations inside a transaction the caller runs.
     static func settle(_ seqs: [Int64], state: OutboxRecord.State, reason: String?, now: Int64, in db: Database) throws {
-        let settled = try OutboxRecord.all().filter(seqs: seqs).filter(state: .pending).updateAll(db, [
-            OutboxRecord.Columns.state.set(to: state), OutboxRecord.Columns.reason.set(to: reason),
-            OutboxRecord.Columns.settledAt.set(to: now),
-        ])
+        let settled = try OutboxRecord.all().filter(seqs: seqs).filter(state: .pending).updateAll(
+            db,
+            [
+                OutboxRecord.Columns.state.set(to: state), OutboxRecord.Columns.reason.set(to: reason),
+                OutboxRecord.Columns.settledAt.set(to: now),
+            ])
         if settled != seqs.count {
-            throw FerryError(.outboxStateMismatch,
+            throw FerryError(
+                .outboxStateMismatch,
                 "\(seqs.count - settled) of \(seqs.count) outbox entries were not pending; they were already settled or purged")
         }
-        try db.execute(sql: """
-            DELETE FROM ferry_frozen WHERE mutation_id IN
-                (SELECT mutation_id FROM ferry_outbox WHERE seq IN (SELECT value FROM json_each(?)))
-            """, arguments: [jsonArray(seqs)])
+        try db.execute(
+            sql: """
+                DELETE FROM ferry_frozen WHERE mutation_id IN
+                    (SELECT mutation_id FROM ferry_outbox WHERE seq IN (SELECT value FROM json_each(?)))
+                """, arguments: [jsonArray(seqs)])
     }
 
     private func settle(_ seqs: [Int64], state: OutboxRecord.State, reason: String?) throws {
@@ -347,7 +370,8 @@ public struct Outbox: Sendable {
         var entries = try (limit.map { pending.limit($0) } ?? pending).fetchAll(db).map(\.entry)
         let handedOut = Set(entries.compactMap(\.mutationID))
         if limit != nil, let last = entries.last, !handedOut.isEmpty {
-            entries += try pending
+            entries +=
+                try pending
                 .filter(OutboxRecord.Columns.seq > last.seq && handedOut.contains(OutboxRecord.Columns.mutationID))
                 .fetchAll(db).map(\.entry)
         }
@@ -360,17 +384,19 @@ public struct Outbox: Sendable {
     /// ``OutboxCoalescer`` cancels out (nothing handed out, its first open
     /// entry an insert on no server version, its last a delete).
     static func pendingCount(_ db: Database) throws -> Int {
-        try SQLRequest<Int>(literal: """
-            SELECT count(*) FROM (
-                SELECT tbl, row_id, max(mutation_id IS NOT NULL) AS frozen,
-                       min(CASE WHEN mutation_id IS NULL THEN seq END) AS first_open,
-                       max(CASE WHEN mutation_id IS NULL THEN seq END) AS last_open
-                FROM ferry_outbox WHERE state = \(OutboxRecord.State.pending) GROUP BY tbl, row_id) g
-            LEFT JOIN ferry_outbox first ON first.seq = g.first_open
-            LEFT JOIN ferry_outbox last ON last.seq = g.last_open
-            WHERE g.frozen OR NOT (first.op = \(OutboxEntry.Operation.insert.rawValue) AND first.base_version IS NULL
-                                   AND last.op = \(OutboxEntry.Operation.delete.rawValue))
-            """, cached: true).fetchOne(db) ?? 0
+        try SQLRequest<Int>(
+            literal: """
+                SELECT count(*) FROM (
+                    SELECT tbl, row_id, max(mutation_id IS NOT NULL) AS frozen,
+                           min(CASE WHEN mutation_id IS NULL THEN seq END) AS first_open,
+                           max(CASE WHEN mutation_id IS NULL THEN seq END) AS last_open
+                    FROM ferry_outbox WHERE state = \(OutboxRecord.State.pending) GROUP BY tbl, row_id) g
+                LEFT JOIN ferry_outbox first ON first.seq = g.first_open
+                LEFT JOIN ferry_outbox last ON last.seq = g.last_open
+                WHERE g.frozen OR NOT (first.op = \(OutboxEntry.Operation.insert.rawValue) AND first.base_version IS NULL
+                                       AND last.op = \(OutboxEntry.Operation.delete.rawValue))
+                """, cached: true
+        ).fetchOne(db) ?? 0
     }
 
     /// Rejected mutations (a mutation's entries count once; an entry never

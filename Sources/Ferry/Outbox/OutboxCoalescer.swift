@@ -35,21 +35,24 @@ struct OutboxCoalescer {
         var discarded: [Int64] = []
 
         for entry in entries {
-            let key: GroupKey = entry.mutationID.map { .frozen(mutationID: $0) }
+            let key: GroupKey =
+                entry.mutationID.map { .frozen(mutationID: $0) }
                 ?? .open(table: entry.table, rowID: entry.rowID)
             // An edit made on a newer server version than the open group's
             // starts a mutation of its own: sent with the older base, it would
             // conflict with changes the device had already seen.
             if case .open = key, let index = groupIndex[key], let group = groups[index],
-               entry.operation != .delete, !group.createdLocally,
-               (entry.baseVersion ?? 0) > (group.mutation.baseVersion ?? 0) {
+                entry.operation != .delete, !group.createdLocally,
+                (entry.baseVersion ?? 0) > (group.mutation.baseVersion ?? 0)
+            {
                 groupIndex[key] = nil
             }
             guard let index = groupIndex[key], var group = groups[index] else {
                 groupIndex[key] = groups.count
-                groups.append(Group(
-                    mutation: mutation(startingWith: entry),
-                    createdLocally: entry.mutationID == nil && entry.operation == .insert && entry.baseVersion == nil))
+                groups.append(
+                    Group(
+                        mutation: mutation(startingWith: entry),
+                        createdLocally: entry.mutationID == nil && entry.operation == .insert && entry.baseVersion == nil))
                 continue
             }
             if entry.operation == .delete && group.createdLocally {

@@ -17,10 +17,12 @@ extension Outbox {
     /// ```
     static func pendingEdits(_ db: Database, of row: RowKey? = nil) throws -> [RowKey: RowRebase.Pending] {
         var entries: [RowKey: [(operation: OutboxEntry.Operation, columns: Set<String>?)]] = [:]
-        let rows = try Row.fetchCursor(db.cachedStatement(sql: """
-            SELECT tbl, row_id, op, columns FROM ferry_outbox
-            WHERE state = ? AND (? IS NULL OR (tbl = ? AND row_id = ?)) ORDER BY seq
-            """), arguments: [OutboxRecord.State.pending, row?.table, row?.table, row?.rowID])
+        let rows = try Row.fetchCursor(
+            db.cachedStatement(
+                sql: """
+                    SELECT tbl, row_id, op, columns FROM ferry_outbox
+                    WHERE state = ? AND (? IS NULL OR (tbl = ? AND row_id = ?)) ORDER BY seq
+                    """), arguments: [OutboxRecord.State.pending, row?.table, row?.table, row?.rowID])
         let decoder = JSONDecoder()
         while let row = try rows.next() {
             let columns: Set<String>? = try (row["columns"] as String?).map {

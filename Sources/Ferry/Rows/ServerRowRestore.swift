@@ -52,24 +52,29 @@ enum ServerRowRestore {
 
     /// Sets to NULL the nullable, default-less local columns the server row
     /// does not hold, unless a pending edit covers them.
-    private static func clearAbsent(from row: ServerRow, pending: RowRebase.Pending, layout: TableLayout, rowID: String,
-                                    _ db: Database) throws {
+    private static func clearAbsent(
+        from row: ServerRow, pending: RowRebase.Pending, layout: TableLayout, rowID: String,
+        _ db: Database
+    ) throws {
         let protected: Set<String>
         switch pending {
         case .none: protected = []
         case .columns(let columns): protected = columns
         case .allColumns, .deleted: return
         }
-        let nullable = try String.fetchAll(db, sql: """
-            SELECT name FROM pragma_table_info(?) WHERE "notnull" = 0 AND dflt_value IS NULL AND pk = 0
-            """, arguments: [layout.table.name])
+        let nullable = try String.fetchAll(
+            db,
+            sql: """
+                SELECT name FROM pragma_table_info(?) WHERE "notnull" = 0 AND dflt_value IS NULL AND pk = 0
+                """, arguments: [layout.table.name])
         let absent = nullable.filter { column in
             column != layout.primaryKey && layout.columns.contains(column) && row.values[column] == nil && !protected.contains(column)
         }
         guard !absent.isEmpty else { return }
         let assignments = absent.map { "\(SQLText.identifier($0)) = NULL" }.joined(separator: ", ")
-        try db.execute(sql: "UPDATE \(SQLText.identifier(layout.table.name)) SET \(assignments) WHERE \(SQLText.identifier(layout.primaryKey)) = ?",
-                       arguments: [rowID])
+        try db.execute(
+            sql: "UPDATE \(SQLText.identifier(layout.table.name)) SET \(assignments) WHERE \(SQLText.identifier(layout.primaryKey)) = ?",
+            arguments: [rowID])
     }
 
     static func restore(_ row: ServerRow?, table: String, rowID: String, layout: TableLayout, _ db: Database) throws {
@@ -90,7 +95,8 @@ enum ServerRowRestore {
             let columns = values.keys.sorted()
             let names = ([layout.primaryKey] + columns).map(SQLText.identifier).joined(separator: ", ")
             let marks = Array(repeating: "?", count: columns.count + 1).joined(separator: ", ")
-            let update = columns.isEmpty
+            let update =
+                columns.isEmpty
                 ? "DO NOTHING"
                 : "DO UPDATE SET " + columns.map { "\(SQLText.identifier($0)) = excluded.\(SQLText.identifier($0))" }.joined(separator: ", ")
             try db.execute(
@@ -102,10 +108,11 @@ enum ServerRowRestore {
             }
         }
         if let row {
-            try db.execute(sql: """
-                INSERT INTO ferry_rows(tbl, row_id, version) VALUES (?, ?, ?)
-                ON CONFLICT(tbl, row_id) DO UPDATE SET version = max(version, excluded.version)
-                """, arguments: [table, rowID, row.version])
+            try db.execute(
+                sql: """
+                    INSERT INTO ferry_rows(tbl, row_id, version) VALUES (?, ?, ?)
+                    ON CONFLICT(tbl, row_id) DO UPDATE SET version = max(version, excluded.version)
+                    """, arguments: [table, rowID, row.version])
         } else if pending == .none {
             try db.execute(sql: "DELETE FROM ferry_rows WHERE tbl = ? AND row_id = ?", arguments: [table, rowID])
         }

@@ -37,8 +37,9 @@ public struct MigrationTester: Sendable {
     /// The schema of a fresh install of ``schema``.
     public func freshInstallSnapshot(includingFerryObjects: Bool = true) throws -> SchemaSnapshot {
         try Self.withTemporaryDirectory { directory in
-            let database = try FerryDatabase(path: directory.appendingPathComponent("fresh.sqlite").path,
-                                             schema: schema, configuration: configuration)
+            let database = try FerryDatabase(
+                path: directory.appendingPathComponent("fresh.sqlite").path,
+                schema: schema, configuration: configuration)
             return try database.read { db in try SchemaSnapshot(db, includingFerryObjects: includingFerryObjects) }
         }
     }
@@ -53,7 +54,9 @@ public struct MigrationTester: Sendable {
         }
         let difference = try freshInstallSnapshot(includingFerryObjects: false).difference(from: SchemaSnapshot(text: text))
         guard difference.isEmpty else {
-            throw FerryError(.schemaMismatch, """
+            throw FerryError(
+                .schemaMismatch,
+                """
                 a fresh install of `\(version)` differs from its committed snapshot \(file.lastPathComponent) \
                 (- fresh install, + committed); a shipped migration was changed:
                 \(difference.joined(separator: "\n"))
@@ -83,7 +86,9 @@ public struct MigrationTester: Sendable {
             let migrated = try database.read { db in try SchemaSnapshot(db, includingFerryObjects: true) }
             let difference = migrated.difference(from: expected)
             guard difference.isEmpty else {
-                throw FerryError(.schemaMismatch, """
+                throw FerryError(
+                    .schemaMismatch,
+                    """
                     \(fixture.lastPathComponent) upgraded to \(schema.version ?? "no version") differs from a fresh install \
                     (- upgraded, + fresh):
                     \(difference.joined(separator: "\n"))
@@ -95,7 +100,8 @@ public struct MigrationTester: Sendable {
             }
             let violations = try database.read { db in try Row.fetchAll(db, sql: "PRAGMA foreign_key_check") }
             guard violations.isEmpty else {
-                throw FerryError(.schemaMismatch,
+                throw FerryError(
+                    .schemaMismatch,
                     "\(fixture.lastPathComponent) has \(violations.count) foreign key violations after upgrade, first: \(violations[0])")
             }
             return try check(database)

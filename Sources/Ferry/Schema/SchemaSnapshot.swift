@@ -27,21 +27,25 @@ public struct SchemaSnapshot: Sendable, Hashable, CustomStringConvertible {
     ///   when the app's schema does, not when Ferry is upgraded.
     public init(_ db: Database, includingFerryObjects: Bool = false) throws {
         let hasMigrations = try db.tableExists("grdb_migrations")
-        version = hasMigrations
+        version =
+            hasMigrations
             ? try String.fetchOne(db, sql: "SELECT identifier FROM grdb_migrations ORDER BY rowid DESC LIMIT 1")
             : nil
 
         // Each table, then its indexes (UNIQUE constraints' automatic ones included) and triggers; views last.
-        let objects = try Row.fetchAll(db, sql: """
-            SELECT type, name, tbl_name, sql FROM sqlite_master
-            WHERE (name NOT LIKE 'sqlite\\_%' ESCAPE '\\' OR type = 'index') AND tbl_name <> 'grdb_migrations'
-            ORDER BY type = 'view', tbl_name, CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 ELSE 2 END, name
-            """).filter { row in
-                let name: String = row["name"]
-                let table: String = row["tbl_name"]
-                return includingFerryObjects
-                    || !(name.lowercased().hasPrefix("ferry_") || table.lowercased().hasPrefix("ferry_"))
-            }
+        let objects = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT type, name, tbl_name, sql FROM sqlite_master
+                WHERE (name NOT LIKE 'sqlite\\_%' ESCAPE '\\' OR type = 'index') AND tbl_name <> 'grdb_migrations'
+                ORDER BY type = 'view', tbl_name, CASE type WHEN 'table' THEN 0 WHEN 'index' THEN 1 ELSE 2 END, name
+                """
+        ).filter { row in
+            let name: String = row["name"]
+            let table: String = row["tbl_name"]
+            return includingFerryObjects
+                || !(name.lowercased().hasPrefix("ferry_") || table.lowercased().hasPrefix("ferry_"))
+        }
         var lines: [String] = []
         for object in objects {
             let type: String = object["type"]
@@ -100,8 +104,10 @@ public struct SchemaSnapshot: Sendable, Hashable, CustomStringConvertible {
 
     private static func describeTable(_ name: String, _ db: Database) throws -> [String] {
         var options: [String] = []
-        if let info = try Row.fetchOne(db, sql: "SELECT wr, strict FROM pragma_table_list WHERE name = ? AND schema = 'main'",
-                                       arguments: [name]) {
+        if let info = try Row.fetchOne(
+            db, sql: "SELECT wr, strict FROM pragma_table_list WHERE name = ? AND schema = 'main'",
+            arguments: [name])
+        {
             if info["wr"] as Int == 1 { options.append("WITHOUT ROWID") }
             if info["strict"] as Int == 1 { options.append("STRICT") }
         }
@@ -127,8 +133,10 @@ public struct SchemaSnapshot: Sendable, Hashable, CustomStringConvertible {
         guard let info = try Row.fetchOne(db, sql: "SELECT * FROM pragma_index_list(?) WHERE name = ?", arguments: [table, name]) else {
             return []
         }
-        let columns = try Row.fetchAll(db, sql: "SELECT name, desc, coll FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno",
-                                       arguments: [name]).map { column -> String in
+        let columns = try Row.fetchAll(
+            db, sql: "SELECT name, desc, coll FROM pragma_index_xinfo(?) WHERE key = 1 ORDER BY seqno",
+            arguments: [name]
+        ).map { column -> String in
             let columnName: String? = column["name"]
             return (columnName ?? "<expression>") + (column["desc"] as Int == 1 ? " DESC" : "") + " COLLATE \(column["coll"] as String)"
         }

@@ -37,8 +37,9 @@ struct SetAsideRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
 
     /// The pulled change, to apply again.
     func change() throws -> RowChange {
-        RowChange(table: table, rowID: rowID, version: version, deleted: deleted,
-                  values: try ColumnValueJSON.decodeRow(rowValues))
+        RowChange(
+            table: table, rowID: rowID, version: version, deleted: deleted,
+            values: try ColumnValueJSON.decodeRow(rowValues))
     }
 
     /// The row as the app sees it.

@@ -25,11 +25,13 @@ struct TableLayout: Sendable, Hashable {
     private static func read(_ table: SyncedTable, reservedAllowed: Bool, in db: Database) throws -> TableLayout {
         let name = table.name
         if !reservedAllowed && (name.lowercased().hasPrefix("ferry_") || name.lowercased().hasPrefix("sqlite_")) {
-            throw FerryError(.invalidSyncedTable,
+            throw FerryError(
+                .invalidSyncedTable,
                 "table `\(name)` cannot be synced: names starting with `ferry_` or `sqlite_` are reserved")
         }
         guard try db.tableExists(name) else {
-            throw FerryError(.invalidSyncedTable,
+            throw FerryError(
+                .invalidSyncedTable,
                 "synced table `\(name)` does not exist; create it in a migration before declaring it synced")
         }
         // table_xinfo lists generated columns too (hidden 2 or 3); they cannot be written, so they are not synced.
@@ -41,12 +43,14 @@ struct TableLayout: Sendable, Hashable {
         }
         let keyColumns = columns.filter { $0.pk > 0 }
         if keyColumns.isEmpty {
-            throw FerryError(.invalidSyncedTable,
+            throw FerryError(
+                .invalidSyncedTable,
                 "table `\(name)` has no primary key; synced tables need a TEXT primary key holding a UUID made on the device")
         }
         if keyColumns.count > 1 {
             let names = keyColumns.map { "`\($0.name)`" }.joined(separator: ", ")
-            throw FerryError(.invalidSyncedTable,
+            throw FerryError(
+                .invalidSyncedTable,
                 "table `\(name)` has a composite primary key (\(names)); synced tables need a single TEXT primary key holding a UUID")
         }
         let key = keyColumns[0]
@@ -55,24 +59,30 @@ struct TableLayout: Sendable, Hashable {
         let isText = !declared.contains("INT") && (declared.contains("CHAR") || declared.contains("CLOB") || declared.contains("TEXT"))
         if !isText {
             let shown = key.type.isEmpty ? "untyped" : key.type.uppercased()
-            throw FerryError(.invalidSyncedTable,
+            throw FerryError(
+                .invalidSyncedTable,
                 "table `\(name)` has \(shown) primary key `\(key.name)`; synced tables need a TEXT primary key holding a UUID")
         }
         // SQLite lets a rowid table's TEXT primary key hold NULL; WITHOUT ROWID tables never do.
-        let withoutRowID = try Bool.fetchOne(db, sql: "SELECT wr FROM pragma_table_list WHERE name = ? AND schema = 'main'",
-                                             arguments: [name]) ?? false
+        let withoutRowID =
+            try Bool.fetchOne(
+                db, sql: "SELECT wr FROM pragma_table_list WHERE name = ? AND schema = 'main'",
+                arguments: [name]) ?? false
         if !key.notNull && !withoutRowID {
-            throw FerryError(.invalidSyncedTable,
+            throw FerryError(
+                .invalidSyncedTable,
                 "table `\(name)` has a nullable primary key `\(key.name)`; declare it `TEXT PRIMARY KEY NOT NULL` (a row needs an id to sync)")
         }
         let names = columns.map(\.name)
         if case .column(let scopeColumn) = table.scope {
             guard names.contains(scopeColumn) else {
-                throw FerryError(.invalidSyncedTable,
+                throw FerryError(
+                    .invalidSyncedTable,
                     "table `\(name)` takes its scope from column `\(scopeColumn)`, which it does not have; add the column or use `.user`")
             }
             if scopeColumn == key.name {
-                throw FerryError(.invalidSyncedTable,
+                throw FerryError(
+                    .invalidSyncedTable,
                     "table `\(name)` cannot take its scope from its primary key `\(key.name)`; name the scope in its own column")
             }
         }

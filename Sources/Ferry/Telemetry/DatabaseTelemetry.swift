@@ -62,11 +62,12 @@ public final class DatabaseTelemetry: Sendable {
 
     public func snapshot() -> Snapshot {
         state.withLock { state in
-            Snapshot(writes: DurationSummary(state.writes.values),
-                     reads: DurationSummary(state.reads.values),
-                     busyWaits: state.busyWaits,
-                     busyTimeouts: state.busyTimeouts,
-                     longWriteTransactions: state.longWrites)
+            Snapshot(
+                writes: DurationSummary(state.writes.values),
+                reads: DurationSummary(state.reads.values),
+                busyWaits: state.busyWaits,
+                busyTimeouts: state.busyTimeouts,
+                longWriteTransactions: state.longWrites)
         }
     }
 
@@ -77,11 +78,13 @@ public final class DatabaseTelemetry: Sendable {
             if isLong { state.longWrites += 1 }
         }
         if isLong {
-            logger.warning("write transaction stayed open longer than the threshold", metadata: [
-                "connection": "\(connection)",
-                "duration": "\(duration)",
-                "threshold": "\(longTransactionThreshold)",
-            ])
+            logger.warning(
+                "write transaction stayed open longer than the threshold",
+                metadata: [
+                    "connection": "\(connection)",
+                    "duration": "\(duration)",
+                    "threshold": "\(longTransactionThreshold)",
+                ])
         }
     }
 

@@ -36,14 +36,17 @@ public protocol SyncTransport: Sendable {
     /// blob of `size` bytes, and returns how many bytes the server holds
     /// after. `progress` is told, as the body goes out, how many of the
     /// blob's bytes are sent (counting from the start of the blob).
-    func uploadBlob(scope: String, sha256: String, from reader: BlobReader, size: Int64, token: String?,
-                    progress: @escaping BlobProgress) async throws -> Int64
+    func uploadBlob(
+        scope: String, sha256: String, from reader: BlobReader, size: Int64, token: String?,
+        progress: @escaping BlobProgress
+    ) async throws -> Int64
     /// `GET /v1/blobs/{scope}/{sha256}`, with a `Range` from the bytes
     /// `writer` already ``BlobWriter/held`` (in one request or several): writes the blob's
     /// bytes to `writer` as they arrive, then ``BlobWriter/flush()``es it,
     /// telling `progress` how many of the blob's bytes it holds.
-    func downloadBlob(scope: String, sha256: String, into writer: BlobWriter, token: String?,
-                      progress: @escaping BlobProgress) async throws
+    func downloadBlob(
+        scope: String, sha256: String, into writer: BlobWriter, token: String?,
+        progress: @escaping BlobProgress) async throws
 }
 
 /// Told how many bytes of a blob a transfer has moved so far, counted from
@@ -53,8 +56,10 @@ public typealias BlobProgress = @Sendable (Int64) -> Void
 extension SyncTransport {
     /// Uploads the plain file at `file` from `offset`: ``uploadBlob(scope:sha256:from:size:token:progress:)``
     /// with a ``BlobReader`` of it.
-    public func uploadBlob(scope: String, sha256: String, file: URL, offset: Int64 = 0, size: Int64, token: String?,
-                           progress: @escaping BlobProgress = { _ in }) async throws -> Int64 {
+    public func uploadBlob(
+        scope: String, sha256: String, file: URL, offset: Int64 = 0, size: Int64, token: String?,
+        progress: @escaping BlobProgress = { _ in }
+    ) async throws -> Int64 {
         let reader = try BlobReader(file: file, from: offset)
         defer { reader.close() }
         return try await uploadBlob(scope: scope, sha256: sha256, from: reader, size: size, token: token, progress: progress)
@@ -63,8 +68,10 @@ extension SyncTransport {
     /// Downloads into the plain file at `file`, continuing from the bytes it
     /// holds: ``downloadBlob(scope:sha256:into:token:progress:)`` with a
     /// ``BlobWriter`` appending to it.
-    public func downloadBlob(scope: String, sha256: String, into file: URL, token: String?,
-                             progress: @escaping BlobProgress = { _ in }) async throws {
+    public func downloadBlob(
+        scope: String, sha256: String, into file: URL, token: String?,
+        progress: @escaping BlobProgress = { _ in }
+    ) async throws {
         let writer = try BlobWriter(appendingTo: file)
         defer { writer.close() }
         try await downloadBlob(scope: scope, sha256: sha256, into: writer, token: token, progress: progress)
@@ -76,13 +83,17 @@ extension SyncTransport {
         throw SyncTransportError.invalidResponse("\(Self.self) does not move attachment bytes")
     }
 
-    public func uploadBlob(scope: String, sha256: String, from reader: BlobReader, size: Int64, token: String?,
-                           progress: @escaping BlobProgress) async throws -> Int64 {
+    public func uploadBlob(
+        scope: String, sha256: String, from reader: BlobReader, size: Int64, token: String?,
+        progress: @escaping BlobProgress
+    ) async throws -> Int64 {
         throw SyncTransportError.invalidResponse("\(Self.self) does not move attachment bytes")
     }
 
-    public func downloadBlob(scope: String, sha256: String, into writer: BlobWriter, token: String?,
-                             progress: @escaping BlobProgress) async throws {
+    public func downloadBlob(
+        scope: String, sha256: String, into writer: BlobWriter, token: String?,
+        progress: @escaping BlobProgress
+    ) async throws {
         throw SyncTransportError.invalidResponse("\(Self.self) does not move attachment bytes")
     }
 }
@@ -117,7 +128,8 @@ extension LiveMessage {
             self = .change(scopes: news?.scopes ?? scopes)
         case LiveEvent.Name.page.rawValue:
             // Unreadable rows are news all the same: pull.
-            self = (try? JSONDecoder().decode(PullPage.self, from: Data(event.data.utf8))).map(LiveMessage.page)
+            self =
+                (try? JSONDecoder().decode(PullPage.self, from: Data(event.data.utf8))).map(LiveMessage.page)
                 ?? .change(scopes: scopes)
         default:
             return nil

@@ -1,7 +1,7 @@
 import FerryProtocol
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The `/v1` HTTP API over `URLSession`: the transport an iOS or macOS app
@@ -29,8 +29,10 @@ public struct URLSessionSyncTransport: SyncTransport {
     public var maxResponseBytes: Int
     private let session: URLSession
 
-    public init(baseURL: URL, requestTimeout: Duration = .seconds(60), maxResponseBytes: Int = 64 << 20,
-                session: URLSession = .shared) {
+    public init(
+        baseURL: URL, requestTimeout: Duration = .seconds(60), maxResponseBytes: Int = 64 << 20,
+        session: URLSession = .shared
+    ) {
         self.baseURL = baseURL
         self.requestTimeout = requestTimeout
         self.maxResponseBytes = maxResponseBytes
@@ -59,47 +61,48 @@ public struct URLSessionSyncTransport: SyncTransport {
 
     public func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error> {
         #if canImport(FoundationNetworking)
-        AsyncThrowingStream { continuation in
-            continuation.finish(throwing: SyncTransportError.unreachable(
-                "the live stream needs URLSession.bytes(for:), which this platform lacks; use FerryHTTPClient's HTTPSyncTransport"))
-        }
-        #else
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: LiveMessage.self)
-        var request: URLRequest
-        do {
-            request = try self.request(.live(scopes: scopes), token: token)
-        } catch {
-            continuation.finish(throwing: error)
-            return stream
-        }
-        request.timeoutInterval = 60  // the server sends a heartbeat every 15 s
-        request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
-        let session = self.session
-        let task = Task {
-            do {
-                let (bytes, response) = try await Self.mapErrors { try await session.bytes(for: request) }
-                guard let http = response as? HTTPURLResponse else {
-                    throw SyncTransportError.invalidResponse("the live stream answered no HTTP response")
-                }
-                guard http.statusCode == 200 else { throw Self.failure(http, body: Data()) }
-                var parser = EventStreamParser()
-                var pending: [UInt8] = []
-                for try await byte in bytes {
-                    pending.append(byte)
-                    // Feed at line ends: the parser takes any split, this keeps the calls few.
-                    guard byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r") else { continue }
-                    for event in parser.feed(pending) {
-                        if let message = LiveMessage(event, following: scopes) { continuation.yield(message) }
-                    }
-                    pending.removeAll(keepingCapacity: true)
-                }
-                continuation.finish(throwing: SyncTransportError.unreachable("the live stream ended"))
-            } catch {
-                continuation.finish(throwing: Self.transportError(error))
+            AsyncThrowingStream { continuation in
+                continuation.finish(
+                    throwing: SyncTransportError.unreachable(
+                        "the live stream needs URLSession.bytes(for:), which this platform lacks; use FerryHTTPClient's HTTPSyncTransport"))
             }
-        }
-        continuation.onTermination = { _ in task.cancel() }
-        return stream
+        #else
+            let (stream, continuation) = AsyncThrowingStream.makeStream(of: LiveMessage.self)
+            var request: URLRequest
+            do {
+                request = try self.request(.live(scopes: scopes), token: token)
+            } catch {
+                continuation.finish(throwing: error)
+                return stream
+            }
+            request.timeoutInterval = 60  // the server sends a heartbeat every 15 s
+            request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
+            let session = self.session
+            let task = Task {
+                do {
+                    let (bytes, response) = try await Self.mapErrors { try await session.bytes(for: request) }
+                    guard let http = response as? HTTPURLResponse else {
+                        throw SyncTransportError.invalidResponse("the live stream answered no HTTP response")
+                    }
+                    guard http.statusCode == 200 else { throw Self.failure(http, body: Data()) }
+                    var parser = EventStreamParser()
+                    var pending: [UInt8] = []
+                    for try await byte in bytes {
+                        pending.append(byte)
+                        // Feed at line ends: the parser takes any split, this keeps the calls few.
+                        guard byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r") else { continue }
+                        for event in parser.feed(pending) {
+                            if let message = LiveMessage(event, following: scopes) { continuation.yield(message) }
+                        }
+                        pending.removeAll(keepingCapacity: true)
+                    }
+                    continuation.finish(throwing: SyncTransportError.unreachable("the live stream ended"))
+                } catch {
+                    continuation.finish(throwing: Self.transportError(error))
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+            return stream
         #endif
     }
 
@@ -121,8 +124,10 @@ public struct URLSessionSyncTransport: SyncTransport {
     /// the last): only the window is in memory, never the file, and
     /// `progress` is told after each. Cancelling the task cancels the
     /// request under way.
-    public func uploadBlob(scope: String, sha256: String, from reader: BlobReader, size: Int64, token: String?,
-                           progress: @escaping BlobProgress) async throws -> Int64 {
+    public func uploadBlob(
+        scope: String, sha256: String, from reader: BlobReader, size: Int64, token: String?,
+        progress: @escaping BlobProgress
+    ) async throws -> Int64 {
         var offset = reader.offset
         while true {
             var window = Data()
@@ -150,8 +155,10 @@ public struct URLSessionSyncTransport: SyncTransport {
     /// `writer` (and synced) before the next is asked for: only the window
     /// is in memory, nothing lands in a temporary file, and `progress` is
     /// told after each. Cancelling the task cancels the request under way.
-    public func downloadBlob(scope: String, sha256: String, into writer: BlobWriter, token: String?,
-                             progress: @escaping BlobProgress) async throws {
+    public func downloadBlob(
+        scope: String, sha256: String, into writer: BlobWriter, token: String?,
+        progress: @escaping BlobProgress
+    ) async throws {
         while true {
             let start = writer.held
             var request = try blobRequest(.get, scope: scope, sha256: sha256, token: token)
@@ -182,7 +189,8 @@ public struct URLSessionSyncTransport: SyncTransport {
         guard header.hasPrefix("bytes ") else { return nil }
         let parts = header.dropFirst("bytes ".count).split(separator: "/")
         guard parts.count == 2, let total = Int64(parts[1]),
-              let start = parts[0].split(separator: "-").first.flatMap({ Int64($0) }) else { return nil }
+            let start = parts[0].split(separator: "-").first.flatMap({ Int64($0) })
+        else { return nil }
         return (start, total)
     }
 

@@ -96,16 +96,18 @@ public enum ColumnValue: Sendable, Hashable, Codable, CustomStringConvertible {
         do {
             tagged = try decoder.container(keyedBy: TagKey.self)
         } catch {
-            throw DecodingError.dataCorrupted(.init(
-                codingPath: decoder.codingPath,
-                debugDescription: "expected null, an integer, a string, {\"real\": …} or {\"blob\": …}"
-            ))
+            throw DecodingError.dataCorrupted(
+                .init(
+                    codingPath: decoder.codingPath,
+                    debugDescription: "expected null, an integer, a string, {\"real\": …} or {\"blob\": …}"
+                ))
         }
         guard tagged.allKeys.count == 1, let key = tagged.allKeys.first else {
-            throw DecodingError.dataCorrupted(.init(
-                codingPath: decoder.codingPath,
-                debugDescription: "a tagged value has exactly one key, \"real\" or \"blob\""
-            ))
+            throw DecodingError.dataCorrupted(
+                .init(
+                    codingPath: decoder.codingPath,
+                    debugDescription: "a tagged value has exactly one key, \"real\" or \"blob\""
+                ))
         }
         switch key {
         case .real:

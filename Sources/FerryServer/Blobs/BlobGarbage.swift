@@ -42,8 +42,10 @@ enum BlobGarbageRules {
     ///   - blobs: the blob store.
     ///   - cutoff: blobs last written or touched before it may go.
     ///   - afterListing: tests only: runs between the listing and the removals.
-    static func collect(store: any SyncStore, blobs: any BlobStore, before cutoff: Date,
-                        afterListing: (@Sendable () async throws -> Void)? = nil) async throws -> Int {
+    static func collect(
+        store: any SyncStore, blobs: any BlobStore, before cutoff: Date,
+        afterListing: (@Sendable () async throws -> Void)? = nil
+    ) async throws -> Int {
         // Listed before the references are read: a blob named by a row pushed in between is then either
         // listed and referenced, or touched since the listing.
         let stored = try await blobs.list()

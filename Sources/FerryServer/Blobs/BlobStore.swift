@@ -33,8 +33,10 @@ public protocol BlobStore: Sendable {
     ///   `length` (nothing of the upload is kept) or a `length` that
     ///   contradicts the copy held;
     ///   `hashMismatch` when the bytes do not hash to the name.
-    func append(to key: BlobKey, length: Int64, offset: Int64,
-                bytes: some AsyncSequence<ByteBuffer, any Error>) async throws -> BlobState
+    func append(
+        to key: BlobKey, length: Int64, offset: Int64,
+        bytes: some AsyncSequence<ByteBuffer, any Error>
+    ) async throws -> BlobState
 
     /// The bytes of a complete blob in `range`, read chunk by chunk as the
     /// caller consumes them (never the whole blob in memory).

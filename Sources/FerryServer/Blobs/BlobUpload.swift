@@ -71,8 +71,10 @@ protocol BlobUploadTarget: Sendable {
 enum BlobUpload {
     static let chunkSize = 1 << 20
 
-    static func append(to key: BlobKey, state: BlobState, length: Int64, offset: Int64, limit: Int64,
-                       bytes: some AsyncSequence<ByteBuffer, any Error>, target: some BlobUploadTarget) async throws -> BlobState {
+    static func append(
+        to key: BlobKey, state: BlobState, length: Int64, offset: Int64, limit: Int64,
+        bytes: some AsyncSequence<ByteBuffer, any Error>, target: some BlobUploadTarget
+    ) async throws -> BlobState {
         if case .alreadyComplete(let size) = try BlobUploadRules.check(state: state, offset: offset, length: length, limit: limit) {
             // The uploader names the blob in a push next: its age counts from now, unless a collector took it first.
             guard case .complete = try await target.touch() else { throw BlobUploadRules.offsetMismatch(0) }

@@ -4,9 +4,9 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Blobs as files in a directory: the embedded server's default, inside
@@ -50,8 +50,10 @@ public final class FileBlobStore: BlobStore {
         return try await pool.runIfActive { try paths.state() }
     }
 
-    public func append(to key: BlobKey, length: Int64, offset: Int64,
-                       bytes: some AsyncSequence<ByteBuffer, any Error>) async throws -> BlobState {
+    public func append(
+        to key: BlobKey, length: Int64, offset: Int64,
+        bytes: some AsyncSequence<ByteBuffer, any Error>
+    ) async throws -> BlobState {
         guard claimed.withLockedValue({ $0.insert(key).inserted }) else {
             throw FerryServerError(.alreadyExists, "another upload of this blob is under way; ask HEAD for its offset and retry")
         }
@@ -61,8 +63,9 @@ public final class FileBlobStore: BlobStore {
         if case .absent = state, length <= maxBlobBytes, offset == 0 {
             try await pool.runIfActive { try paths.startUpload(scope: key.scope, length: length) }
         }
-        return try await BlobUpload.append(to: key, state: state, length: length, offset: offset, limit: maxBlobBytes,
-                                           bytes: bytes, target: Target(paths: paths, pool: pool, ages: ages))
+        return try await BlobUpload.append(
+            to: key, state: state, length: length, offset: offset, limit: maxBlobBytes,
+            bytes: bytes, target: Target(paths: paths, pool: pool, ages: ages))
     }
 
     public func read(_ key: BlobKey, range: Range<Int64>) async throws -> BlobBytes {
@@ -115,12 +118,16 @@ public final class FileBlobStore: BlobStore {
             for scopeDirectory in (try? manager.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)) ?? [] {
                 guard let scope = try? String(contentsOf: scopeDirectory.appending(path: "scope"), encoding: .utf8) else { continue }
                 for (folder, complete) in [("complete", true), ("uploads", false)] {
-                    let files = (try? manager.contentsOfDirectory(at: scopeDirectory.appending(path: folder),
-                                                                  includingPropertiesForKeys: [.contentModificationDateKey])) ?? []
+                    let files =
+                        (try? manager.contentsOfDirectory(
+                            at: scopeDirectory.appending(path: folder),
+                            includingPropertiesForKeys: [.contentModificationDateKey])) ?? []
                     for file in files where BlobKey.isDigest(file.lastPathComponent) {
                         let modified = (try? file.resourceValues(forKeys: [.contentModificationDateKey]))?.contentModificationDate
-                        blobs.append(StoredBlob(key: try BlobKey(scope: scope, sha256: file.lastPathComponent),
-                                                complete: complete, modified: modified ?? .distantPast))
+                        blobs.append(
+                            StoredBlob(
+                                key: try BlobKey(scope: scope, sha256: file.lastPathComponent),
+                                complete: complete, modified: modified ?? .distantPast))
                     }
                 }
             }

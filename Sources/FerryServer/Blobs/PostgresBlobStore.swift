@@ -35,28 +35,33 @@ public struct PostgresBlobStore: BlobStore {
         }
     }
 
-    public func append(to key: BlobKey, length: Int64, offset: Int64,
-                       bytes: some AsyncSequence<ByteBuffer, any Error>) async throws -> BlobState {
+    public func append(
+        to key: BlobKey, length: Int64, offset: Int64,
+        bytes: some AsyncSequence<ByteBuffer, any Error>
+    ) async throws -> BlobState {
         let logger = store.logger
         let limit = maxBlobBytes
         let state = try await store.transaction(.serializable) { connection, _ in
             let state = try await Self.state(of: key, connection, logger)
             if case .absent = state, length <= limit, length >= 0, offset == 0 {
-                try await connection.query("""
+                try await connection.query(
+                    """
                     INSERT INTO ferry_blobs (scope, sha256, length, received) VALUES (\(key.scope), \(key.sha256), \(length), 0)
                     """, logger: logger)
                 return BlobState.partial(received: 0, length: length)
             }
             if case .partial = state {
                 // A resumed upload is in use from now: the collector leaves it while its held bytes are hashed.
-                try await connection.query("""
+                try await connection.query(
+                    """
                     UPDATE ferry_blobs SET modified_at = now() WHERE scope = \(key.scope) AND sha256 = \(key.sha256)
                     """, logger: logger)
             }
             return state
         }
-        return try await BlobUpload.append(to: key, state: state, length: length, offset: offset, limit: limit,
-                                           bytes: bytes, target: Target(store: store, key: key))
+        return try await BlobUpload.append(
+            to: key, state: state, length: length, offset: offset, limit: limit,
+            bytes: bytes, target: Target(store: store, key: key))
     }
 
     public func read(_ key: BlobKey, range: Range<Int64>) async throws -> BlobBytes {
@@ -81,10 +86,12 @@ public struct PostgresBlobStore: BlobStore {
         // Serializable: a touch or an append's write committed first makes the row too new to match, and one
         // racing it fails over to a retry that sees the blob gone.
         return try await store.transaction(.serializable) { connection, _ in
-            let removed = try await connection.query("""
+            let removed = try await connection.query(
+                """
                 DELETE FROM ferry_blobs WHERE scope = \(key.scope) AND sha256 = \(key.sha256) AND modified_at < \(cutoff)
                 RETURNING length
-                """, logger: logger).decode(Int64.self)
+                """, logger: logger
+            ).decode(Int64.self)
             var any = false
             for try await _ in removed { any = true }
             guard any else { return false }
@@ -101,7 +108,8 @@ public struct PostgresBlobStore: BlobStore {
     static func touch(_ key: BlobKey, _ store: PostgresSyncStore) async throws -> BlobState {
         let logger = store.logger
         return try await store.transaction(.serializable) { connection, _ in
-            try await connection.query("""
+            try await connection.query(
+                """
                 UPDATE ferry_blobs SET modified_at = now() WHERE scope = \(key.scope) AND sha256 = \(key.sha256) AND complete
                 """, logger: logger)
             return try await Self.state(of: key, connection, logger)
@@ -125,9 +133,11 @@ public struct PostgresBlobStore: BlobStore {
     // MARK: - Statements
 
     static func state(of key: BlobKey, _ connection: PostgresConnection, _ logger: Logger) async throws -> BlobState {
-        let rows = try await connection.query("""
+        let rows = try await connection.query(
+            """
             SELECT length, received, complete FROM ferry_blobs WHERE scope = \(key.scope) AND sha256 = \(key.sha256)
-            """, logger: logger).decode((Int64, Int64, Bool).self)
+            """, logger: logger
+        ).decode((Int64, Int64, Bool).self)
         for try await (length, received, complete) in rows {
             return complete ? .complete(size: length) : .partial(received: received, length: length)
         }
@@ -155,15 +165,19 @@ public struct PostgresBlobStore: BlobStore {
         }
     }
 
-    static func chunk(containing position: Int64, of key: BlobKey,
-                      _ store: PostgresSyncStore) async throws -> (start: Int64, buffer: ByteBuffer) {
+    static func chunk(
+        containing position: Int64, of key: BlobKey,
+        _ store: PostgresSyncStore
+    ) async throws -> (start: Int64, buffer: ByteBuffer) {
         let logger = store.logger
         return try await store.transaction(.snapshot) { connection, _ in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 SELECT start, data FROM ferry_blob_chunks
                 WHERE scope = \(key.scope) AND sha256 = \(key.sha256) AND start <= \(position)
                 ORDER BY start DESC LIMIT 1
-                """, logger: logger).decode((Int64, ByteBuffer).self)
+                """, logger: logger
+            ).decode((Int64, ByteBuffer).self)
             for try await (start, data) in rows { return (start, data) }
             throw FerryServerError(.internalError, "blob \(key) has no chunk at byte \(position)")
         }
@@ -181,18 +195,21 @@ public struct PostgresBlobStore: BlobStore {
             let (key, logger) = (key, store.logger)
             let count = Int64(chunk.readableBytes)
             try await store.transaction(.serializable) { connection, _ in
-                let moved = try await connection.query("""
+                let moved = try await connection.query(
+                    """
                     UPDATE ferry_blobs SET received = received + \(count), modified_at = now()
                     WHERE scope = \(key.scope) AND sha256 = \(key.sha256) AND received = \(position) AND NOT complete
                     RETURNING received
-                    """, logger: logger).decode(Int64.self)
+                    """, logger: logger
+                ).decode(Int64.self)
                 var updated = false
                 for try await _ in moved { updated = true }
                 guard updated else {
                     let held = try await PostgresBlobStore.state(of: key, connection, logger).offset
                     throw BlobUploadRules.offsetMismatch(held)
                 }
-                try await connection.query("""
+                try await connection.query(
+                    """
                     INSERT INTO ferry_blob_chunks (scope, sha256, start, data) VALUES (\(key.scope), \(key.sha256), \(position), \(chunk))
                     """, logger: logger)
             }
@@ -201,11 +218,13 @@ public struct PostgresBlobStore: BlobStore {
         func complete(size: Int64) async throws {
             let (key, logger) = (key, store.logger)
             try await store.transaction(.serializable) { connection, _ in
-                let completed = try await connection.query("""
+                let completed = try await connection.query(
+                    """
                     UPDATE ferry_blobs SET complete = true, modified_at = now()
                     WHERE scope = \(key.scope) AND sha256 = \(key.sha256) AND received = length
                     RETURNING length
-                    """, logger: logger).decode(Int64.self)
+                    """, logger: logger
+                ).decode(Int64.self)
                 var any = false
                 for try await _ in completed { any = true }
                 // A collector removed the upload while its last bytes came in: the uploader starts again.

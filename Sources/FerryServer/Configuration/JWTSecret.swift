@@ -27,8 +27,10 @@ public struct JWTSecret: Sendable {
     ///     first start). `false` for commands that only read it (`token`): a
     ///     directory no server ever ran in is refused, not given a secret no
     ///     server will accept.
-    public static func resolve(flag: String?, environment: [String: String], dataDirectory: URL,
-                               create: Bool = true) throws -> JWTSecret {
+    public static func resolve(
+        flag: String?, environment: [String: String], dataDirectory: URL,
+        create: Bool = true
+    ) throws -> JWTSecret {
         if let flag {
             try TokenAuthority.validate(secret: flag)
             return JWTSecret(value: flag, origin: "--jwt-secret")
@@ -44,7 +46,8 @@ public struct JWTSecret: Sendable {
             return JWTSecret(value: value, origin: file.path)
         }
         guard create else {
-            throw FerryServerError.badRequest("""
+            throw FerryServerError.badRequest(
+                """
                 --data-dir \(dataDirectory.path) holds no \(fileName) (no ferry-server generated one there): \
                 start `ferry-server serve --data-dir \(dataDirectory.path)` first, or give the secret with --jwt-secret or \(environmentVariable)
                 """)
@@ -52,11 +55,13 @@ public struct JWTSecret: Sendable {
         try FileManager.default.createDirectory(at: dataDirectory, withIntermediateDirectories: true)
         let value = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }.base64EncodedString()
         // Created with owner-only permissions, never readable by others even briefly.
-        guard FileManager.default.createFile(
-            atPath: file.path,
-            contents: Data((value + "\n").utf8),
-            attributes: [.posixPermissions: 0o600]
-        ) else {
+        guard
+            FileManager.default.createFile(
+                atPath: file.path,
+                contents: Data((value + "\n").utf8),
+                attributes: [.posixPermissions: 0o600]
+            )
+        else {
             throw FerryServerError(.internalError, "could not write the JWT secret to \(file.path)")
         }
         return JWTSecret(value: value, origin: "generated in \(file.path)")

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The process's open-file limit.
@@ -16,10 +16,10 @@ enum DescriptorLimit {
         if limit.rlim_cur < limit.rlim_max {
             var raised = limit
             #if canImport(Darwin)
-            // Darwin refuses a soft limit above OPEN_MAX.
-            raised.rlim_cur = min(limit.rlim_max, rlim_t(OPEN_MAX))
+                // Darwin refuses a soft limit above OPEN_MAX.
+                raised.rlim_cur = min(limit.rlim_max, rlim_t(OPEN_MAX))
             #else
-            raised.rlim_cur = limit.rlim_max
+                raised.rlim_cur = limit.rlim_max
             #endif
             if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
         }

@@ -46,8 +46,10 @@ struct PullCursorCodec: Sendable {
     private static let version = "c2"
 
     func encode(_ cursor: PullCursor) -> String {
-        let payload = [Self.version, cursor.epoch, cursor.scope, String(cursor.position), String(cursor.subposition),
-                       history.current].joined(separator: "|")
+        let payload = [
+            Self.version, cursor.epoch, cursor.scope, String(cursor.position), String(cursor.subposition),
+            history.current,
+        ].joined(separator: "|")
         let bytes = Data(payload.utf8)
         let mac = Data(HMAC<SHA256>.authenticationCode(for: bytes, using: key))
         return Self.base64URL(bytes) + "." + Self.base64URL(mac)
@@ -85,11 +87,13 @@ struct PullCursorCodec: Sendable {
     }
 
     private static func data(base64URL text: Substring) -> Data? {
-        guard !text.isEmpty, text.utf8.allSatisfy({ byte in
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
-                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "-")
-                || byte == UInt8(ascii: "_")
-        }) else { return nil }
+        guard !text.isEmpty,
+            text.utf8.allSatisfy({ byte in
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "-")
+                    || byte == UInt8(ascii: "_")
+            })
+        else { return nil }
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
         return Data(base64Encoded: base64)

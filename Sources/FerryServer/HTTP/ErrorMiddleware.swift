@@ -29,9 +29,10 @@ struct ErrorMiddleware: RouterMiddleware {
             guard !allowed.isEmpty, !allowed.contains(request.method.rawValue) else {
                 return Self.response(for: Self.serverError(for: error))
             }
-            var response = Self.response(for: FerryServerError(
-                .methodNotAllowed, "\(request.method.rawValue) is not allowed here; use \(allowed.joined(separator: " or "))"
-            ))
+            var response = Self.response(
+                for: FerryServerError(
+                    .methodNotAllowed, "\(request.method.rawValue) is not allowed here; use \(allowed.joined(separator: " or "))"
+                ))
             response.headers[.allow] = allowed.joined(separator: ", ")
             return response
         } catch {

@@ -44,20 +44,23 @@ public enum FerryApplication {
         onServerRunning: (@Sendable (String, Int) async -> Void)? = nil
     ) async throws -> some ApplicationProtocol {
         let blobs = try blobs ?? store.makeBlobStore(maxBlobBytes: configuration.limits.maxBlobBytes)
-        let router = try await makeRouter(configuration: configuration, store: store, blobs: blobs, metrics: metrics,
-                                          readiness: readiness)
+        let router = try await makeRouter(
+            configuration: configuration, store: store, blobs: blobs, metrics: metrics,
+            readiness: readiness)
         let descriptors = DescriptorLimit.raise()
         var connections = configuration.connections
         connections.maxConnections = connections.effectiveMaxConnections(descriptorLimit: descriptors)
-        logger.info("limits", metadata: [
-            "open_files": "\(descriptors)",
-            "max_connections": "\(connections.maxConnections)",
-            "max_live_streams_per_user": "\(connections.maxLiveStreamsPerUser)",
-            "header_timeout": "\(connections.headerReadTimeout)",
-            "body_timeout": "\(connections.bodyReadTimeout)",
-            "idle_timeout": "\(connections.idleTimeout)",
-            "max_body_bytes": "\(configuration.limits.maxBodyBytes)",
-        ])
+        logger.info(
+            "limits",
+            metadata: [
+                "open_files": "\(descriptors)",
+                "max_connections": "\(connections.maxConnections)",
+                "max_live_streams_per_user": "\(connections.maxLiveStreamsPerUser)",
+                "header_timeout": "\(connections.headerReadTimeout)",
+                "body_timeout": "\(connections.bodyReadTimeout)",
+                "idle_timeout": "\(connections.idleTimeout)",
+                "max_body_bytes": "\(configuration.limits.maxBodyBytes)",
+            ])
         let open = OpenConnections(limit: connections.maxConnections)
         return Application(
             router: router,
@@ -95,9 +98,10 @@ public enum FerryApplication {
         try TokenAuthority.validate(secret: configuration.jwtSecret)
         let authority = await TokenAuthority(secret: configuration.jwtSecret)
         let document = try OpenAPIDocument.bundled(limits: configuration.limits)
-        let api = SyncAPI(store: store, blobs: try blobs ?? store.makeBlobStore(maxBlobBytes: configuration.limits.maxBlobBytes),
-                          configuration: configuration, metrics: metrics, schemas: try RequestSchemas(document: document),
-                          readiness: readiness)
+        let api = SyncAPI(
+            store: store, blobs: try blobs ?? store.makeBlobStore(maxBlobBytes: configuration.limits.maxBlobBytes),
+            configuration: configuration, metrics: metrics, schemas: try RequestSchemas(document: document),
+            readiness: readiness)
 
         typealias Handler = @Sendable (Request, FerryRequestContext) async throws -> Response
         let open: [(HTTPRequest.Method, String, Handler)] = [

@@ -47,7 +47,9 @@ public final class ServerReadiness: Sendable {
             if let asking = state.asking { return asking }
             let asking = Task { [self] in
                 let ready = await question()
-                self.state.withLock { $0.answer = (ready, .now); $0.asking = nil }
+                self.state.withLock {
+                    $0.answer = (ready, .now); $0.asking = nil
+                }
                 return ready
             }
             state.asking = asking

@@ -30,8 +30,8 @@ struct RequestSchemas: Sendable {
 
     init(document: OpenAPIDocument) throws {
         guard case .object(let root) = try StrictJSON.parse(Array(document.data)),
-              case .object(let components)? = root["components"],
-              case .object(let schemas)? = components["schemas"]
+            case .object(let components)? = root["components"],
+            case .object(let schemas)? = components["schemas"]
         else {
             throw FerryServerError(.internalError, "openapi.json has no components.schemas")
         }
@@ -69,16 +69,17 @@ struct RequestSchemas: Sendable {
             let depth = path.count
             for option in options {
                 if (try? check(value, against: option, at: &path, quiet: true)) != nil { matching += 1 }
-                path.removeLast(path.count - depth)   // a failed option leaves its place behind
+                path.removeLast(path.count - depth)  // a failed option leaves its place behind
             }
             guard matching == 1 else {
                 throw Self.fail(quiet, path, "is not valid here: \(node.description ?? "one of its documented forms")")
             }
         }
         if let condition = node.condition, let consequence = node.consequence {
-            var scratch = path   // a failed quiet check leaves its place behind
+            var scratch = path  // a failed quiet check leaves its place behind
             if (try? check(value, against: condition, at: &scratch, quiet: true)) != nil,
-               (try? check(value, against: consequence, at: &scratch, quiet: true)) == nil {
+                (try? check(value, against: consequence, at: &scratch, quiet: true)) == nil
+            {
                 throw Self.fail(quiet, path, "is not valid here: \(consequence.description ?? "it breaks a rule its form states")")
             }
         }
@@ -192,7 +193,7 @@ struct RequestSchemas: Sendable {
         for (offset, byte) in bytes.enumerated() {
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "+"), UInt8(ascii: "/"):
+                UInt8(ascii: "+"), UInt8(ascii: "/"):
                 guard padding == 0 else { return false }
             case UInt8(ascii: "="):
                 padding += 1
@@ -334,7 +335,7 @@ struct SchemaCompiler {
         if let node = compiled[name] { return node }
         guard let schema = schemas[name] else { throw FerryServerError(.internalError, "openapi.json has no schema \(name)") }
         let node = SchemaNode()
-        compiled[name] = node   // before its parts, so a schema that refers to itself ends
+        compiled[name] = node  // before its parts, so a schema that refers to itself ends
         try fill(node, from: schema)
         return node
     }
@@ -416,7 +417,7 @@ struct SchemaCompiler {
 /// may repeat followed by one sharing characters with it).
 struct SimplePattern: Sendable {
     struct Element: Sendable {
-        var allowed: [Bool]   // by ASCII byte
+        var allowed: [Bool]  // by ASCII byte
         var least: Int
         var most: Int
     }

@@ -21,19 +21,22 @@ extension PushRequest: StrictlyDecodable {
         var seen: Seen?
         if let cursor = object["seen"] {
             let fields = try StrictField.object(cursor, "seen")
-            seen = Seen(scope: try StrictField.string(fields["scope"], "seen.scope"),
-                        cursor: try StrictField.string(fields["cursor"], "seen.cursor"))
+            seen = Seen(
+                scope: try StrictField.string(fields["scope"], "seen.scope"),
+                cursor: try StrictField.string(fields["cursor"], "seen.cursor"))
         }
         var settled: [SettledNotice]?
         if let items = object["settled"] {
             settled = try StrictField.array(items, "settled").enumerated().map { index, item throws(FerryServerError) in
                 let fields = try StrictField.object(item, "settled.\(index)")
-                return SettledNotice(scope: try StrictField.string(fields["scope"], "settled.\(index).scope"),
-                                     id: try StrictField.string(fields["id"], "settled.\(index).id"))
+                return SettledNotice(
+                    scope: try StrictField.string(fields["scope"], "settled.\(index).scope"),
+                    id: try StrictField.string(fields["id"], "settled.\(index).id"))
             }
         }
-        self.init(clientID: try StrictField.string(object["clientID"], "clientID"), mutations: mutations, seen: seen,
-                  settled: settled)
+        self.init(
+            clientID: try StrictField.string(object["clientID"], "clientID"), mutations: mutations, seen: seen,
+            settled: settled)
     }
 }
 
@@ -47,10 +50,11 @@ extension Mutation {
         for (name, cell) in try StrictField.object(object["columns"] ?? .object([:]), "\(path).columns") {
             columns[name] = try ColumnValue(strict: cell, at: "\(path).columns.\(name)")
         }
-        let base: Int64? = switch object["baseVersion"] {
-        case nil, .null?: nil
-        case let number?: try StrictField.integer(number, "\(path).baseVersion")
-        }
+        let base: Int64? =
+            switch object["baseVersion"] {
+            case nil, .null?: nil
+            case let number?: try StrictField.integer(number, "\(path).baseVersion")
+            }
         self.init(
             mutationID: try StrictField.integer(object["mutationID"], "\(path).mutationID"),
             table: try StrictField.string(object["table"], "\(path).table"),

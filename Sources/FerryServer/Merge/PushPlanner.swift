@@ -122,13 +122,14 @@ struct PushPlanner: Sendable {
             }
             let rowVersion = outcome.row.map(\.version)
             let serverRow = outcome.row.map(\.serverRow)
-            plan.results.append(MutationResult(
-                mutationID: mutation.mutationID,
-                status: outcome.status,
-                version: rowVersion,
-                conflicts: outcome.conflicts,
-                row: outcome.conflicts.isEmpty ? nil : serverRow
-            ))
+            plan.results.append(
+                MutationResult(
+                    mutationID: mutation.mutationID,
+                    status: outcome.status,
+                    version: rowVersion,
+                    conflicts: outcome.conflicts,
+                    row: outcome.conflicts.isEmpty ? nil : serverRow
+                ))
             plan.conflicts += outcome.conflicts.map {
                 PushPlan.RecordedConflict(key: key, mutationID: mutation.mutationID, version: rowVersion, conflict: $0)
             }
@@ -146,9 +147,10 @@ struct PushPlanner: Sendable {
     /// Refuses a mutation; the result carries the row as it stays, so the
     /// client can restore it when it drops the edit.
     private func reject(_ mutation: Mutation, _ reason: String, current: StoredRow?, into plan: inout PushPlan) {
-        plan.results.append(MutationResult(
-            mutationID: mutation.mutationID, status: .rejected, reason: reason, row: current.map(\.serverRow)
-        ))
+        plan.results.append(
+            MutationResult(
+                mutationID: mutation.mutationID, status: .rejected, reason: reason, row: current.map(\.serverRow)
+            ))
         plan.rejections.append(PushPlan.RecordedRejection(mutation: mutation, reason: reason))
     }
 }

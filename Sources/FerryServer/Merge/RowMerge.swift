@@ -136,13 +136,14 @@ enum RowMerge {
             func override() {
                 set(column, local)
                 conflicts.append(conflict(.keptLocal))
-                overridden.append(OverriddenValue(
-                    writer: cell.clientID,
-                    conflict: Conflict(
-                        kind: .column, column: column, base: row.value(of: column, at: base),
-                        local: cell.value, server: local, resolution: .keptServer
-                    )
-                ))
+                overridden.append(
+                    OverriddenValue(
+                        writer: cell.clientID,
+                        conflict: Conflict(
+                            kind: .column, column: column, base: row.value(of: column, at: base),
+                            local: cell.value, server: local, resolution: .keptServer
+                        )
+                    ))
             }
             switch policy {
             case .lastWriteWins:

@@ -49,7 +49,8 @@ struct StoredRow: Hashable, Sendable {
         if let cell = cells[column], cell.version <= version {
             return cell.value
         }
-        return history
+        return
+            history
             .filter { $0.column == column && $0.version <= version }
             .max { $0.version < $1.version }?
             .value

@@ -80,15 +80,17 @@ public final class ServerMetrics: Sendable {
 
     func recordRefusedConnection() {
         registry.makeCounter(
-            descriptor: .init(namespace: "ferry", metricName: "refused_connections", unitName: "total",
-                              helpText: "Connections answered 503 at the connection cap")
+            descriptor: .init(
+                namespace: "ferry", metricName: "refused_connections", unitName: "total",
+                helpText: "Connections answered 503 at the connection cap")
         ).increment()
     }
 
     func recordConnectionTimeout(phase: String) {
         registry.makeCounter(
-            descriptor: .init(namespace: "ferry", metricName: "connection_timeouts", unitName: "total",
-                              helpText: "Connections closed for staying too long idle, in a head or in a body"),
+            descriptor: .init(
+                namespace: "ferry", metricName: "connection_timeouts", unitName: "total",
+                helpText: "Connections closed for staying too long idle, in a head or in a body"),
             labels: [("phase", phase)]
         ).increment()
     }
@@ -97,8 +99,9 @@ public final class ServerMetrics: Sendable {
     func recordBlobBytes(_ count: Int, direction: String) {
         guard count > 0 else { return }
         registry.makeCounter(
-            descriptor: .init(namespace: "ferry", metricName: "blob_bytes", unitName: "total",
-                              helpText: "Attachment bytes moved by the blob endpoints"),
+            descriptor: .init(
+                namespace: "ferry", metricName: "blob_bytes", unitName: "total",
+                helpText: "Attachment bytes moved by the blob endpoints"),
             labels: [("direction", direction)]
         ).increment(by: Int64(count))
     }
@@ -106,8 +109,9 @@ public final class ServerMetrics: Sendable {
     /// A blob upload that continued a partial one (`Upload-Offset` above 0).
     func recordResumedUpload() {
         registry.makeCounter(
-            descriptor: .init(namespace: "ferry", metricName: "blob_uploads_resumed", unitName: "total",
-                              helpText: "Blob uploads that continued from an offset")
+            descriptor: .init(
+                namespace: "ferry", metricName: "blob_uploads_resumed", unitName: "total",
+                helpText: "Blob uploads that continued from an offset")
         ).increment()
     }
 

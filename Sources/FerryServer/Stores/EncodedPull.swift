@@ -222,7 +222,7 @@ struct WireValues: Equatable {
                 index += 1
             }
             guard let nameEnd = stringEnd(from: index), matches(clientKey, at: nameEnd),
-                  let clientEnd = stringEnd(from: nameEnd + clientKey.count), matches(hlcKey, at: clientEnd)
+                let clientEnd = stringEnd(from: nameEnd + clientKey.count), matches(hlcKey, at: clientEnd)
             else { return nil }
             out += bytes[index..<nameEnd]
             out.append(UInt8(ascii: ":"))

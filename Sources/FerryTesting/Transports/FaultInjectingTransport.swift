@@ -106,13 +106,17 @@ public final class FaultInjectingTransport: SyncTransport {
         try await inner.blobOffset(scope: scope, sha256: sha256, token: token)
     }
 
-    public func uploadBlob(scope: String, sha256: String, from reader: BlobReader, size: Int64, token: String?,
-                           progress: @escaping BlobProgress) async throws -> Int64 {
+    public func uploadBlob(
+        scope: String, sha256: String, from reader: BlobReader, size: Int64, token: String?,
+        progress: @escaping BlobProgress
+    ) async throws -> Int64 {
         try await inner.uploadBlob(scope: scope, sha256: sha256, from: reader, size: size, token: token, progress: progress)
     }
 
-    public func downloadBlob(scope: String, sha256: String, into writer: BlobWriter, token: String?,
-                             progress: @escaping BlobProgress) async throws {
+    public func downloadBlob(
+        scope: String, sha256: String, into writer: BlobWriter, token: String?,
+        progress: @escaping BlobProgress
+    ) async throws {
         try await inner.downloadBlob(scope: scope, sha256: sha256, into: writer, token: token, progress: progress)
     }
 

@@ -19,10 +19,12 @@ public struct ForwardingTransport: SyncTransport {
     /// Wraps each upload's progress callback.
     public var onUploadProgress: @Sendable (@escaping BlobProgress) -> BlobProgress
 
-    public init(_ inner: any SyncTransport,
-                onUpload: @escaping @Sendable (BlobReader, Int64) throws -> BlobReader = { reader, _ in reader },
-                onDownload: @escaping @Sendable (Int64) -> Void = { _ in },
-                onUploadProgress: @escaping @Sendable (@escaping BlobProgress) -> BlobProgress = { $0 }) {
+    public init(
+        _ inner: any SyncTransport,
+        onUpload: @escaping @Sendable (BlobReader, Int64) throws -> BlobReader = { reader, _ in reader },
+        onDownload: @escaping @Sendable (Int64) -> Void = { _ in },
+        onUploadProgress: @escaping @Sendable (@escaping BlobProgress) -> BlobProgress = { $0 }
+    ) {
         self.inner = inner
         self.onUpload = onUpload
         self.onDownload = onDownload
@@ -40,14 +42,19 @@ public struct ForwardingTransport: SyncTransport {
     public func blobOffset(scope: String, sha256: String, token: String?) async throws -> Int64? {
         try await inner.blobOffset(scope: scope, sha256: sha256, token: token)
     }
-    public func uploadBlob(scope: String, sha256: String, from reader: BlobReader, size: Int64, token: String?,
-                           progress: @escaping BlobProgress) async throws -> Int64 {
+    public func uploadBlob(
+        scope: String, sha256: String, from reader: BlobReader, size: Int64, token: String?,
+        progress: @escaping BlobProgress
+    ) async throws -> Int64 {
         let sent = try onUpload(reader, size)
-        return try await inner.uploadBlob(scope: scope, sha256: sha256, from: sent, size: size, token: token,
-                                          progress: onUploadProgress(progress))
+        return try await inner.uploadBlob(
+            scope: scope, sha256: sha256, from: sent, size: size, token: token,
+            progress: onUploadProgress(progress))
     }
-    public func downloadBlob(scope: String, sha256: String, into writer: BlobWriter, token: String?,
-                             progress: @escaping BlobProgress) async throws {
+    public func downloadBlob(
+        scope: String, sha256: String, into writer: BlobWriter, token: String?,
+        progress: @escaping BlobProgress
+    ) async throws {
         onDownload(writer.held)
         try await inner.downloadBlob(scope: scope, sha256: sha256, into: writer, token: token, progress: progress)
     }

@@ -41,8 +41,9 @@ import FerryTestSupport
             if let postgres = store.store as? PostgresSyncStore { try await postgres.waitUntilReady() }
             let seeded = try await Self.seed(store.store, authority: authority, model: model, port: port)
             let tokens = try await Self.tokens(authority)
-            var fuzzer = try APIFuzzer(document: OpenAPIDocument.bundled().data, seed: Self.seed, model: model,
-                                       rows: seeded.rows, blobs: seeded.blobs, tokens: tokens, cursors: seeded.cursors)
+            var fuzzer = try APIFuzzer(
+                document: OpenAPIDocument.bundled().data, seed: Self.seed, model: model,
+                rows: seeded.rows, blobs: seeded.blobs, tokens: tokens, cursors: seeded.cursors)
             var tally = Tally()
             print("API fuzz (\(store.kind)): seed \(Self.seed) (FERRY_FUZZ_SEED=\(Self.seed) replays it), \(Self.rounds) requests one at a time, then 3 × \(Self.rounds / 3) at once")
 
@@ -66,8 +67,9 @@ import FerryTestSupport
             let concurrent = try await withThrowingTaskGroup(of: Tally.self) { group in
                 for (index, user) in AccessModel.users.enumerated() {
                     group.addTask {
-                        var own = try APIFuzzer(document: document, seed: Self.seed &+ UInt64(index + 1), model: model,
-                                                rows: seeded.rows, blobs: seeded.blobs, tokens: tokens, cursors: cursors)
+                        var own = try APIFuzzer(
+                            document: document, seed: Self.seed &+ UInt64(index + 1), model: model,
+                            rows: seeded.rows, blobs: seeded.blobs, tokens: tokens, cursors: cursors)
                         var tally = Tally()
                         for _ in 0..<(Self.rounds / 3) {
                             let generated = own.next(as: user)
@@ -90,8 +92,10 @@ import FerryTestSupport
             }
             for blob in seeded.blobs {
                 let owner = blob.scope.hasPrefix("user:") ? String(blob.scope.dropFirst(5)) : model.owners[blob.scope]!
-                let read = try await RawHTTP.send(.init(method: "GET", target: "/v1/blobs/\(APIFuzzer.encode(blob.scope))/\(blob.sha256)",
-                                                        headers: [("Authorization", "Bearer \(tokens.valid[owner]!)")]), port: port)
+                let read = try await RawHTTP.send(
+                    .init(
+                        method: "GET", target: "/v1/blobs/\(APIFuzzer.encode(blob.scope))/\(blob.sha256)",
+                        headers: [("Authorization", "Bearer \(tokens.valid[owner]!)")]), port: port)
                 #expect(read.status == 200 && String(decoding: read.body, as: UTF8.self).hasPrefix(AccessModel.secret(blob.scope)))
             }
             #expect(try await store.store.membership(of: "bob", in: "team:ab")?.role == .write)
@@ -100,11 +104,13 @@ import FerryTestSupport
             #expect(try await store.store.membership(of: "bob", in: "team:c") == nil)
             let health = try await RawHTTP.send(.init(method: "GET", target: "/healthz"), port: port)
             #expect(health.status == 200)
-            print("API fuzz (\(store.kind)): \(tally.requests) requests, statuses \(tally.statuses.sorted { $0.key < $1.key }), "
-                  + "\(tally.secretsSeen) answers carried their requester's own secrets, \(tally.operations.count) of the document's operations")
+            print(
+                "API fuzz (\(store.kind)): \(tally.requests) requests, statuses \(tally.statuses.sorted { $0.key < $1.key }), "
+                    + "\(tally.secretsSeen) answers carried their requester's own secrets, \(tally.operations.count) of the document's operations")
             #expect(tally.requests == Self.rounds + 3 * (Self.rounds / 3))
-            #expect(Set(tally.operations.keys) == Set(fuzzer.operations.map { "\($0.method) \($0.path)" }),
-                    "operations the fuzz never sent: \(Set(fuzzer.operations.map { "\($0.method) \($0.path)" }).subtracting(tally.operations.keys))")
+            #expect(
+                Set(tally.operations.keys) == Set(fuzzer.operations.map { "\($0.method) \($0.path)" }),
+                "operations the fuzz never sent: \(Set(fuzzer.operations.map { "\($0.method) \($0.path)" }).subtracting(tally.operations.keys))")
             // The fuzz reached the data: some answers did carry secrets (to those allowed them) and some writes landed.
             #expect(tally.secretsSeen > 0)
             #expect(tally.statuses.keys.contains { (200..<300).contains($0) })
@@ -128,8 +134,10 @@ import FerryTestSupport
 
     /// Sends one request and checks its answer on its own: no 5xx, a broken
     /// body refused, no other scope's secrets, membership only by the owner.
-    static func exchange(_ generated: APIFuzzer.Generated, port: Int, model: AccessModel, rows: [SeededRow],
-                         tally: inout Tally) async throws -> RawHTTP.Response {
+    static func exchange(
+        _ generated: APIFuzzer.Generated, port: Int, model: AccessModel, rows: [SeededRow],
+        tally: inout Tally
+    ) async throws -> RawHTTP.Response {
         let response = try await RawHTTP.send(generated.request, port: port, stream: generated.isLive ? .milliseconds(200) : nil)
         tally.requests += 1
         tally.statuses[response.status, default: 0] += 1
@@ -151,13 +159,16 @@ import FerryTestSupport
         // scopes and tables, and every seeded row carries its scope's secret.
         let asked = String(decoding: generated.request.body, as: UTF8.self) + generated.request.target
         let carriesRows = generated.operation == "POST /v1/pull" || generated.operation.hasPrefix("GET /v1/live")
-        for row in rows where !carriesRows && !model.canRead(generated.requester, row.scope)
-            && response.text.contains(row.rowID) && !asked.contains(row.rowID) {
+        for row in rows
+        where !carriesRows && !model.canRead(generated.requester, row.scope)
+            && response.text.contains(row.rowID) && !asked.contains(row.rowID)
+        {
             Issue.record("an answer named row \(row.rowID) of `\(row.scope)`, which \(generated.requester ?? "nobody") cannot read: \(seen)")
         }
         // A blob part (a range, or HEAD's offset) carries no whole secret: judged by status.
         if ["GET", "HEAD"].contains(generated.request.method), let scope = blobScope(generated.request.target),
-           model.seededScopes.contains(scope), !model.canRead(generated.requester, scope) {
+            model.seededScopes.contains(scope), !model.canRead(generated.requester, scope)
+        {
             #expect(!(200..<300).contains(response.status), "a blob of `\(scope)` was served to one who cannot read it: \(seen)")
         }
         if let scope = generated.memberScope, (200..<300).contains(response.status) {
@@ -205,29 +216,39 @@ import FerryTestSupport
             for number in 1...5 {
                 let row = SeededRow(scope: scope, rowID: "seed\(index)-\(number)", title: "\(AccessModel.secret(scope)) #\(number)")
                 seeded.rows.append(row)
-                mutations.append(Mutation(mutationID: Int64(number), table: "note", rowID: row.rowID, scope: scope, operation: .upsert,
-                                          columns: ["title": .text(row.title)], baseVersion: nil,
-                                          hlc: HLCTimestamp(wallMilliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: UInt16(number))))
+                mutations.append(
+                    Mutation(
+                        mutationID: Int64(number), table: "note", rowID: row.rowID, scope: scope, operation: .upsert,
+                        columns: ["title": .text(row.title)], baseVersion: nil,
+                        hlc: HLCTimestamp(wallMilliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: UInt16(number))))
             }
-            let push = try await RawHTTP.send(.init(method: "POST", target: "/v1/push",
-                                                    headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")],
-                                                    body: Array(try JSONEncoder().encode(PushRequest(clientID: "seed-\(index)", mutations: mutations)))),
-                                              port: port)
+            let push = try await RawHTTP.send(
+                .init(
+                    method: "POST", target: "/v1/push",
+                    headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")],
+                    body: Array(try JSONEncoder().encode(PushRequest(clientID: "seed-\(index)", mutations: mutations)))),
+                port: port)
             #expect(push.status == 200, "seeding \(scope): \(push.text)")
             let bytes = Array("\(AccessModel.secret(scope)) blob bytes".utf8)
             let sha = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
-            let upload = try await RawHTTP.send(.init(method: "PUT", target: "/v1/blobs/\(APIFuzzer.encode(scope))/\(sha)",
-                                                      headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/octet-stream"),
-                                                                ("Upload-Length", "\(bytes.count)")], body: bytes), port: port)
+            let upload = try await RawHTTP.send(
+                .init(
+                    method: "PUT", target: "/v1/blobs/\(APIFuzzer.encode(scope))/\(sha)",
+                    headers: [
+                        ("Authorization", "Bearer \(token)"), ("Content-Type", "application/octet-stream"),
+                        ("Upload-Length", "\(bytes.count)"),
+                    ], body: bytes), port: port)
             #expect(upload.status == 201, "seeding a blob in \(scope): \(upload.text)")
             seeded.blobs.append((scope, sha))
         }
         for user in AccessModel.users {
             let scopes = model.seededScopes.filter { model.canRead(user, $0) }.map { PullRequest.ScopeCursor(scope: $0) }
-            let pull = try await RawHTTP.send(.init(method: "POST", target: "/v1/pull",
-                                                    headers: [("Authorization", "Bearer \(try await authority.mint(userID: user, lifetime: .seconds(600)))"), ("Content-Type", "application/json")],
-                                                    body: Array(try JSONEncoder().encode(PullRequest(clientID: "seed-\(user)", scopes: scopes)))),
-                                              port: port)
+            let pull = try await RawHTTP.send(
+                .init(
+                    method: "POST", target: "/v1/pull",
+                    headers: [("Authorization", "Bearer \(try await authority.mint(userID: user, lifetime: .seconds(600)))"), ("Content-Type", "application/json")],
+                    body: Array(try JSONEncoder().encode(PullRequest(clientID: "seed-\(user)", scopes: scopes)))),
+                port: port)
             #expect(pull.status == 200, "seeding a pull: \(pull.text)")
             var collector = APIFuzzer.CursorCollector()
             collector.collect(from: pull)

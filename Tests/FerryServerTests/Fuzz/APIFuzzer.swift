@@ -82,8 +82,10 @@ struct APIFuzzer {
     let tokens: Tokens
     var cursors: CursorCollector
 
-    init(document: Data, seed: UInt64, model: AccessModel, rows: [SeededRow], blobs: [(scope: String, sha256: String)],
-         tokens: Tokens, cursors: [String]) throws {
+    init(
+        document: Data, seed: UInt64, model: AccessModel, rows: [SeededRow], blobs: [(scope: String, sha256: String)],
+        tokens: Tokens, cursors: [String]
+    ) throws {
         let root = try JSONSerialization.jsonObject(with: document) as? [String: Any] ?? [:]
         let schemas = (root["components"] as? [String: Any])?["schemas"] as? [String: Any] ?? [:]
         generator = SchemaGenerator(schemas: schemas, seed: seed)
@@ -95,10 +97,12 @@ struct APIFuzzer {
                 let content = (operation["requestBody"] as? [String: Any])?["content"] as? [String: Any]
                 let type = content?.keys.first
                 let reference = ((content?[type ?? ""] as? [String: Any])?["schema"] as? [String: Any])?["$ref"] as? String
-                operations.append(Operation(method: method.uppercased(), path: path,
-                                            parameters: shared + (operation["parameters"] as? [[String: Any]] ?? []),
-                                            bodySchema: reference.map { String($0.split(separator: "/").last!) },
-                                            bodyType: type))
+                operations.append(
+                    Operation(
+                        method: method.uppercased(), path: path,
+                        parameters: shared + (operation["parameters"] as? [[String: Any]] ?? []),
+                        bodySchema: reference.map { String($0.split(separator: "/").last!) },
+                        bodyType: type))
             }
         }
         self.operations = operations
@@ -112,8 +116,10 @@ struct APIFuzzer {
     private mutating func pick<T>(_ values: [T]) -> T { values[generator.next(values.count)] }
     private mutating func chance(_ percent: Int) -> Bool { generator.chance(percent) }
 
-    static let junk = ["", "..", "../../etc/passwd", "a/b", "é", "%", "%00", "\u{1}", "a b", "user:", "@", String(repeating: "z", count: 300),
-                       "SELECT *", "'; DROP TABLE rows; --", "{}", "null", "-1", "0x10", "🙂"]
+    static let junk = [
+        "", "..", "../../etc/passwd", "a/b", "é", "%", "%00", "\u{1}", "a b", "user:", "@", String(repeating: "z", count: 300),
+        "SELECT *", "'; DROP TABLE rows; --", "{}", "null", "-1", "0x10", "🙂",
+    ]
 
     mutating func scope(for user: String) -> String {
         switch generator.next(10) {
@@ -160,8 +166,10 @@ struct APIFuzzer {
     mutating func headerValue(_ name: String) -> String {
         switch name {
         case "Range":
-            return pick(["bytes=0-10", "bytes=5-", "bytes=-3", "bytes=0-0", "bytes=10-5", "bytes=0-99999999999", "pages=1-2",
-                         "bytes=\(generator.next(100))-\(generator.next(200))", "bytes=", "bytes=0-1,3-4"])
+            return pick([
+                "bytes=0-10", "bytes=5-", "bytes=-3", "bytes=0-0", "bytes=10-5", "bytes=0-99999999999", "pages=1-2",
+                "bytes=\(generator.next(100))-\(generator.next(200))", "bytes=", "bytes=0-1,3-4",
+            ])
         default:
             return chance(80) ? "\(generator.next(3) == 0 ? 0 : generator.next(70))" : pick(["-1", "abc", "1.5", "99999999999999999999", ""])
         }
@@ -245,10 +253,11 @@ struct APIFuzzer {
             broken = false
         }
         let target = query.isEmpty ? path : path + "?" + query.joined(separator: "&")
-        return Generated(request: RawHTTP.Request(method: method, target: target, headers: headers, body: body),
-                         requester: requester, operation: "\(operation.method) \(operation.path)", label: label,
-                         broken: broken, memberScope: memberScope,
-                         isLive: path.hasPrefix("/v1/live") && method == "GET")
+        return Generated(
+            request: RawHTTP.Request(method: method, target: target, headers: headers, body: body),
+            requester: requester, operation: "\(operation.method) \(operation.path)", label: label,
+            broken: broken, memberScope: memberScope,
+            isLive: path.hasPrefix("/v1/live") && method == "GET")
     }
 
     /// A valid body bent toward what matters here: other users' scopes,

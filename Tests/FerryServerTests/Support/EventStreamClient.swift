@@ -75,7 +75,10 @@ extension EventStreamClient {
             }
         return try await channel.executeThenClose { inbound, outbound in
             let authorization = token.map { "Authorization: Bearer \($0)\r\n" } ?? ""
-            try await outbound.write(ByteBuffer(string: "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(authorization)Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"))
+            try await outbound.write(
+                ByteBuffer(
+                    string: "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(authorization)Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
+            )
             var text = ""
             for try await buffer in inbound { text += String(buffer: buffer) }
             let parts = text.components(separatedBy: "\r\n\r\n")

@@ -112,17 +112,20 @@ struct StoreUnderTest: Sendable {
     func collectedState() async throws -> [String] {
         if let sqlite {
             return try await sqlite.pool.read { db in
-                try String.fetchAll(db, sql: """
-                    SELECT 'row ' || row_id || (CASE WHEN collected THEN ' deletion record' WHEN deleted THEN ' deleted' ELSE '' END) FROM rows
-                    UNION ALL SELECT 'history ' || row_id || '.' || col || ' v' || version FROM history
-                    UNION ALL SELECT 'result ' || client_id || '#' || mutation_id FROM results
-                    UNION ALL SELECT 'notices ' || count(*) FROM notices
-                    UNION ALL SELECT 'horizon ' || value FROM store_meta WHERE key = 'horizon'
-                    ORDER BY 1
-                    """)
+                try String.fetchAll(
+                    db,
+                    sql: """
+                        SELECT 'row ' || row_id || (CASE WHEN collected THEN ' deletion record' WHEN deleted THEN ' deleted' ELSE '' END) FROM rows
+                        UNION ALL SELECT 'history ' || row_id || '.' || col || ' v' || version FROM history
+                        UNION ALL SELECT 'result ' || client_id || '#' || mutation_id FROM results
+                        UNION ALL SELECT 'notices ' || count(*) FROM notices
+                        UNION ALL SELECT 'horizon ' || value FROM store_meta WHERE key = 'horizon'
+                        ORDER BY 1
+                        """)
             }
         }
-        return try await database!.rows("""
+        return try await database!.rows(
+            """
             SELECT line FROM (
                 SELECT 'row ' || row_id || (CASE WHEN collected THEN ' deletion record' WHEN deleted THEN ' deleted' ELSE '' END) AS line FROM ferry_rows
                 UNION ALL SELECT 'history ' || row_id || '.' || col || ' v' || version FROM ferry_history

@@ -24,11 +24,14 @@ enum EventLog {
                         state.append("  \(table) \(row)")
                     }
                 }
-                for row in try Row.fetchAll(db, sql: """
-                    SELECT tbl, row_id, scope, kind, column_name, base, local, server, resolution, mutation_id, server_version,
-                           overridden_by, notice_id IS NOT NULL AS noticed
-                    FROM ferry_conflicts ORDER BY id
-                    """) {
+                for row in try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT tbl, row_id, scope, kind, column_name, base, local, server, resolution, mutation_id, server_version,
+                               overridden_by, notice_id IS NOT NULL AS noticed
+                        FROM ferry_conflicts ORDER BY id
+                        """)
+                {
                     state.append("  conflict \(row)")
                 }
                 for row in try Row.fetchAll(db, sql: "SELECT tbl, row_id, op, state, base_version, refused_values FROM ferry_outbox ORDER BY seq") {

@@ -66,8 +66,10 @@ final class Ledger: @unchecked Sendable {
         lock.withLock {
             for result in response.results {
                 guard let mutation = mutations[result.mutationID] else { continue }
-                outcomes.append(Entry(user: userID, clientID: request.clientID, mutation: mutation, result: result,
-                                      before: before[mutation.rowID], era: era))
+                outcomes.append(
+                    Entry(
+                        user: userID, clientID: request.clientID, mutation: mutation, result: result,
+                        before: before[mutation.rowID], era: era))
             }
         }
     }
@@ -104,10 +106,12 @@ final class Ledger: @unchecked Sendable {
             let first = entries[index].result
             // A result older than the tombstone horizon may have been collected: its
             // replay is then answered as plainly applied (GarbageRules rule 4).
-            let collectedAnswer = entry.result.status == .applied && entry.result.version == nil
+            let collectedAnswer =
+                entry.result.status == .applied && entry.result.version == nil
                 && entry.result.conflicts.isEmpty && (first.version ?? 0) <= lock.withLock({ collected })
             if !collectedAnswer,
-               first.status != entry.result.status || first.version != entry.result.version || first.conflicts != entry.result.conflicts {
+                first.status != entry.result.status || first.version != entry.result.version || first.conflicts != entry.result.conflicts
+            {
                 problems.append("\(key) replayed as \(entry.result) but first was \(first)")
             }
         }

@@ -54,10 +54,11 @@ final class SimCluster: @unchecked Sendable {
     private func launch() async throws -> SyncServer {
         let (ledger, time) = (self.ledger, self.time)
         let database = lock.withLock { self.database }
-        return try await SyncServer.start(tables: tables, in: directory, store: kind, sharing: database,
-                                          configure: { $0.now = { time.date } }) { store in
-            LedgerStore(inner: store, ledger: ledger)
-        }
+        return try await SyncServer.start(
+            tables: tables, in: directory, store: kind, sharing: database,
+            configure: { $0.now = { time.date } },
+            wrap: { store in LedgerStore(inner: store, ledger: ledger) }
+        )
     }
 
     var instanceCount: Int { lock.withLock { servers.count } }
@@ -132,7 +133,9 @@ final class SimCluster: @unchecked Sendable {
         }
         if kind == .postgres {
             let fresh = try await PostgresTestDatabase.create()
-            lock.withLock { databases.append(fresh); database = fresh }
+            lock.withLock {
+                databases.append(fresh); database = fresh
+            }
             try fresh.load(dump: snapshot.path)
         } else {
             let file = directory.url.appending(path: "server").appending(path: SQLiteSyncStore.fileName).path

@@ -84,16 +84,19 @@ struct Simulation {
             if case .text(let title)? = proposed.mutation.columns["title"], title.hasSuffix("!") { return .reject(reason: "no shouting") }
             return .accept
         }
-        let tables = ServerTables(rules: ["note": TableRule(policy: policy, validator: validator),
-                                          "item": TableRule(policy: policy)])
+        let tables = ServerTables(rules: [
+            "note": TableRule(policy: policy, validator: validator),
+            "item": TableRule(policy: policy),
+        ])
         let directory = try TemporaryDirectory()
         let cluster = try await SimCluster.start(store, tables: tables, directory: directory, time: time)
         var log: [String] = ["seed \(seed), \(store), policy \(policy)"]
         do {
             try await cluster.store.createScope("team:sim", owner: nil)
             for user in ["alice", "bob"] { try await cluster.store.setMember(user, role: .write, in: "team:sim") }
-            let devices = try await simulate(cluster: cluster, directory: directory, random: &random, log: &log,
-                                             time: time, jitter: jitter)
+            let devices = try await simulate(
+                cluster: cluster, directory: directory, random: &random, log: &log,
+                time: time, jitter: jitter)
             try await SimulationCheck(cluster: cluster, devices: devices, log: log).run()
             let events = try await EventLog.make(steps: log, devices: devices, cluster: cluster)
             await cluster.stop()
@@ -105,16 +108,19 @@ struct Simulation {
         }
     }
 
-    private func simulate(cluster: SimCluster, directory: TemporaryDirectory, random: inout SplitMix64,
-                          log: inout [String], time: SimTime, jitter: SimRandom) async throws -> [Device] {
+    private func simulate(
+        cluster: SimCluster, directory: TemporaryDirectory, random: inout SplitMix64,
+        log: inout [String], time: SimTime, jitter: SimRandom
+    ) async throws -> [Device] {
         func open(_ device: Device, cluster: SimCluster, faultSeed: UInt64?) async throws {
             try await self.open(device, cluster: cluster, faultSeed: faultSeed, time: time, jitter: jitter)
         }
-        let count = 3 + Int(random.next() % 6)   // 3 to 8 devices
+        let count = 3 + Int(random.next() % 6)  // 3 to 8 devices
         var devices: [Device] = []
         for index in 0..<count {
-            let device = Device(name: "d\(index)", user: index % 2 == 0 ? "alice" : "bob",
-                                path: directory.path("d\(index).sqlite"), files: directory.url.appending(path: "d\(index)-files"))
+            let device = Device(
+                name: "d\(index)", user: index % 2 == 0 ? "alice" : "bob",
+                path: directory.path("d\(index).sqlite"), files: directory.url.appending(path: "d\(index)-files"))
             try await open(device, cluster: cluster, faultSeed: random.next())
             devices.append(device)
         }
@@ -127,8 +133,9 @@ struct Simulation {
                 let table = random.next() % 2 == 0 ? "note" : "item"
                 let row = "\(table)-\(random.next() % 4)"
                 let value = "\(device.name)-\(step)\(random.next() % 10 == 0 ? "!" : "")"
-                let op = try await write(device, table: table, row: row, value: value, delete: random.next() % 6 == 0,
-                                         choice: random.next())
+                let op = try await write(
+                    device, table: table, row: row, value: value, delete: random.next() % 6 == 0,
+                    choice: random.next())
                 log.append("\(step) \(device.name) \(op)")
             case 50..<78:
                 let outcome: String
@@ -213,8 +220,9 @@ struct Simulation {
         var configuration = FerryConfiguration()
         configuration.attachmentsDirectory = device.files
         configuration.wallClock = time.wallClock
-        device.database = try FerryDatabase(path: device.path, schema: SyncSchema.schema(withPriority: device.upgraded),
-                                            configuration: configuration)
+        device.database = try FerryDatabase(
+            path: device.path, schema: SyncSchema.schema(withPriority: device.upgraded),
+            configuration: configuration)
         let faults = FaultInjectingTransport(wrapping: cluster.router(seed: faultSeed ?? 0))
         if let faultSeed {
             // `resend`, not the concurrent `duplicate`: a copy whose order is drawn by the scheduler would not replay exactly.
@@ -231,9 +239,10 @@ struct Simulation {
         // Quiet: the faults are on purpose, and the step log tells a failing seed's story.
         var logger = Logger(label: "ferry.simulation")
         logger.logLevel = .critical
-        device.engine = try SyncEngine(database: device.database, transport: faults, configuration: sync,
-                                       token: try await cluster.token(device.user), tokenRefresher: nil, logger: logger,
-                                       clock: time.clock, random: { jitter.unit() })
+        device.engine = try SyncEngine(
+            database: device.database, transport: faults, configuration: sync,
+            token: try await cluster.token(device.user), tokenRefresher: nil, logger: logger,
+            clock: time.clock, random: { jitter.unit() })
     }
 
     /// One local write: an insert or re-creation when the row is not here,

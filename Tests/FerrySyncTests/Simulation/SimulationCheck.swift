@@ -83,10 +83,12 @@ struct SimulationCheck {
                 let id = entry.mutation.mutationID
                 switch entry.result.status {
                 case .rejected where restored:
-                    guard rejected.contains(where: { kept in
-                        kept.entry.mutationID == id && kept.entry.rowID == entry.mutation.rowID
-                            && entry.mutation.columns.allSatisfy { kept.values[$0.key] == $0.value }
-                    }) else {
+                    guard
+                        rejected.contains(where: { kept in
+                            kept.entry.mutationID == id && kept.entry.rowID == entry.mutation.rowID
+                                && entry.mutation.columns.allSatisfy { kept.values[$0.key] == $0.value }
+                        })
+                    else {
                         throw fail("\(device.name) lost the rejection of #\(id) (\(entry.mutation.table) \(entry.mutation.rowID))")
                     }
                 case .rejected:
@@ -156,7 +158,9 @@ struct SimulationCheck {
                     ($0.mutation.baseVersion ?? 0) >= version
                         || ($0.clientID == entry.clientID && ($0.era > entry.era || $0.mutation.mutationID > mutation.mutationID))
                         || (lost && $0.era > entry.era)
-                }) { continue }
+                }) {
+                    continue
+                }
                 // Recorded in the push reply.
                 if entry.result.conflicts.contains(where: { $0.column == column || $0.column == nil }) { continue }
                 // Recorded as a notice on a device of its writer.
@@ -168,7 +172,8 @@ struct SimulationCheck {
                     continue
                 }
                 let value = column.map { "\($0) = \(mutation.columns[$0]!)" } ?? "delete"
-                throw fail("""
+                throw fail(
+                    """
                     \(entry.clientID) #\(mutation.mutationID) (\(entry.result.status) at v\(version)) \(mutation.table) \(mutation.rowID): \
                     \(value) vanished silently; final \(final.map { "\($0.deleted ? "deleted " : "")\($0.values) v\($0.version)" } ?? "absent")
                     """)

@@ -62,7 +62,9 @@ import Testing
             let a = first.split(separator: "\n", omittingEmptySubsequences: false)
             let b = second.split(separator: "\n", omittingEmptySubsequences: false)
             let differs = zip(a, b).enumerated().first { $0.element.0 != $0.element.1 }
-            #expect(first == second, """
+            #expect(
+                first == second,
+                """
                 seed \(seed) on \(store) ran differently the second time\(differs.map { ", first at line \($0.offset + 1):\n  \($0.element.0)\n  \($0.element.1)" } ?? " (\(a.count) and \(b.count) lines)")
                 """)
             #expect(a.count > 60, "the log holds the steps and the end state")

@@ -12,13 +12,14 @@ enum SyncSchema {
     static func migrator(withPriority: Bool = false) -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
-            try db.execute(sql: """
-                CREATE TABLE note (id TEXT PRIMARY KEY NOT NULL, title TEXT, body TEXT, counter INTEGER NOT NULL DEFAULT 0);
-                CREATE TABLE item (id TEXT PRIMARY KEY NOT NULL, listScope TEXT, name TEXT);
-                CREATE TABLE reading (id TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL) STRICT;
-                CREATE TABLE task (id TEXT PRIMARY KEY NOT NULL, title TEXT NOT NULL, owner TEXT NOT NULL,
-                                   done INTEGER NOT NULL, due TEXT NOT NULL);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE note (id TEXT PRIMARY KEY NOT NULL, title TEXT, body TEXT, counter INTEGER NOT NULL DEFAULT 0);
+                    CREATE TABLE item (id TEXT PRIMARY KEY NOT NULL, listScope TEXT, name TEXT);
+                    CREATE TABLE reading (id TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL) STRICT;
+                    CREATE TABLE task (id TEXT PRIMARY KEY NOT NULL, title TEXT NOT NULL, owner TEXT NOT NULL,
+                                       done INTEGER NOT NULL, due TEXT NOT NULL);
+                    """)
         }
         if withPriority {
             migrator.registerMigration("v2") { db in
@@ -29,12 +30,14 @@ enum SyncSchema {
     }
 
     static func schema(withPriority: Bool = false) -> FerrySchema {
-        FerrySchema(migrator: migrator(withPriority: withPriority), syncedTables: [
-            SyncedTable("note"),
-            SyncedTable("item", scope: .column("listScope")),
-            SyncedTable("reading"),
-            SyncedTable("task"),
-        ])
+        FerrySchema(
+            migrator: migrator(withPriority: withPriority),
+            syncedTables: [
+                SyncedTable("note"),
+                SyncedTable("item", scope: .column("listScope")),
+                SyncedTable("reading"),
+                SyncedTable("task"),
+            ])
     }
 }
 
@@ -53,9 +56,10 @@ struct Device {
         token: String? = nil, tokenRefresher: (@Sendable () async throws -> String)? = nil
     ) async throws -> Device {
         let minted = try await server.token(user)
-        return try await make(name, user: user, baseURL: server.baseURL, directory: directory, withPriority: withPriority,
-                              configure: configure, configureDatabase: configureDatabase, transport: transport,
-                              token: token ?? minted, tokenRefresher: tokenRefresher)
+        return try await make(
+            name, user: user, baseURL: server.baseURL, directory: directory, withPriority: withPriority,
+            configure: configure, configureDatabase: configureDatabase, transport: transport,
+            token: token ?? minted, tokenRefresher: tokenRefresher)
     }
 
     static func make(
@@ -71,15 +75,17 @@ struct Device {
         var databaseConfiguration = FerryConfiguration()
         databaseConfiguration.attachmentsDirectory = directory.url.appending(path: "\(name)-files")
         configureDatabase(&databaseConfiguration)
-        let database = try FerryDatabase(path: path, schema: SyncSchema.schema(withPriority: withPriority),
-                                         configuration: databaseConfiguration)
+        let database = try FerryDatabase(
+            path: path, schema: SyncSchema.schema(withPriority: withPriority),
+            configuration: databaseConfiguration)
         var configuration = SyncConfiguration(userID: user)
         configuration.retry = RetryPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200), attemptsPerSync: 5)
         configuration.periodicInterval = nil
         configure(&configuration)
         let http: any SyncTransport = HTTPSyncTransport(baseURL: baseURL, requestTimeout: .seconds(10))
-        let engine = try SyncEngine(database: database, transport: transport?(http) ?? http,
-                                    configuration: configuration, token: token, tokenRefresher: tokenRefresher)
+        let engine = try SyncEngine(
+            database: database, transport: transport?(http) ?? http,
+            configuration: configuration, token: token, tokenRefresher: tokenRefresher)
         return Device(database: database, engine: engine, path: path)
     }
 
@@ -90,9 +96,10 @@ struct Device {
     /// Every note: id → (title, body, counter).
     func notes() throws -> [String: Note] {
         try database.read { db in
-            Dictionary(uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT id, title, body, counter FROM note").map {
-                ($0["id"], Note(title: $0["title"], body: $0["body"], counter: $0["counter"]))
-            })
+            Dictionary(
+                uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT id, title, body, counter FROM note").map {
+                    ($0["id"], Note(title: $0["title"], body: $0["body"], counter: $0["counter"]))
+                })
         }
     }
 

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import FerryTestSupport
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A real, small filesystem: a tmpfs mounted on a temporary directory, so a
@@ -20,7 +20,8 @@ final class SmallDisk {
     /// not permit mounting; under `CI=true` that fails the test.
     static func mount(bytes: Int) throws -> SmallDisk? {
         // What an earlier run that died left mounted: disks of processes gone.
-        Shell.status("""
+        Shell.status(
+            """
             awk '$1 ~ /^ferry-small-disk-[0-9]+$/ { print $1, $2 }' /proc/mounts | while read -r name path; do
                 [ -d "/proc/${name##*-}" ] || umount -l "$path"
             done

@@ -96,14 +96,17 @@ final class SyncServer: Sendable {
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else { throw CancellationError() }
         if let store = unwrapped as? PostgresSyncStore { try await store.waitUntilReady() }
-        return SyncServer(directory: directory, store: store, sqlite: unwrapped as? SQLiteSyncStore, blobs: blobs,
-                          postgres: postgres, owned: owned, port: port, group: group, running: running,
-                          authority: await TokenAuthority(secret: secret))
+        return SyncServer(
+            directory: directory, store: store, sqlite: unwrapped as? SQLiteSyncStore, blobs: blobs,
+            postgres: postgres, owned: owned, port: port, group: group, running: running,
+            authority: await TokenAuthority(secret: secret))
     }
 
-    private init(directory: TemporaryDirectory, store: any SyncStore, sqlite: SQLiteSyncStore?, blobs: any BlobStore,
-                 postgres: PostgresTestDatabase?, owned: PostgresTestDatabase?, port: Int, group: ServiceGroup,
-                 running: Task<Void, any Error>, authority: TokenAuthority) {
+    private init(
+        directory: TemporaryDirectory, store: any SyncStore, sqlite: SQLiteSyncStore?, blobs: any BlobStore,
+        postgres: PostgresTestDatabase?, owned: PostgresTestDatabase?, port: Int, group: ServiceGroup,
+        running: Task<Void, any Error>, authority: TokenAuthority
+    ) {
         self.directory = directory
         self.store = store
         self.blobs = blobs
@@ -161,16 +164,18 @@ final class SyncServer: Sendable {
             cellsByRow = try await postgres.withConnection { connection in
                 var found: [String: String] = [:]
                 for try await (rowID, cells) in try await connection.query(query, logger: Logger(label: "sync-test-rows"))
-                    .decode((String, String).self) {
+                    .decode((String, String).self)
+                {
                     found[rowID] = cells
                 }
                 return found
             }
         } else {
             cellsByRow = try await sqlite!.pool.read { db in
-                try Dictionary(uniqueKeysWithValues: Row.fetchAll(
-                    db, sql: "SELECT row_id, cells FROM rows WHERE scope = ? AND tbl = ? AND deleted = 0", arguments: [scope, table]
-                ).map { row in (row["row_id"] as String, row["cells"] as String) })
+                try Dictionary(
+                    uniqueKeysWithValues: Row.fetchAll(
+                        db, sql: "SELECT row_id, cells FROM rows WHERE scope = ? AND tbl = ? AND deleted = 0", arguments: [scope, table]
+                    ).map { row in (row["row_id"] as String, row["cells"] as String) })
             }
         }
         return try cellsByRow.mapValues { cells in

@@ -18,48 +18,51 @@ enum NotesExample {
     static func migrator() -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
-            try db.execute(sql: """
-                CREATE TABLE note (
-                    id TEXT PRIMARY KEY NOT NULL,
-                    title TEXT NOT NULL,
-                    body TEXT,
-                    pinned TEXT,
-                    createdAt TEXT NOT NULL
-                )
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE note (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        title TEXT NOT NULL,
+                        body TEXT,
+                        pinned TEXT,
+                        createdAt TEXT NOT NULL
+                    )
+                    """)
         }
         migrator.registerMigration("v2") { db in
-            try db.execute(sql: """
-                CREATE TABLE tag (
-                    id TEXT PRIMARY KEY NOT NULL,
-                    noteId TEXT NOT NULL REFERENCES note(id) ON DELETE CASCADE,
-                    name TEXT NOT NULL
-                );
-                CREATE INDEX tag_on_noteId ON tag(noteId);
-                CREATE INDEX note_on_createdAt ON note(createdAt);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE tag (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        noteId TEXT NOT NULL REFERENCES note(id) ON DELETE CASCADE,
+                        name TEXT NOT NULL
+                    );
+                    CREATE INDEX tag_on_noteId ON tag(noteId);
+                    CREATE INDEX note_on_createdAt ON note(createdAt);
+                    """)
         }
         migrator.registerMigration("v3") { db in
-            try db.execute(sql: """
-                CREATE TABLE category (
-                    id TEXT PRIMARY KEY NOT NULL,
-                    name TEXT NOT NULL UNIQUE
-                );
-                CREATE TABLE note_new (
-                    id TEXT PRIMARY KEY NOT NULL,
-                    title TEXT NOT NULL,
-                    body TEXT,
-                    pinned INTEGER NOT NULL DEFAULT 0,
-                    createdAt TEXT NOT NULL,
-                    categoryId TEXT REFERENCES category(id) ON DELETE SET NULL
-                );
-                INSERT INTO note_new(id, title, body, pinned, createdAt, categoryId)
-                    SELECT id, title, body, CASE pinned WHEN 'true' THEN 1 ELSE 0 END, createdAt, NULL FROM note;
-                DROP TABLE note;
-                ALTER TABLE note_new RENAME TO note;
-                CREATE INDEX note_on_createdAt ON note(createdAt);
-                CREATE INDEX note_on_categoryId ON note(categoryId);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE category (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        name TEXT NOT NULL UNIQUE
+                    );
+                    CREATE TABLE note_new (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        title TEXT NOT NULL,
+                        body TEXT,
+                        pinned INTEGER NOT NULL DEFAULT 0,
+                        createdAt TEXT NOT NULL,
+                        categoryId TEXT REFERENCES category(id) ON DELETE SET NULL
+                    );
+                    INSERT INTO note_new(id, title, body, pinned, createdAt, categoryId)
+                        SELECT id, title, body, CASE pinned WHEN 'true' THEN 1 ELSE 0 END, createdAt, NULL FROM note;
+                    DROP TABLE note;
+                    ALTER TABLE note_new RENAME TO note;
+                    CREATE INDEX note_on_createdAt ON note(createdAt);
+                    CREATE INDEX note_on_categoryId ON note(categoryId);
+                    """)
         }
         return migrator
     }

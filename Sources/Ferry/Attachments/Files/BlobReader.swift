@@ -55,8 +55,9 @@ public final class BlobReader: @unchecked Sendable {
                 throw FerryError(.attachmentCorrupted, "\(file.path) holds no sealed chunk: it was cut short")
             }
             let chunks = (body + Int64(layout.sealedChunkSize) - 1) / Int64(layout.sealedChunkSize)
-            sealed = Sealed(layout: layout, cipher: cipher, header: header, chunks: chunks,
-                            next: offset / Int64(layout.chunkSize), skip: Int(offset % Int64(layout.chunkSize)))
+            sealed = Sealed(
+                layout: layout, cipher: cipher, header: header, chunks: chunks,
+                next: offset / Int64(layout.chunkSize), skip: Int(offset % Int64(layout.chunkSize)))
         }
     }
 

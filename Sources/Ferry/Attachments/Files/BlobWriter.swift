@@ -1,8 +1,8 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A blob's bytes, appended to a file as they arrive: where a
@@ -101,7 +101,8 @@ public final class BlobWriter: @unchecked Sendable {
     private static func openChunk(_ index: Int64, of handle: FileHandle, stored: Int64, _ state: Sealed, last: [Bool]) -> Data? {
         let start = state.layout.offset(ofChunk: index)
         guard (try? handle.seek(toOffset: UInt64(start))) != nil,
-              let bytes = try? handle.read(upToCount: Int(min(Int64(state.layout.sealedChunkSize), stored - start))) else { return nil }
+            let bytes = try? handle.read(upToCount: Int(min(Int64(state.layout.sealedChunkSize), stored - start)))
+        else { return nil }
         for isLast in last {
             let context = state.layout.context(header: state.header, index: index, last: isLast)
             if let plain = try? state.cipher.open(bytes, context: context) { return plain }

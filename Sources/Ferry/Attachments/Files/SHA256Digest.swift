@@ -68,7 +68,8 @@ struct SHA256Digest: Sendable {
     private mutating func compress(_ chunk: UnsafeBufferPointer<UInt8>) {
         state = withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { w in
             for i in 0..<16 {
-                w[i] = UInt32(chunk[i * 4]) << 24 | UInt32(chunk[i * 4 + 1]) << 16
+                w[i] =
+                    UInt32(chunk[i * 4]) << 24 | UInt32(chunk[i * 4 + 1]) << 16
                     | UInt32(chunk[i * 4 + 2]) << 8 | UInt32(chunk[i * 4 + 3])
             }
             for i in 16..<64 {

@@ -38,15 +38,22 @@ struct AttachmentTransfer: Sendable {
     func uploadPending(token: String?) async throws -> Report {
         let files = try database.attachments.files()
         let pending = try await database.read { db in
-            try AttachmentRecord.fetchAll(db, sql: """
-                SELECT a.* FROM ferry_attachments a JOIN ferry_attachment_files f ON f.id = a.id
-                WHERE f.state IN (?, ?, ?) ORDER BY a.created_at
-                """, arguments: [AttachmentFileRecord.State.localOnly, AttachmentFileRecord.State.uploading,
-                                 AttachmentFileRecord.State.failed])
+            try AttachmentRecord.fetchAll(
+                db,
+                sql: """
+                    SELECT a.* FROM ferry_attachments a JOIN ferry_attachment_files f ON f.id = a.id
+                    WHERE f.state IN (?, ?, ?) ORDER BY a.created_at
+                    """,
+                arguments: [
+                    AttachmentFileRecord.State.localOnly, AttachmentFileRecord.State.uploading,
+                    AttachmentFileRecord.State.failed,
+                ])
         }
         let pendingRecheck = try await database.read { db in
-            try Set(String.fetchAll(db, sql: "SELECT id FROM ferry_attachment_files WHERE reason = ?",
-                                    arguments: [AttachmentFileRecord.recheckReason]))
+            try Set(
+                String.fetchAll(
+                    db, sql: "SELECT id FROM ferry_attachment_files WHERE reason = ?",
+                    arguments: [AttachmentFileRecord.recheckReason]))
         }
         var report = Report()
         for record in pending {
@@ -64,8 +71,9 @@ struct AttachmentTransfer: Sendable {
                         let progress = progressRecorder(record, .uploading, step: AttachmentStep.uploaded)
                         let reader = try files.reader(file, from: offset)
                         defer { reader.close() }
-                        offset = try await transport.uploadBlob(scope: scope, sha256: record.sha256, from: reader,
-                                                                size: record.size, token: token, progress: progress)
+                        offset = try await transport.uploadBlob(
+                            scope: scope, sha256: record.sha256, from: reader,
+                            size: record.size, token: token, progress: progress)
                     }
                 }
                 if offset >= record.size {
@@ -148,9 +156,10 @@ struct AttachmentTransfer: Sendable {
             try await retrying {
                 // A retry continues from the bytes the last attempt wrote.
                 guard writer.held < record.size else { return }
-                try await transport.downloadBlob(scope: record.scope ?? userScope, sha256: record.sha256, into: writer,
-                                                 token: token,
-                                                 progress: progressRecorder(record, .downloading, step: AttachmentStep.downloaded))
+                try await transport.downloadBlob(
+                    scope: record.scope ?? userScope, sha256: record.sha256, into: writer,
+                    token: token,
+                    progress: progressRecorder(record, .downloading, step: AttachmentStep.downloaded))
                 // A body that ended early is a cut connection: retried, continuing, and the bytes kept.
                 guard writer.held >= record.size else {
                     throw SyncTransportError.unreachable("the download of attachment \(record.id) ended after \(writer.held) of \(record.size) bytes")
@@ -160,7 +169,8 @@ struct AttachmentTransfer: Sendable {
             let (size, digest) = try files.digest(of: temp)
             guard size == record.size, digest == record.sha256 else {
                 try? FileManager.default.removeItem(at: temp)
-                throw FerryError(.attachmentCorrupted,
+                throw FerryError(
+                    .attachmentCorrupted,
                     "attachment \(record.id) downloaded as \(size) bytes hashing to \(digest), not \(record.size) bytes hashing to \(record.sha256); it was discarded")
             }
             try files.place(temp, at: destination)
@@ -189,8 +199,10 @@ struct AttachmentTransfer: Sendable {
     /// Records a transfer's progress on the attachment as it goes: a write
     /// queued (never awaited) each time another 1 MiB, or 1/100 of the
     /// file, has moved.
-    private func progressRecorder(_ record: AttachmentRecord, _ state: AttachmentFileRecord.State,
-                                  step: @escaping @Sendable (Int64) -> AttachmentStep) -> BlobProgress {
+    private func progressRecorder(
+        _ record: AttachmentRecord, _ state: AttachmentFileRecord.State,
+        step: @escaping @Sendable (Int64) -> AttachmentStep
+    ) -> BlobProgress {
         let writer = database.writer
         let steps = database.attachmentSettings.steps
         let stride = max(1 << 20, record.size / 100)
@@ -205,8 +217,9 @@ struct AttachmentTransfer: Sendable {
             }
             guard due else { return }
             writer.asyncWriteWithoutTransaction { db in
-                try? db.execute(sql: "UPDATE ferry_attachment_files SET transferred = ? WHERE id = ? AND state = ?",
-                                arguments: [moved, id, state])
+                try? db.execute(
+                    sql: "UPDATE ferry_attachment_files SET transferred = ? WHERE id = ? AND state = ?",
+                    arguments: [moved, id, state])
             }
         }
     }

@@ -40,9 +40,11 @@ public struct SyncConfiguration: Sendable, Hashable {
     /// throws ``FerryError/Code/syncAlreadyRunning``.
     public var syncLockWait: Duration = .seconds(60)
 
-    public init(userID: String, sharedScopes: [String] = [], pushBatchSize: Int = 500, pullPageSize: Int = 1000,
-                debounce: Duration = .milliseconds(200), periodicInterval: Duration? = .seconds(300),
-                live: Bool = true, retry: RetryPolicy = RetryPolicy()) {
+    public init(
+        userID: String, sharedScopes: [String] = [], pushBatchSize: Int = 500, pullPageSize: Int = 1000,
+        debounce: Duration = .milliseconds(200), periodicInterval: Duration? = .seconds(300),
+        live: Bool = true, retry: RetryPolicy = RetryPolicy()
+    ) {
         self.userID = userID
         self.sharedScopes = sharedScopes
         self.pushBatchSize = pushBatchSize
@@ -89,7 +91,8 @@ public struct SyncConfiguration: Sendable, Hashable {
             throw FerryError(.invalidConfiguration, "`\(scope)` is not a valid scope name")
         }
         guard (1...1000).contains(pushBatchSize), (1...5000).contains(pullPageSize) else {
-            throw FerryError(.invalidConfiguration,
+            throw FerryError(
+                .invalidConfiguration,
                 "pushBatchSize must be 1–1000 and pullPageSize 1–5000; got \(pushBatchSize) and \(pullPageSize)")
         }
         guard debounce >= .zero, (periodicInterval ?? .seconds(1)) > .zero else {

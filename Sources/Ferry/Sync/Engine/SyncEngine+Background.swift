@@ -89,7 +89,9 @@ extension SyncEngine {
         }.values(in: database.writer)
         for try await (pending, conflicts) in counts {
             ran(.observation)
-            broadcaster.update { $0.pendingCount = pending; $0.conflictCount = conflicts }
+            broadcaster.update {
+                $0.pendingCount = pending; $0.conflictCount = conflicts
+            }
             if pending > last || (last == Int.max && pending > 0) { trigger.yield(.localChange) }
             last = pending
         }
@@ -116,7 +118,9 @@ extension SyncEngine {
             } catch {
                 // Not a transport failure (those are retried): the app hears of it.
                 logger.error("background sync failed", metadata: ["error": "\(error)"])
-                broadcaster.update { $0.phase = $0.phase == .unauthorized ? .unauthorized : .idle; $0.lastError = "\(error)" }
+                broadcaster.update {
+                    $0.phase = $0.phase == .unauthorized ? .unauthorized : .idle; $0.lastError = "\(error)"
+                }
             }
         }
     }
@@ -130,7 +134,9 @@ extension SyncEngine {
         stopTrigger = nil
         task?.cancel()
         await task?.value
-        broadcaster.update { $0.phase = .idle; $0.liveConnected = false }
+        broadcaster.update {
+            $0.phase = .idle; $0.liveConnected = false
+        }
     }
 
     /// Applies the rows of a live page (they move no cursor), and says

@@ -26,15 +26,19 @@ extension SyncEngine {
     /// Runs one sync: performs each action ``SyncStateMachine`` decides and
     /// tells it what came of it, until it finishes or stops.
     func cycleWithRetries(attempts: Int?) async throws -> SyncSummary {
-        broadcaster.update { $0.pushed = 0; $0.pulled = 0 }
+        broadcaster.update {
+            $0.pushed = 0; $0.pulled = 0
+        }
         var run = SyncRun(
             machine: SyncStateMachine(
-                settings: .init(scopes: configuration.scopes, pushBatchSize: configuration.pushBatchSize,
-                                retry: configuration.retry, attempts: attempts, poisonAttempts: configuration.poisonAttempts),
+                settings: .init(
+                    scopes: configuration.scopes, pushBatchSize: configuration.pushBatchSize,
+                    retry: configuration.retry, attempts: attempts, poisonAttempts: configuration.poisonAttempts),
                 identityChecked: identityChecked, random: random),
             recorder: PushRecorder(database: database, userScope: configuration.userScope),
-            applier: PageApplier(database: database, userScope: configuration.userScope,
-                                 lostServerHistory: configuration.lostServerHistory))
+            applier: PageApplier(
+                database: database, userScope: configuration.userScope,
+                lostServerHistory: configuration.lostServerHistory))
         // Bytes first, so a device that pulls the metadata finds the blob.
         try await transferAttachments(uploading: true, &run)
         var action = run.machine.start()
@@ -77,8 +81,9 @@ extension SyncEngine {
     /// next sync; it does not fail the sync.
     private func transferAttachments(uploading: Bool, _ run: inout SyncRun) async throws {
         guard database.attachmentSettings.root != nil else { return }
-        let transfer = AttachmentTransfer(database: database, transport: transport, userScope: configuration.userScope,
-                                          retry: configuration.retry, logger: logger, clock: clock, random: random)
+        let transfer = AttachmentTransfer(
+            database: database, transport: transport, userScope: configuration.userScope,
+            retry: configuration.retry, logger: logger, clock: clock, random: random)
         let token = await credentials.token
         let report = uploading ? try await transfer.uploadPending(token: token) : try await transfer.downloadEager(token: token)
         run.summary.attachmentsUploaded += report.uploaded
@@ -124,8 +129,9 @@ extension SyncEngine {
         // In a push of their own: a server that cannot take them refuses that push, never the edits.
         if !settled.isEmpty { try await sendSettled(settled, &run) }
         guard !batch.isEmpty else { return .nothingToPush }
-        let request = PushRequest(clientID: try await clientID(), mutations: batch.map(wire),
-                                  seen: run.cursors.seen(among: configuration.scopes))
+        let request = PushRequest(
+            clientID: try await clientID(), mutations: batch.map(wire),
+            seen: run.cursors.seen(among: configuration.scopes))
         let reply: PushResponse
         do {
             reply = try await timed(&run.summary.waitingForServer) {
@@ -147,7 +153,9 @@ extension SyncEngine {
         run.summary.rejected += report.rejected
         let pushed = run.summary.pushed
         let pending = try await database.read(Outbox.pendingCount)
-        broadcaster.update { $0.pushed = pushed; $0.pendingCount = pending }
+        broadcaster.update {
+            $0.pushed = pushed; $0.pendingCount = pending
+        }
         return .pushed(size: batch.count, renewed: false)
     }
 
@@ -183,8 +191,9 @@ extension SyncEngine {
             try applier.startRecoveryIfHistoryLost(serverLastApplied: serverLastApplied, scopes: scopes, db)
         }
         guard started else { return false }
-        logger.warning("the server applied less than it had acknowledged: it lost history; refetching every scope to send back what it lacks",
-                       metadata: ["serverLastApplied": "\(serverLastApplied)"])
+        logger.warning(
+            "the server applied less than it had acknowledged: it lost history; refetching every scope to send back what it lacks",
+            metadata: ["serverLastApplied": "\(serverLastApplied)"])
         for scope in scopes { run.cursors.startOver(scope) }
         return true
     }
@@ -259,8 +268,9 @@ extension SyncEngine {
             run.summary.sentBack += report.sentBack
             if report.sentBack > 0 {
                 sentBack = true
-                logger.warning("the server lost history; rows it lacks are sent back",
-                               metadata: ["scope": "\(page.scope)", "rows": "\(report.sentBack)"])
+                logger.warning(
+                    "the server lost history; rows it lacks are sent back",
+                    metadata: ["scope": "\(page.scope)", "rows": "\(report.sentBack)"])
             }
             run.summary.conflicts += report.notices
             run.cursors.advance(page)
@@ -280,7 +290,9 @@ extension SyncEngine {
         run.summary.retries += 1
         let error = run.lastError.map { "\($0)" }
         logger.info("sync failed, retrying", metadata: ["error": "\(error ?? "")", "delay": "\(delay)"])
-        broadcaster.update { $0.phase = .backingOff; $0.lastError = error }
+        broadcaster.update {
+            $0.phase = .backingOff; $0.lastError = error
+        }
         try await clock.sleep(for: delay)
         return .waited
     }
@@ -301,7 +313,9 @@ extension SyncEngine {
     /// The error a stopped sync throws.
     private func fail(_ stop: SyncStateMachine.Stop, _ run: SyncRun) -> any Error {
         let error = run.lastError ?? FerryError(.serverRefused, "the sync stopped")
-        broadcaster.update { $0.phase = stop == .unauthorized ? .unauthorized : .idle; $0.lastError = "\(error)" }
+        broadcaster.update {
+            $0.phase = stop == .unauthorized ? .unauthorized : .idle; $0.lastError = "\(error)"
+        }
         switch stop {
         case .gaveUp(let attempts):
             return FerryError(.serverUnavailable, "sync gave up after \(attempts) attempts; last failure: \(error)")

@@ -65,17 +65,22 @@ public actor SyncEngine {
     ///     returns a new one, or throws when the user must sign in again.
     ///   - logger: where the engine logs retries, set-aside rows and renewed identities.
     /// - throws: ``FerryError`` `.invalidConfiguration` for a bad configuration.
-    public init(database: FerryDatabase, transport: any SyncTransport, configuration: SyncConfiguration,
-                token: String? = nil, tokenRefresher: (@Sendable () async throws -> String)? = nil,
-                logger: Logger = Logger(label: "ferry.sync")) throws {
-        try self.init(database: database, transport: transport, configuration: configuration, token: token,
-                      tokenRefresher: tokenRefresher, logger: logger, clock: ContinuousClock(), random: { Double.random(in: 0..<1) })
+    public init(
+        database: FerryDatabase, transport: any SyncTransport, configuration: SyncConfiguration,
+        token: String? = nil, tokenRefresher: (@Sendable () async throws -> String)? = nil,
+        logger: Logger = Logger(label: "ferry.sync")
+    ) throws {
+        try self.init(
+            database: database, transport: transport, configuration: configuration, token: token,
+            tokenRefresher: tokenRefresher, logger: logger, clock: ContinuousClock(), random: { Double.random(in: 0..<1) })
     }
 
     /// The engine with its clock and its random source given (tests).
-    init(database: FerryDatabase, transport: any SyncTransport, configuration: SyncConfiguration,
-         token: String?, tokenRefresher: (@Sendable () async throws -> String)?, logger: Logger,
-         clock: any Clock<Duration>, random: @escaping @Sendable () -> Double) throws {
+    init(
+        database: FerryDatabase, transport: any SyncTransport, configuration: SyncConfiguration,
+        token: String?, tokenRefresher: (@Sendable () async throws -> String)?, logger: Logger,
+        clock: any Clock<Duration>, random: @escaping @Sendable () -> Double
+    ) throws {
         try configuration.validate()
         self.clock = clock
         self.random = random
@@ -156,8 +161,9 @@ public actor SyncEngine {
         guard let record = try await database.read({ db in try AttachmentRecord.fetchOne(db, key: attachment.id) }) else {
             throw FerryError(.attachmentNotFound, "attachment \(attachment.id) was removed")
         }
-        let transfer = AttachmentTransfer(database: database, transport: transport, userScope: configuration.userScope,
-                                          retry: configuration.retry, logger: logger, clock: clock, random: random)
+        let transfer = AttachmentTransfer(
+            database: database, transport: transport, userScope: configuration.userScope,
+            retry: configuration.retry, logger: logger, clock: clock, random: random)
         return try await transfer.download(record, token: await credentials.token)
     }
 
@@ -262,10 +268,13 @@ public actor SyncEngine {
             let (serverRow, mayRead) = (fetched, readable)
             try await database.writeWithoutCapture { db in
                 if mayRead, let layout,
-                   try !ServerRowRestore.restoreIfStorable(serverRow, table: row.table, rowID: row.rowID, layout: layout, db) {
-                    logger.warning("the server's row cannot be stored here; the local row stays", metadata: [
-                        "table": "\(row.table)", "row": "\(row.rowID)",
-                    ])
+                    try !ServerRowRestore.restoreIfStorable(serverRow, table: row.table, rowID: row.rowID, layout: layout, db)
+                {
+                    logger.warning(
+                        "the server's row cannot be stored here; the local row stays",
+                        metadata: [
+                            "table": "\(row.table)", "row": "\(row.rowID)",
+                        ])
                 }
                 try row.delete(db)
             }
@@ -282,8 +291,10 @@ public actor SyncEngine {
 
     func refreshCounts() async throws {
         let (pending, conflicts, rejected) = try await database.read { db in
-            (try Outbox.pendingCount(db), try Conflicts.count(db),
-             try Outbox.rejectedCount(db))
+            (
+                try Outbox.pendingCount(db), try Conflicts.count(db),
+                try Outbox.rejectedCount(db)
+            )
         }
         broadcaster.update {
             $0.pendingCount = pending

@@ -32,12 +32,14 @@ extension PageApplier {
         for layout in database.layouts.values {
             guard let (condition, arguments) = scopeCondition(layout, scope: scope) else { continue }
             let table = SQLText.identifier(layout.table.name), key = SQLText.identifier(layout.primaryKey)
-            try db.execute(sql: """
-                UPDATE ferry_rows SET version = 0
-                WHERE tbl = ? AND row_id IN (SELECT \(key) FROM \(table) WHERE \(condition))
-                """, arguments: StatementArguments([layout.table.name.databaseValue] + arguments))
-            try db.execute(sql: "DELETE FROM ferry_rows WHERE tbl = ? AND row_id NOT IN (SELECT \(key) FROM \(table))",
-                           arguments: [layout.table.name])
+            try db.execute(
+                sql: """
+                    UPDATE ferry_rows SET version = 0
+                    WHERE tbl = ? AND row_id IN (SELECT \(key) FROM \(table) WHERE \(condition))
+                    """, arguments: StatementArguments([layout.table.name.databaseValue] + arguments))
+            try db.execute(
+                sql: "DELETE FROM ferry_rows WHERE tbl = ? AND row_id NOT IN (SELECT \(key) FROM \(table))",
+                arguments: [layout.table.name])
         }
     }
 
@@ -48,13 +50,19 @@ extension PageApplier {
     /// refused, leaves them `uploaded`: a writer refills them).
     func recheckUploads(of scope: String, _ db: Database) throws {
         guard let layout = database.layouts[AttachmentRecord.databaseTableName],
-              let (condition, arguments) = scopeCondition(layout, scope: scope) else { return }
-        try db.execute(sql: """
-            UPDATE ferry_attachment_files SET state = ?, transferred = 0, reason = ?
-            WHERE state = ? AND id IN (SELECT id FROM ferry_attachments WHERE \(condition))
-            """, arguments: StatementArguments([AttachmentFileRecord.State.localOnly.databaseValue,
-                                               AttachmentFileRecord.recheckReason.databaseValue,
-                                               AttachmentFileRecord.State.uploaded.databaseValue] + arguments))
+            let (condition, arguments) = scopeCondition(layout, scope: scope)
+        else { return }
+        try db.execute(
+            sql: """
+                UPDATE ferry_attachment_files SET state = ?, transferred = 0, reason = ?
+                WHERE state = ? AND id IN (SELECT id FROM ferry_attachments WHERE \(condition))
+                """,
+            arguments: StatementArguments(
+                [
+                    AttachmentFileRecord.State.localOnly.databaseValue,
+                    AttachmentFileRecord.recheckReason.databaseValue,
+                    AttachmentFileRecord.State.uploaded.databaseValue,
+                ] + arguments))
     }
 
     /// Starts a recovering refetch of every followed scope at once: a push
@@ -81,8 +89,10 @@ extension PageApplier {
     /// Handles one pulled row of a recovering refetch; `true` when the
     /// device's newer copy was kept and queued to go back (the row is then
     /// applied no further). `sentBack` counts a row queued either way.
-    func recover(_ change: RowChange, layout: TableLayout, pending: RowRebase.Pending, context: PageContext,
-                 applied: inout Applied, sentBack: inout Int, _ db: Database) throws -> Bool {
+    func recover(
+        _ change: RowChange, layout: TableLayout, pending: RowRebase.Pending, context: PageContext,
+        applied: inout Applied, sentBack: inout Int, _ db: Database
+    ) throws -> Bool {
         guard !change.deleted else { return false }
         let key = RowKey(table: change.table, rowID: change.rowID)
         let local = context.stamps[key] ?? 0
@@ -97,11 +107,15 @@ extension PageApplier {
         case .allColumns, .deleted: protected = Set(layout.valueColumns)
         }
         if pending != .none {
-            try db.execute(sql: """
-                UPDATE ferry_outbox SET base_version = ?
-                WHERE tbl = ? AND row_id = ? AND state = ? AND mutation_id IS NULL AND base_version IS NOT NULL
-                """, arguments: [newer ? change.version : 0, change.table, change.rowID,
-                                 OutboxRecord.State.pending.databaseValue])
+            try db.execute(
+                sql: """
+                    UPDATE ferry_outbox SET base_version = ?
+                    WHERE tbl = ? AND row_id = ? AND state = ? AND mutation_id IS NULL AND base_version IS NOT NULL
+                    """,
+                arguments: [
+                    newer ? change.version : 0, change.table, change.rowID,
+                    OutboxRecord.State.pending.databaseValue,
+                ])
         }
         let table = SQLText.identifier(layout.table.name), primaryKey = SQLText.identifier(layout.primaryKey)
         guard let row = try Row.fetchOne(db, sql: "SELECT * FROM \(table) WHERE \(primaryKey) = ?", arguments: [change.rowID])
@@ -125,11 +139,15 @@ extension PageApplier {
         }
         func queue(_ columns: [String], base: Int64, stamp: Int64) throws {
             guard !columns.isEmpty else { return }
-            try db.execute(sql: """
-                INSERT INTO ferry_outbox(tbl, row_id, op, columns, scope, base_version, hlc)
-                VALUES (?, ?, 'update', ?, ?, ?, coalesce(nullif(?, 0), ferry_hlc()))
-                """, arguments: [change.table, change.rowID, "[" + columns.map(SQLText.jsonString).joined(separator: ",") + "]",
-                                 scope, base, stamp])
+            try db.execute(
+                sql: """
+                    INSERT INTO ferry_outbox(tbl, row_id, op, columns, scope, base_version, hlc)
+                    VALUES (?, ?, 'update', ?, ?, ?, coalesce(nullif(?, 0), ferry_hlc()))
+                    """,
+                arguments: [
+                    change.table, change.rowID, "[" + columns.map(SQLText.jsonString).joined(separator: ",") + "]",
+                    scope, base, stamp,
+                ])
         }
         if newer {
             // Newer here: the differing values go back on the server's version, as edits of it.
@@ -158,39 +176,46 @@ extension PageApplier {
             guard let (condition, arguments) = scopeCondition(layout, scope: scope) else { continue }
             let name = layout.table.name.databaseValue
             let table = SQLText.identifier(layout.table.name), key = SQLText.identifier(layout.primaryKey)
-            let rowScope = switch layout.table.scope {
-            case .user: "NULL"
-            case .column(let column): SQLText.identifier(column)
-            }
+            let rowScope =
+                switch layout.table.scope {
+                case .user: "NULL"
+                case .column(let column): SQLText.identifier(column)
+                }
             let unseen = "\(condition) AND \(key) NOT IN (SELECT row_id FROM ferry_refetch_seen WHERE scope = ? AND tbl = ?)"
             let unseenArguments = arguments + [scope.databaseValue, name]
-            sent += try Int.fetchOne(db, sql: "SELECT count(*) FROM \(table) WHERE \(unseen)",
-                                     arguments: StatementArguments(unseenArguments)) ?? 0
+            sent +=
+                try Int.fetchOne(
+                    db, sql: "SELECT count(*) FROM \(table) WHERE \(unseen)",
+                    arguments: StatementArguments(unseenArguments)) ?? 0
             // A pending edit of some columns would make a partial row there: all of it goes.
-            try db.execute(sql: """
-                UPDATE ferry_outbox SET columns = NULL, base_version = NULL
-                WHERE state = ? AND mutation_id IS NULL AND tbl = ? AND op <> 'delete'
-                AND row_id IN (SELECT \(key) FROM \(table) WHERE \(unseen))
-                """, arguments: StatementArguments([pending, name] + unseenArguments))
+            try db.execute(
+                sql: """
+                    UPDATE ferry_outbox SET columns = NULL, base_version = NULL
+                    WHERE state = ? AND mutation_id IS NULL AND tbl = ? AND op <> 'delete'
+                    AND row_id IN (SELECT \(key) FROM \(table) WHERE \(unseen))
+                    """, arguments: StatementArguments([pending, name] + unseenArguments))
             // The others go as inserts, stamped with the edit the device last knew of.
-            try db.execute(sql: """
-                INSERT INTO ferry_outbox(tbl, row_id, op, columns, scope, base_version, hlc)
-                SELECT ?, \(key), 'insert', NULL, \(rowScope), NULL,
-                       coalesce((SELECT hlc FROM ferry_rows WHERE tbl = ? AND row_id = \(key)), ferry_hlc())
-                FROM \(table) WHERE \(unseen)
-                AND \(key) NOT IN (SELECT row_id FROM ferry_outbox WHERE state = ? AND mutation_id IS NULL AND tbl = ?)
-                """, arguments: StatementArguments([name, name] + unseenArguments + [pending, name]))
-            try db.execute(sql: """
-                DELETE FROM ferry_rows WHERE tbl = ? AND row_id IN (SELECT \(key) FROM \(table) WHERE \(unseen))
-                """, arguments: StatementArguments([name] + unseenArguments))
+            try db.execute(
+                sql: """
+                    INSERT INTO ferry_outbox(tbl, row_id, op, columns, scope, base_version, hlc)
+                    SELECT ?, \(key), 'insert', NULL, \(rowScope), NULL,
+                           coalesce((SELECT hlc FROM ferry_rows WHERE tbl = ? AND row_id = \(key)), ferry_hlc())
+                    FROM \(table) WHERE \(unseen)
+                    AND \(key) NOT IN (SELECT row_id FROM ferry_outbox WHERE state = ? AND mutation_id IS NULL AND tbl = ?)
+                    """, arguments: StatementArguments([name, name] + unseenArguments + [pending, name]))
+            try db.execute(
+                sql: """
+                    DELETE FROM ferry_rows WHERE tbl = ? AND row_id IN (SELECT \(key) FROM \(table) WHERE \(unseen))
+                    """, arguments: StatementArguments([name] + unseenArguments))
         }
         // Pending edits of rows the server did not send (deletes of rows gone
         // here too, among them) were based on versions it never issued.
-        try db.execute(sql: """
-            UPDATE ferry_outbox SET base_version = NULL
-            WHERE state = ? AND mutation_id IS NULL AND base_version IS NOT NULL AND coalesce(scope, ?) = ?
-            AND NOT EXISTS (SELECT 1 FROM ferry_refetch_seen s WHERE s.scope = ? AND s.tbl = ferry_outbox.tbl AND s.row_id = ferry_outbox.row_id)
-            """, arguments: [pending, userScope, scope, scope])
+        try db.execute(
+            sql: """
+                UPDATE ferry_outbox SET base_version = NULL
+                WHERE state = ? AND mutation_id IS NULL AND base_version IS NOT NULL AND coalesce(scope, ?) = ?
+                AND NOT EXISTS (SELECT 1 FROM ferry_refetch_seen s WHERE s.scope = ? AND s.tbl = ferry_outbox.tbl AND s.row_id = ferry_outbox.row_id)
+                """, arguments: [pending, userScope, scope, scope])
         return sent
     }
 }

@@ -118,8 +118,9 @@ struct PageApplier {
             }
             let refetching = cursorRecord.refetching
             let pending = try Outbox.pendingEdits(db)
-            let context = PageContext(setAsideRows: try !SetAsideRecord.all().isEmpty(db),
-                                      recovering: refetching && cursorRecord.recovering)
+            let context = PageContext(
+                setAsideRows: try !SetAsideRecord.all().isEmpty(db),
+                recovering: refetching && cursorRecord.recovering)
             (context.known, context.stamps) = try Self.knownVersions(of: page.changes, stamps: context.recovering, db)
             var start = 0
             while start < page.changes.count {
@@ -127,19 +128,22 @@ struct PageApplier {
                 start += Self.groupSize
                 do {
                     report.add(try applyTogether(group, scope: page.scope, refetching: refetching, pending: pending, context: context, db))
-                } catch where NoSpace.means(error) {
+                } catch  where NoSpace.means(error) {
                     // Not a bad row: the page cannot be stored at all until space returns.
                     throw error
                 } catch {
                     for change in group {
                         do {
-                            report.add(try applyTogether([change], scope: page.scope, refetching: refetching, pending: pending,
-                                                         context: context, db))
-                        } catch where NoSpace.means(error) {
+                            report.add(
+                                try applyTogether(
+                                    [change], scope: page.scope, refetching: refetching, pending: pending,
+                                    context: context, db))
+                        } catch  where NoSpace.means(error) {
                             throw error
                         } catch {
-                            let row = SetAsideRow(table: change.table, rowID: change.rowID, scope: page.scope,
-                                                  version: change.version, reason: String(describing: error))
+                            let row = SetAsideRow(
+                                table: change.table, rowID: change.rowID, scope: page.scope,
+                                version: change.version, reason: String(describing: error))
                             try setAside(change, row, now: now, refetching: refetching, db)
                             context.setAsideRows = true
                             report.setAside.append(row)
@@ -183,7 +187,8 @@ struct PageApplier {
     private func storeNotices(_ page: PullPage, now: Int64, _ db: Database) throws -> Int {
         var stored = 0
         for notice in page.notices where database.layouts[notice.table] != nil {
-            let held = try !ConflictRecord
+            let held = try
+                !ConflictRecord
                 .filter(ConflictRecord.Columns.noticeID == notice.id && ConflictRecord.Columns.scope == page.scope).isEmpty(db)
             if held { continue }
             var record = try ConflictRecord(
@@ -214,14 +219,17 @@ struct PageApplier {
 
     /// Applies `changes` in one savepoint, all of them or none (the error
     /// is thrown); what they record joins the page's once they commit.
-    private func applyTogether(_ changes: some Collection<RowChange>, scope: String, refetching: Bool,
-                               pending: [RowKey: RowRebase.Pending], context: PageContext, _ db: Database) throws -> Report {
+    private func applyTogether(
+        _ changes: some Collection<RowChange>, scope: String, refetching: Bool,
+        pending: [RowKey: RowRebase.Pending], context: PageContext, _ db: Database
+    ) throws -> Report {
         var report = Report()
         var applied = Applied()
         try db.inSavepoint {
             for change in changes {
-                try applyRow(change, scope: scope, refetching: refetching, pending: pending, context: context,
-                             into: &report, applied: &applied, db)
+                try applyRow(
+                    change, scope: scope, refetching: refetching, pending: pending, context: context,
+                    into: &report, applied: &applied, db)
             }
             return .commit
         }
@@ -229,23 +237,28 @@ struct PageApplier {
         return report
     }
 
-    private func applyRow(_ change: RowChange, scope: String, refetching: Bool, pending: [RowKey: RowRebase.Pending],
-                          context: PageContext, into report: inout Report, applied: inout Applied, _ db: Database) throws {
+    private func applyRow(
+        _ change: RowChange, scope: String, refetching: Bool, pending: [RowKey: RowRebase.Pending],
+        context: PageContext, into report: inout Report, applied: inout Applied, _ db: Database
+    ) throws {
         guard let layout = database.layouts[change.table] else {
             report.ignored += 1
             return
         }
         let rowKey = RowKey(table: change.table, rowID: change.rowID)
         if context.recovering,
-           try recover(change, layout: layout, pending: pending[rowKey] ?? .none, context: context, applied: &applied,
-                       sentBack: &report.sentBack, db) {
+            try recover(
+                change, layout: layout, pending: pending[rowKey] ?? .none, context: context, applied: &applied,
+                sentBack: &report.sentBack, db)
+        {
             applied.seen.append(rowKey)
             return
         }
         // An initial sync has nothing pending and knows no row: no lookups then.
-        let plan = RowRebase.plan(change, pending: pending.isEmpty ? .none : pending[rowKey] ?? .none,
-                                  knownVersion: context.known.isEmpty ? nil : context.known[rowKey],
-                                  columns: layout.columns, primaryKey: layout.primaryKey)
+        let plan = RowRebase.plan(
+            change, pending: pending.isEmpty ? .none : pending[rowKey] ?? .none,
+            knownVersion: context.known.isEmpty ? nil : context.known[rowKey],
+            columns: layout.columns, primaryKey: layout.primaryKey)
         var recordVersion = true
         switch plan {
         case .keep(let record):
@@ -283,7 +296,8 @@ struct PageApplier {
                 let table = SQLText.identifier(layout.table.name), key = SQLText.identifier(layout.primaryKey)
                 let names = ([layout.primaryKey] + columns).map(SQLText.identifier).joined(separator: ", ")
                 let marks = Array(repeating: "?", count: columns.count + 1).joined(separator: ", ")
-                let update = columns.isEmpty
+                let update =
+                    columns.isEmpty
                     ? "DO NOTHING"
                     : "DO UPDATE SET " + columns.map { "\(SQLText.identifier($0)) = excluded.\(SQLText.identifier($0))" }.joined(separator: ", ")
                 sql = "INSERT INTO \(table) (\(names)) VALUES (\(marks)) ON CONFLICT(\(key)) \(update)"
@@ -309,8 +323,10 @@ struct PageApplier {
 
     /// The versions the device knows of the page's rows, and with `stamps`
     /// their edit stamps, read in one statement per table and chunk.
-    private static func knownVersions(of changes: [RowChange], stamps withStamps: Bool,
-                                      _ db: Database) throws -> (versions: [RowKey: Int64], stamps: [RowKey: Int64]) {
+    private static func knownVersions(
+        of changes: [RowChange], stamps withStamps: Bool,
+        _ db: Database
+    ) throws -> (versions: [RowKey: Int64], stamps: [RowKey: Int64]) {
         var known: [RowKey: Int64] = [:]
         var stamps: [RowKey: Int64] = [:]
         for (table, rows) in Dictionary(grouping: changes, by: \.table).mapValues({ $0.map(\.rowID) }) {
@@ -340,11 +356,13 @@ struct PageApplier {
                 arguments += [key.table.databaseValue, key.rowID.databaseValue, version.databaseValue, stamp.databaseValue]
             }
             // The stamp goes with the newest version (all SET expressions read the old row).
-            try db.cachedStatement(sql: """
-                INSERT INTO ferry_rows(tbl, row_id, version, hlc) VALUES \(tuples)
-                ON CONFLICT(tbl, row_id) DO UPDATE SET version = max(version, excluded.version),
-                hlc = CASE WHEN excluded.version >= version THEN coalesce(excluded.hlc, hlc) ELSE hlc END
-                """).execute(arguments: StatementArguments(values: arguments))
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO ferry_rows(tbl, row_id, version, hlc) VALUES \(tuples)
+                    ON CONFLICT(tbl, row_id) DO UPDATE SET version = max(version, excluded.version),
+                    hlc = CASE WHEN excluded.version >= version THEN coalesce(excluded.hlc, hlc) ELSE hlc END
+                    """
+            ).execute(arguments: StatementArguments(values: arguments))
         }
         for chunk in chunks(context.seen) {
             let tuples = Array(repeating: "(?,?,?)", count: chunk.count).joined(separator: ",")
@@ -368,28 +386,34 @@ struct PageApplier {
     private func setAside(_ change: RowChange, _ row: SetAsideRow, now: Int64, refetching: Bool, _ db: Database) throws {
         let held = try SetAsideRecord.fetchOne(db, key: ["tbl": change.table, "row_id": change.rowID])
         if held.map({ $0.version <= change.version }) ?? true {
-            try SetAsideRecord(table: change.table, rowID: change.rowID, scope: row.scope, version: change.version,
-                               deleted: change.deleted, rowValues: try ColumnValueJSON.encodeRow(change.values),
-                               reason: row.reason, setAsideAt: now).save(db)
+            try SetAsideRecord(
+                table: change.table, rowID: change.rowID, scope: row.scope, version: change.version,
+                deleted: change.deleted, rowValues: try ColumnValueJSON.encodeRow(change.values),
+                reason: row.reason, setAsideAt: now
+            ).save(db)
         }
         if refetching {
             // Seen, though not applied: the sweep must not delete the local row.
-            try db.execute(sql: "INSERT OR IGNORE INTO ferry_refetch_seen(scope, tbl, row_id) VALUES (?, ?, ?)",
-                           arguments: [row.scope, change.table, change.rowID])
+            try db.execute(
+                sql: "INSERT OR IGNORE INTO ferry_refetch_seen(scope, tbl, row_id) VALUES (?, ?, ?)",
+                arguments: [row.scope, change.table, change.rowID])
         }
     }
 
-    private func retrySetAside(scope: String, refetching: Bool, pending: [RowKey: RowRebase.Pending],
-                               context: PageContext, now: Int64, _ db: Database) throws -> Int {
+    private func retrySetAside(
+        scope: String, refetching: Bool, pending: [RowKey: RowRebase.Pending],
+        context: PageContext, now: Int64, _ db: Database
+    ) throws -> Int {
         let held = try SetAsideRecord.filter(SetAsideRecord.Columns.scope == scope)
             .order(SetAsideRecord.Columns.setAsideAt).fetchAll(db)
         var recovered = 0
         for var record in held {
             do {
-                _ = try applyTogether([try record.change()], scope: scope, refetching: refetching, pending: pending,
-                                      context: context, db)
+                _ = try applyTogether(
+                    [try record.change()], scope: scope, refetching: refetching, pending: pending,
+                    context: context, db)
                 recovered += 1
-            } catch where NoSpace.means(error) {
+            } catch  where NoSpace.means(error) {
                 throw error
             } catch {
                 record.reason = String(describing: error)
@@ -409,17 +433,23 @@ struct PageApplier {
             guard let (condition, arguments) = scopeCondition(layout, scope: scope) else { continue }
             let table = SQLText.identifier(layout.table.name)
             let key = SQLText.identifier(layout.primaryKey)
-            try db.execute(sql: """
-                DELETE FROM \(table) WHERE \(condition)
-                AND \(key) NOT IN (SELECT row_id FROM ferry_refetch_seen WHERE scope = ? AND tbl = ?)
-                AND \(key) NOT IN (SELECT row_id FROM ferry_outbox WHERE state = ? AND tbl = ? AND op <> ?)
-                """, arguments: StatementArguments(arguments + [scope.databaseValue, layout.table.name.databaseValue,
-                                                                OutboxRecord.State.pending.databaseValue,
-                                                                layout.table.name.databaseValue,
-                                                                OutboxEntry.Operation.delete.rawValue.databaseValue]))
+            try db.execute(
+                sql: """
+                    DELETE FROM \(table) WHERE \(condition)
+                    AND \(key) NOT IN (SELECT row_id FROM ferry_refetch_seen WHERE scope = ? AND tbl = ?)
+                    AND \(key) NOT IN (SELECT row_id FROM ferry_outbox WHERE state = ? AND tbl = ? AND op <> ?)
+                    """,
+                arguments: StatementArguments(
+                    arguments + [
+                        scope.databaseValue, layout.table.name.databaseValue,
+                        OutboxRecord.State.pending.databaseValue,
+                        layout.table.name.databaseValue,
+                        OutboxEntry.Operation.delete.rawValue.databaseValue,
+                    ]))
             removed += db.changesCount
-            try db.execute(sql: "DELETE FROM ferry_rows WHERE tbl = ? AND row_id NOT IN (SELECT \(key) FROM \(table))",
-                           arguments: [layout.table.name])
+            try db.execute(
+                sql: "DELETE FROM ferry_rows WHERE tbl = ? AND row_id NOT IN (SELECT \(key) FROM \(table))",
+                arguments: [layout.table.name])
         }
         return removed
     }
@@ -433,8 +463,10 @@ extension PageApplier {
         case .user:
             return scope == userScope ? ("1", []) : nil
         case .column(let column):
-            return ("(\(SQLText.identifier(column)) = ? OR (\(SQLText.identifier(column)) IS NULL AND ?))",
-                    [scope.databaseValue, (scope == userScope).databaseValue])
+            return (
+                "(\(SQLText.identifier(column)) = ? OR (\(SQLText.identifier(column)) IS NULL AND ?))",
+                [scope.databaseValue, (scope == userScope).databaseValue]
+            )
         }
     }
 }

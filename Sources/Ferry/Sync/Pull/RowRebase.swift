@@ -33,8 +33,10 @@ enum RowRebase {
         case write([String: ColumnValue])
     }
 
-    static func plan(_ change: RowChange, pending: Pending, knownVersion: Int64?,
-                     columns: [String], primaryKey: String) -> Plan {
+    static func plan(
+        _ change: RowChange, pending: Pending, knownVersion: Int64?,
+        columns: [String], primaryKey: String
+    ) -> Plan {
         if let knownVersion, knownVersion > change.version {
             return .keep(recordVersion: false)
         }

@@ -51,8 +51,9 @@ struct ScopeCursorRecord: Codable, FetchableRecord, PersistableRecord, Sendable 
     static func startOver(_ scope: String?, keepingPrevious: Bool = true, _ db: Database) throws {
         let request = scope.map { ScopeCursorRecord.filter(key: $0) } ?? ScopeCursorRecord.all()
         // A recovery under way stays one: starting over never turns it into a sweep.
-        try request.updateAll(db, Columns.previousCursor.set(to: keepingPrevious ? coalesce([Columns.cursor, Columns.previousCursor]) : nil),
-                              Columns.cursor.set(to: nil), Columns.refetching.set(to: true))
+        try request.updateAll(
+            db, Columns.previousCursor.set(to: keepingPrevious ? coalesce([Columns.cursor, Columns.previousCursor]) : nil),
+            Columns.cursor.set(to: nil), Columns.refetching.set(to: true))
         try db.execute(sql: "DELETE FROM ferry_refetch_seen WHERE ? IS NULL OR scope = ?", arguments: [scope, scope])
     }
 }

@@ -28,8 +28,9 @@ struct ScopeCursors: Sendable {
     }
 
     func request(for scope: String) -> PullRequest.ScopeCursor {
-        PullRequest.ScopeCursor(scope: scope, cursor: rows[scope], notices: notices[scope],
-                                previous: rows[scope] == nil ? previous[scope] : nil)
+        PullRequest.ScopeCursor(
+            scope: scope, cursor: rows[scope], notices: notices[scope],
+            previous: rows[scope] == nil ? previous[scope] : nil)
     }
 
     /// A cursor the device holds, for a push to name the history its edits

@@ -52,8 +52,9 @@ struct PushRecorder {
                     report.acknowledged += 1
                     report.conflicts += try store(result, of: mutation, now: now, db)
                 case .rejected:
-                    try Outbox.settle(mutation.entrySeqs, state: .rejected,
-                                      reason: result.reason ?? "rejected by the server", now: now, in: db)
+                    try Outbox.settle(
+                        mutation.entrySeqs, state: .rejected,
+                        reason: result.reason ?? "rejected by the server", now: now, in: db)
                     try Self.keepRefusedValues(of: mutation, db)
                     // The server's row as it stays: discarding the edit restores it. A reply
                     // without a row (no such row, or a server that predates rows in replies)
@@ -121,10 +122,11 @@ struct PushRecorder {
         if lostToDelete || overrodeUpdate {
             // The device now knows of the delete: a re-creation is based on it.
             if let version = result.version {
-                try db.execute(sql: """
-                    INSERT INTO ferry_rows(tbl, row_id, version) VALUES (?, ?, ?)
-                    ON CONFLICT(tbl, row_id) DO UPDATE SET version = max(version, excluded.version)
-                    """, arguments: [mutation.table, mutation.rowID, version])
+                try db.execute(
+                    sql: """
+                        INSERT INTO ferry_rows(tbl, row_id, version) VALUES (?, ?, ?)
+                        ON CONFLICT(tbl, row_id) DO UPDATE SET version = max(version, excluded.version)
+                        """, arguments: [mutation.table, mutation.rowID, version])
             } else {
                 try db.execute(sql: "DELETE FROM ferry_rows WHERE tbl = ? AND row_id = ?", arguments: [mutation.table, mutation.rowID])
             }
@@ -134,8 +136,9 @@ struct PushRecorder {
                 .filter(row: RowKey(table: mutation.table, rowID: mutation.rowID)).isEmpty(db)
             if !stillPending {
                 // The delete won on the server; the row's values live on in the conflict.
-                try db.execute(sql: "DELETE FROM \(SQLText.identifier(layout.table.name)) WHERE \(SQLText.identifier(layout.primaryKey)) = ?",
-                               arguments: [mutation.rowID])
+                try db.execute(
+                    sql: "DELETE FROM \(SQLText.identifier(layout.table.name)) WHERE \(SQLText.identifier(layout.primaryKey)) = ?",
+                    arguments: [mutation.rowID])
             }
         }
         return result.conflicts.count
@@ -158,8 +161,9 @@ struct PushRecorder {
             case .columns(let columns) where columns.contains(column): continue
             default: break
             }
-            try db.execute(sql: "UPDATE \(table) SET \(SQLText.identifier(column)) = ? WHERE \(key) = ?",
-                           arguments: [(conflict.server ?? .null).databaseValue, mutation.rowID])
+            try db.execute(
+                sql: "UPDATE \(table) SET \(SQLText.identifier(column)) = ? WHERE \(key) = ?",
+                arguments: [(conflict.server ?? .null).databaseValue, mutation.rowID])
         }
     }
 }

@@ -20,8 +20,10 @@ public struct RetryPolicy: Sendable, Hashable {
     /// throws. The background loop retries without limit.
     public var attemptsPerSync: Int
 
-    public init(initialDelay: Duration = .milliseconds(250), maximumDelay: Duration = .seconds(60),
-                multiplier: Double = 2, attemptsPerSync: Int = 5) {
+    public init(
+        initialDelay: Duration = .milliseconds(250), maximumDelay: Duration = .seconds(60),
+        multiplier: Double = 2, attemptsPerSync: Int = 5
+    ) {
         self.initialDelay = initialDelay
         self.maximumDelay = maximumDelay
         self.multiplier = multiplier
@@ -44,7 +46,9 @@ public struct RetryPolicy: Sendable, Hashable {
 
     func validate() throws {
         guard initialDelay > .zero, maximumDelay >= initialDelay, multiplier >= 1, attemptsPerSync >= 1 else {
-            throw FerryError(.invalidConfiguration, """
+            throw FerryError(
+                .invalidConfiguration,
+                """
                 a retry policy needs initialDelay > 0, maximumDelay ≥ initialDelay, multiplier ≥ 1 and attemptsPerSync ≥ 1; \
                 got \(initialDelay), \(maximumDelay), \(multiplier), \(attemptsPerSync)
                 """)

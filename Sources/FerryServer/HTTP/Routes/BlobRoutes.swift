@@ -50,8 +50,10 @@ extension SyncAPI {
         let (key, _) = try await blobKey(context, needs: .write)
         let contentLength = try Self.count(request.headers[.contentLength], "Content-Length")
         let offset = try Self.count(request.headers[Self.uploadOffset], "Upload-Offset") ?? 0
-        guard let length = try Self.count(request.headers[Self.uploadLength], "Upload-Length")
-                ?? (offset == 0 ? contentLength : nil) else {
+        guard
+            let length = try Self.count(request.headers[Self.uploadLength], "Upload-Length")
+                ?? (offset == 0 ? contentLength : nil)
+        else {
             throw FerryServerError.badRequest("say the blob's whole size in Upload-Length")
         }
         let limit = limits.maxBlobBytes
@@ -124,8 +126,9 @@ extension SyncAPI {
         if partial {
             headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(size)"
         }
-        return Response(status: partial ? .partialContent : .ok, headers: headers,
-                        body: ResponseBody(asyncSequence: counted))
+        return Response(
+            status: partial ? .partialContent : .ok, headers: headers,
+            body: ResponseBody(asyncSequence: counted))
     }
 
     /// The blob named by the path, once the caller's access to its scope is

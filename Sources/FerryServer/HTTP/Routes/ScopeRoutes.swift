@@ -21,7 +21,8 @@ extension SyncAPI {
             throw FerryServerError(.alreadyExists, "`\(ScopeName.userPrefix)…` scopes are personal and exist already; pick another name")
         }
         guard ScopeName.namespace(of: body.scope) == userID else {
-            throw FerryServerError(.forbidden,
+            throw FerryServerError(
+                .forbidden,
                 "you create scopes in your own namespace only: <label>@<your user id>, such as `\(ScopeName.shared("groceries", ownedBy: userID))`"
             )
         }

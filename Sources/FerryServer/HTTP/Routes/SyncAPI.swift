@@ -11,8 +11,10 @@ struct SyncAPI: Sendable {
     let schemas: RequestSchemas
     let readiness: ServerReadiness
 
-    init(store: any SyncStore, blobs: any BlobStore, configuration: FerryServerConfiguration, metrics: ServerMetrics,
-         schemas: RequestSchemas, readiness: ServerReadiness = ServerReadiness()) {
+    init(
+        store: any SyncStore, blobs: any BlobStore, configuration: FerryServerConfiguration, metrics: ServerMetrics,
+        schemas: RequestSchemas, readiness: ServerReadiness = ServerReadiness()
+    ) {
         self.store = store
         self.readiness = readiness
         self.blobs = blobs

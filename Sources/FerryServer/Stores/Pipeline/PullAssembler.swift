@@ -76,7 +76,8 @@ struct PullAssembler: Sendable {
         if let text = followed.cursor {
             rows = try PullStart(cursor: text, scope: followed.scope, codec: cursors, horizon: horizon, end: end)
         } else if let previous = followed.previous,
-                  (try? PullStart(cursor: previous, scope: followed.scope, codec: cursors, horizon: horizon, end: end))?.isLostHistory == true {
+            (try? PullStart(cursor: previous, scope: followed.scope, codec: cursors, horizon: horizon, end: end))?.isLostHistory == true
+        {
             // Started over by the client, from history this store lost. (A
             // previous cursor this store cannot read asks for nothing more.)
             rows = .fromScratch(.lostHistory)
@@ -111,8 +112,9 @@ struct PullAssembler: Sendable {
     private func notices(
         _ rows: [NoticeQueryRow], after start: ChangePosition
     ) throws -> (notices: [ConflictNotice], settled: [String], position: ChangePosition, hasMore: Bool) {
-        let kept = StoreCoding.pageLength(sizes: rows.lazy.map { $0.json.utf8.count + ($0.settles?.utf8.count ?? 0) },
-                                          limit: limit, maxBytes: maxPageBytes)
+        let kept = StoreCoding.pageLength(
+            sizes: rows.lazy.map { $0.json.utf8.count + ($0.settles?.utf8.count ?? 0) },
+            limit: limit, maxBytes: maxPageBytes)
         var position = start
         var delivered: [ConflictNotice] = []
         var settled: [String] = []

@@ -16,7 +16,8 @@ extension PushPlan {
     /// ```
     func receipt(recorded: [Int64: String]) throws -> PushReceipt {
         let replayed = try replayedIDs.map { id in
-            var result = try recorded[id].map { try StoreCoding.decode(MutationResult.self, from: $0) }
+            var result =
+                try recorded[id].map { try StoreCoding.decode(MutationResult.self, from: $0) }
                 ?? MutationResult(mutationID: id, status: .applied)
             result.replayed = true
             return result

@@ -15,178 +15,188 @@ enum PostgresSchema {
     static let channel = "ferry_changes"
 
     static let migrations: [Migration] = [
-        Migration(version: 1, statements: [
-            // One row: the epoch and cursor key, and the tombstone horizon both
-            // as a version (for merges) and as a change position (for cursors).
-            """
-            CREATE TABLE ferry_meta (
-                id int PRIMARY KEY CHECK (id = 1),
-                epoch text NOT NULL,
-                cursor_key bytea NOT NULL,
-                horizon_version bigint NOT NULL DEFAULT 0,
-                horizon_xid bigint NOT NULL DEFAULT 0,
-                horizon_seq bigint NOT NULL DEFAULT 0
-            )
-            """,
-            // The store's one version counter.
-            "CREATE SEQUENCE ferry_versions",
-            // Current state of every row. `xid` is the writing transaction
-            // (pg_current_xact_id); pulls page by (xid, version).
-            """
-            CREATE TABLE ferry_rows (
-                scope text NOT NULL,
-                tbl text NOT NULL,
-                row_id text NOT NULL,
-                version bigint NOT NULL,
-                xid bigint NOT NULL,
-                deleted boolean NOT NULL,
-                client_id text NOT NULL,
-                changed_at bigint NOT NULL,
-                cells text NOT NULL,
-                PRIMARY KEY (scope, tbl, row_id)
-            )
-            """,
-            "CREATE INDEX ferry_rows_by_scope_position ON ferry_rows (scope, xid, version)",
-            "CREATE INDEX ferry_rows_tombstones ON ferry_rows (changed_at) WHERE deleted",
-            """
-            CREATE TABLE ferry_history (
-                scope text NOT NULL,
-                tbl text NOT NULL,
-                row_id text NOT NULL,
-                col text NOT NULL,
-                version bigint NOT NULL,
-                value text NOT NULL,
-                PRIMARY KEY (scope, tbl, row_id, col, version)
-            )
-            """,
-            """
-            CREATE TABLE ferry_clients (
-                user_id text NOT NULL,
-                client_id text NOT NULL,
-                last_mutation_id bigint NOT NULL,
-                xid bigint NOT NULL,
-                PRIMARY KEY (user_id, client_id)
-            )
-            """,
-            """
-            CREATE TABLE ferry_results (
-                user_id text NOT NULL,
-                client_id text NOT NULL,
-                mutation_id bigint NOT NULL,
-                version bigint NOT NULL,
-                xid bigint NOT NULL,
-                result text NOT NULL,
-                PRIMARY KEY (user_id, client_id, mutation_id)
-            )
-            """,
-            """
-            CREATE TABLE ferry_conflicts (
-                id bigserial PRIMARY KEY,
-                user_id text NOT NULL,
-                client_id text NOT NULL,
-                mutation_id bigint NOT NULL,
-                scope text NOT NULL,
-                tbl text NOT NULL,
-                row_id text NOT NULL,
-                version bigint,
-                conflict text NOT NULL,
-                created_at bigint NOT NULL
-            )
-            """,
-            """
-            CREATE TABLE ferry_rejections (
-                id bigserial PRIMARY KEY,
-                user_id text NOT NULL,
-                client_id text NOT NULL,
-                mutation_id bigint NOT NULL,
-                scope text NOT NULL,
-                tbl text NOT NULL,
-                row_id text NOT NULL,
-                reason text NOT NULL,
-                mutation text NOT NULL,
-                created_at bigint NOT NULL
-            )
-            """,
-            "CREATE TABLE ferry_scopes (scope text PRIMARY KEY, owner text)",
-            """
-            CREATE TABLE ferry_members (
-                scope text NOT NULL REFERENCES ferry_scopes (scope),
-                user_id text NOT NULL,
-                role text NOT NULL,
-                PRIMARY KEY (scope, user_id)
-            )
-            """,
-            "CREATE INDEX ferry_members_by_user ON ferry_members (user_id)",
-            "CREATE INDEX ferry_scopes_by_owner ON ferry_scopes (owner)",
-        ]),
-        Migration(version: 2, statements: [
-            // Conflict notices: a value `user_id` had pushed and the server
-            // applied, discarded by a later write that had not seen it. Pulls
-            // of `scope` deliver them to every device of `user_id`, by
-            // (xid, id) below the oldest running transaction, like rows.
-            """
-            CREATE TABLE ferry_notices (
-                id bigserial PRIMARY KEY,
-                xid bigint NOT NULL,
-                user_id text NOT NULL,
-                scope text NOT NULL,
-                by_user text NOT NULL,
-                by_client text NOT NULL,
-                version bigint NOT NULL,
-                notice text NOT NULL,
-                created_at bigint NOT NULL
-            )
-            """,
-            "CREATE INDEX ferry_notices_by_reader ON ferry_notices (user_id, scope, xid, id)",
-            "CREATE INDEX ferry_notices_by_age ON ferry_notices (created_at)",
-        ]),
-        Migration(version: 3, statements: [
-            // Attachment bytes (PostgresBlobStore): one row per blob, complete
-            // once every byte is in and hashed to `sha256`...
-            """
-            CREATE TABLE ferry_blobs (
-                scope text NOT NULL,
-                sha256 text NOT NULL,
-                length bigint NOT NULL,
-                received bigint NOT NULL,
-                complete boolean NOT NULL DEFAULT false,
-                modified_at timestamptz NOT NULL DEFAULT now(),
-                PRIMARY KEY (scope, sha256)
-            )
-            """,
-            // ...and its bytes in chunks, by where each starts.
-            """
-            CREATE TABLE ferry_blob_chunks (
-                scope text NOT NULL,
-                sha256 text NOT NULL,
-                start bigint NOT NULL,
-                data bytea NOT NULL,
-                PRIMARY KEY (scope, sha256, start)
-            )
-            """,
-        ]),
-        Migration(version: 4, statements: [
-            // The database the epoch was issued in (its oid): a dump loaded
-            // into another database, of this cluster or another, has lost the
-            // history after the dump, so it starts a new epoch.
-            "ALTER TABLE ferry_meta ADD COLUMN database_oid bigint",
-            // A tombstone collected into its deletion record (GarbageRules).
-            "ALTER TABLE ferry_rows ADD COLUMN collected boolean NOT NULL DEFAULT false",
-            // Collection looks only at tombstones not yet collected.
-            "DROP INDEX ferry_rows_tombstones",
-            "CREATE INDEX ferry_rows_tombstones ON ferry_rows (changed_at) WHERE deleted AND NOT collected",
-        ]),
-        Migration(version: 5, statements: [
-            // A settlement: the user resolved or dismissed the notice named
-            // here (its public id) on one device; pulls tell the user's other
-            // devices, in the notice stream, to drop it.
-            "ALTER TABLE ferry_notices ADD COLUMN settles text",
-            "CREATE INDEX ferry_notices_settling ON ferry_notices (user_id, scope, settles) WHERE settles IS NOT NULL",
-            // Every transaction below it had ended when the client first
-            // pushed: its first pull starts its notices there (NULL: a client
-            // from before this was kept, which starts at the beginning).
-            "ALTER TABLE ferry_clients ADD COLUMN first_notice_xid bigint",
-        ]),
+        Migration(
+            version: 1,
+            statements: [
+                // One row: the epoch and cursor key, and the tombstone horizon both
+                // as a version (for merges) and as a change position (for cursors).
+                """
+                CREATE TABLE ferry_meta (
+                    id int PRIMARY KEY CHECK (id = 1),
+                    epoch text NOT NULL,
+                    cursor_key bytea NOT NULL,
+                    horizon_version bigint NOT NULL DEFAULT 0,
+                    horizon_xid bigint NOT NULL DEFAULT 0,
+                    horizon_seq bigint NOT NULL DEFAULT 0
+                )
+                """,
+                // The store's one version counter.
+                "CREATE SEQUENCE ferry_versions",
+                // Current state of every row. `xid` is the writing transaction
+                // (pg_current_xact_id); pulls page by (xid, version).
+                """
+                CREATE TABLE ferry_rows (
+                    scope text NOT NULL,
+                    tbl text NOT NULL,
+                    row_id text NOT NULL,
+                    version bigint NOT NULL,
+                    xid bigint NOT NULL,
+                    deleted boolean NOT NULL,
+                    client_id text NOT NULL,
+                    changed_at bigint NOT NULL,
+                    cells text NOT NULL,
+                    PRIMARY KEY (scope, tbl, row_id)
+                )
+                """,
+                "CREATE INDEX ferry_rows_by_scope_position ON ferry_rows (scope, xid, version)",
+                "CREATE INDEX ferry_rows_tombstones ON ferry_rows (changed_at) WHERE deleted",
+                """
+                CREATE TABLE ferry_history (
+                    scope text NOT NULL,
+                    tbl text NOT NULL,
+                    row_id text NOT NULL,
+                    col text NOT NULL,
+                    version bigint NOT NULL,
+                    value text NOT NULL,
+                    PRIMARY KEY (scope, tbl, row_id, col, version)
+                )
+                """,
+                """
+                CREATE TABLE ferry_clients (
+                    user_id text NOT NULL,
+                    client_id text NOT NULL,
+                    last_mutation_id bigint NOT NULL,
+                    xid bigint NOT NULL,
+                    PRIMARY KEY (user_id, client_id)
+                )
+                """,
+                """
+                CREATE TABLE ferry_results (
+                    user_id text NOT NULL,
+                    client_id text NOT NULL,
+                    mutation_id bigint NOT NULL,
+                    version bigint NOT NULL,
+                    xid bigint NOT NULL,
+                    result text NOT NULL,
+                    PRIMARY KEY (user_id, client_id, mutation_id)
+                )
+                """,
+                """
+                CREATE TABLE ferry_conflicts (
+                    id bigserial PRIMARY KEY,
+                    user_id text NOT NULL,
+                    client_id text NOT NULL,
+                    mutation_id bigint NOT NULL,
+                    scope text NOT NULL,
+                    tbl text NOT NULL,
+                    row_id text NOT NULL,
+                    version bigint,
+                    conflict text NOT NULL,
+                    created_at bigint NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE ferry_rejections (
+                    id bigserial PRIMARY KEY,
+                    user_id text NOT NULL,
+                    client_id text NOT NULL,
+                    mutation_id bigint NOT NULL,
+                    scope text NOT NULL,
+                    tbl text NOT NULL,
+                    row_id text NOT NULL,
+                    reason text NOT NULL,
+                    mutation text NOT NULL,
+                    created_at bigint NOT NULL
+                )
+                """,
+                "CREATE TABLE ferry_scopes (scope text PRIMARY KEY, owner text)",
+                """
+                CREATE TABLE ferry_members (
+                    scope text NOT NULL REFERENCES ferry_scopes (scope),
+                    user_id text NOT NULL,
+                    role text NOT NULL,
+                    PRIMARY KEY (scope, user_id)
+                )
+                """,
+                "CREATE INDEX ferry_members_by_user ON ferry_members (user_id)",
+                "CREATE INDEX ferry_scopes_by_owner ON ferry_scopes (owner)",
+            ]),
+        Migration(
+            version: 2,
+            statements: [
+                // Conflict notices: a value `user_id` had pushed and the server
+                // applied, discarded by a later write that had not seen it. Pulls
+                // of `scope` deliver them to every device of `user_id`, by
+                // (xid, id) below the oldest running transaction, like rows.
+                """
+                CREATE TABLE ferry_notices (
+                    id bigserial PRIMARY KEY,
+                    xid bigint NOT NULL,
+                    user_id text NOT NULL,
+                    scope text NOT NULL,
+                    by_user text NOT NULL,
+                    by_client text NOT NULL,
+                    version bigint NOT NULL,
+                    notice text NOT NULL,
+                    created_at bigint NOT NULL
+                )
+                """,
+                "CREATE INDEX ferry_notices_by_reader ON ferry_notices (user_id, scope, xid, id)",
+                "CREATE INDEX ferry_notices_by_age ON ferry_notices (created_at)",
+            ]),
+        Migration(
+            version: 3,
+            statements: [
+                // Attachment bytes (PostgresBlobStore): one row per blob, complete
+                // once every byte is in and hashed to `sha256`...
+                """
+                CREATE TABLE ferry_blobs (
+                    scope text NOT NULL,
+                    sha256 text NOT NULL,
+                    length bigint NOT NULL,
+                    received bigint NOT NULL,
+                    complete boolean NOT NULL DEFAULT false,
+                    modified_at timestamptz NOT NULL DEFAULT now(),
+                    PRIMARY KEY (scope, sha256)
+                )
+                """,
+                // ...and its bytes in chunks, by where each starts.
+                """
+                CREATE TABLE ferry_blob_chunks (
+                    scope text NOT NULL,
+                    sha256 text NOT NULL,
+                    start bigint NOT NULL,
+                    data bytea NOT NULL,
+                    PRIMARY KEY (scope, sha256, start)
+                )
+                """,
+            ]),
+        Migration(
+            version: 4,
+            statements: [
+                // The database the epoch was issued in (its oid): a dump loaded
+                // into another database, of this cluster or another, has lost the
+                // history after the dump, so it starts a new epoch.
+                "ALTER TABLE ferry_meta ADD COLUMN database_oid bigint",
+                // A tombstone collected into its deletion record (GarbageRules).
+                "ALTER TABLE ferry_rows ADD COLUMN collected boolean NOT NULL DEFAULT false",
+                // Collection looks only at tombstones not yet collected.
+                "DROP INDEX ferry_rows_tombstones",
+                "CREATE INDEX ferry_rows_tombstones ON ferry_rows (changed_at) WHERE deleted AND NOT collected",
+            ]),
+        Migration(
+            version: 5,
+            statements: [
+                // A settlement: the user resolved or dismissed the notice named
+                // here (its public id) on one device; pulls tell the user's other
+                // devices, in the notice stream, to drop it.
+                "ALTER TABLE ferry_notices ADD COLUMN settles text",
+                "CREATE INDEX ferry_notices_settling ON ferry_notices (user_id, scope, settles) WHERE settles IS NOT NULL",
+                // Every transaction below it had ended when the client first
+                // pushed: its first pull starts its notices there (NULL: a client
+                // from before this was kept, which starts at the beginning).
+                "ALTER TABLE ferry_clients ADD COLUMN first_notice_xid bigint",
+            ]),
     ]
 
     static var latestVersion: Int { migrations.map(\.version).max() ?? 0 }

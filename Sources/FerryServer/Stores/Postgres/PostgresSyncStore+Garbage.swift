@@ -42,22 +42,26 @@ extension PostgresSyncStore {
                 position = max(position, ChangePosition(major: xid, minor: version))
             }
             if removed > 0 {
-                try await connection.query("""
+                try await connection.query(
+                    """
                     DELETE FROM ferry_history h USING unnest(\(scopes)::text[], \(tables)::text[], \(rowIDs)::text[]) AS k(scope, tbl, row_id)
                     WHERE h.scope = k.scope AND h.tbl = k.tbl AND h.row_id = k.row_id
                     """, logger: logger)
             }
-            try await connection.query("""
+            try await connection.query(
+                """
                 DELETE FROM ferry_history h WHERE h.version < \(horizon) AND EXISTS (
                     SELECT 1 FROM ferry_history newer
                     WHERE newer.scope = h.scope AND newer.tbl = h.tbl AND newer.row_id = h.row_id AND newer.col = h.col
                         AND newer.version > h.version AND newer.version <= \(horizon))
                 """, logger: logger)
-            try await connection.query("""
+            try await connection.query(
+                """
                 DELETE FROM ferry_results r WHERE r.version < \(horizon) AND r.mutation_id < (
                     SELECT c.last_mutation_id FROM ferry_clients c WHERE c.user_id = r.user_id AND c.client_id = r.client_id)
                 """, logger: logger)
-            try await connection.query("""
+            try await connection.query(
+                """
                 UPDATE ferry_meta SET horizon_version = \(horizon), horizon_xid = \(position.major), horizon_seq = \(position.minor)
                 """, logger: logger)
             return GarbageReport(horizon: horizon, tombstonesRemoved: removed)

@@ -89,11 +89,12 @@ extension PostgresSyncStore {
     }
 
     static func connectionConfiguration(_ configuration: PostgresStoreConfiguration) throws -> PostgresConnection.Configuration {
-        let tls: PostgresConnection.Configuration.TLS = switch configuration.tls {
-        case .disable: .disable
-        case .prefer: .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
-        case .require: .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
-        }
+        let tls: PostgresConnection.Configuration.TLS =
+            switch configuration.tls {
+            case .disable: .disable
+            case .prefer: .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            case .require: .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            }
         return PostgresConnection.Configuration(
             host: configuration.host,
             port: configuration.port,

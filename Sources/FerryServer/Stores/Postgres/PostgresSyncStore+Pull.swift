@@ -43,10 +43,12 @@ extension PostgresSyncStore {
                     connection, scope: followed.scope, after: start.rows.position, below: readable,
                     withTombstones: !start.rows.isFromScratch, limit: assembler.queryLimit, logger: logger
                 )
-                let notices = withNotices ? try await Self.notices(
-                    connection, userID: userID, scope: followed.scope, after: start.notices, below: readable,
-                    limit: assembler.queryLimit, logger: logger
-                ) : []
+                let notices =
+                    withNotices
+                    ? try await Self.notices(
+                        connection, userID: userID, scope: followed.scope, after: start.notices, below: readable,
+                        limit: assembler.queryLimit, logger: logger
+                    ) : []
                 pages.append(try assembler.page(followed.scope, start: start, rows: rows, notices: notices))
             }
             return EncodedPullResponse(lastAppliedMutationID: lastApplied, pages: pages)
@@ -58,12 +60,14 @@ extension PostgresSyncStore {
     public func endCursors(scopes: [String]) async throws -> [String: String] {
         let logger = self.logger
         return try await transaction(.snapshot) { connection, cursors in
-            let readable = try await Self.one(
-                connection, "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint", as: Int64.self, logger: logger
-            ) ?? 0
-            return Dictionary(uniqueKeysWithValues: scopes.map { scope in
-                (scope, cursors.encode(PullCursor(epoch: cursors.epoch, scope: scope, position: readable, subposition: 0)))
-            })
+            let readable =
+                try await Self.one(
+                    connection, "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint", as: Int64.self, logger: logger
+                ) ?? 0
+            return Dictionary(
+                uniqueKeysWithValues: scopes.map { scope in
+                    (scope, cursors.encode(PullCursor(epoch: cursors.epoch, scope: scope, position: readable, subposition: 0)))
+                })
         }
     }
 
@@ -82,8 +86,10 @@ extension PostgresSyncStore {
         for try await (id, xid, byUser, byClient, json, settles) in try await connection.query(query, logger: logger)
             .decode((Int64, Int64, String, String, String, String?).self)
         {
-            rows.append(NoticeQueryRow(id: id, position: ChangePosition(major: xid, minor: id), byUser: byUser, byClient: byClient,
-                                       json: json, settles: settles))
+            rows.append(
+                NoticeQueryRow(
+                    id: id, position: ChangePosition(major: xid, minor: id), byUser: byUser, byClient: byClient,
+                    json: json, settles: settles))
         }
         return rows
     }
@@ -122,10 +128,11 @@ extension PostgresSyncStore {
         for try await (table, rowID, version, deleted, cells, xid) in try await connection.query(query, logger: logger)
             .decode((String, String, Int64, Bool, String, Int64).self)
         {
-            rows.append(PageQueryRow(
-                table: table, rowID: rowID, version: version, deleted: deleted, cells: cells,
-                position: ChangePosition(major: xid, minor: version)
-            ))
+            rows.append(
+                PageQueryRow(
+                    table: table, rowID: rowID, version: version, deleted: deleted, cells: cells,
+                    position: ChangePosition(major: xid, minor: version)
+                ))
         }
         return rows
     }

@@ -8,9 +8,10 @@ extension PostgresSyncStore {
         let logger = self.logger
         return try await transaction(.serializable) { connection, cursors in
             if let seen = request.seen {
-                let readable = try await Self.one(
-                    connection, "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint", as: Int64.self, logger: logger
-                ) ?? 0
+                let readable =
+                    try await Self.one(
+                        connection, "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint", as: Int64.self, logger: logger
+                    ) ?? 0
                 try PullStart.checkHistory(seen: seen, codec: cursors, end: ChangePosition(major: readable))
             }
             let lastApplied = try await Self.lastMutationID(connection, userID: userID, clientID: request.clientID, logger: logger)
@@ -42,11 +43,13 @@ extension PostgresSyncStore {
                 plan.linkNotices(ids: noticeIDs) { NoticeCursor.id($0, epoch: cursors.epoch) }
             }
             if !plan.results.isEmpty {
-                try await Self.write(plan, noticeIDs: noticeIDs, existing: Set(rows.keys), connection, userID: userID,
-                                     clientID: request.clientID, now: now, logger: logger)
+                try await Self.write(
+                    plan, noticeIDs: noticeIDs, existing: Set(rows.keys), connection, userID: userID,
+                    clientID: request.clientID, now: now, logger: logger)
             }
-            try await Self.settle(request.settled ?? [], connection, userID: userID, clientID: request.clientID, version: plan.version,
-                                  now: now, epoch: cursors.epoch, logger: logger)
+            try await Self.settle(
+                request.settled ?? [], connection, userID: userID, clientID: request.clientID, version: plan.version,
+                now: now, epoch: cursors.epoch, logger: logger)
             return try plan.receipt(
                 recorded: await Self.recordedResults(connection, userID: userID, clientID: request.clientID, ids: plan.replayedIDs, logger: logger)
             )
@@ -69,7 +72,8 @@ extension PostgresSyncStore {
         // The client's state first: a concurrent push of the same client
         // then fails with a serialization error (retried as a replay), never
         // with a duplicate key on the results.
-        try await connection.query("""
+        try await connection.query(
+            """
             INSERT INTO ferry_clients (user_id, client_id, last_mutation_id, xid, first_notice_xid)
             VALUES (\(userID), \(clientID), \(plan.lastAppliedMutationID), \(xid), pg_snapshot_xmin(pg_current_snapshot())::text::bigint)
             ON CONFLICT (user_id, client_id) DO UPDATE SET last_mutation_id = excluded.last_mutation_id, xid = excluded.xid
@@ -77,7 +81,8 @@ extension PostgresSyncStore {
         let changed = plan.rows.sorted { $0.key < $1.key }
         let inserted = changed.filter { !existing.contains($0.key) }
         if !inserted.isEmpty {
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO ferry_rows (scope, tbl, row_id, version, xid, deleted, client_id, changed_at, cells)
                 SELECT u.scope, u.tbl, u.row_id, u.version, \(xid), u.deleted, u.client_id, \(now), u.cells
                 FROM unnest(\(inserted.map(\.key.scope))::text[], \(inserted.map(\.key.table))::text[], \(inserted.map(\.key.rowID))::text[],
@@ -88,7 +93,8 @@ extension PostgresSyncStore {
         }
         let updated = changed.filter { existing.contains($0.key) }
         if !updated.isEmpty {
-            try await connection.query("""
+            try await connection.query(
+                """
                 UPDATE ferry_rows r SET version = u.version, xid = \(xid), deleted = u.deleted, client_id = u.client_id,
                     changed_at = \(now), cells = u.cells, collected = false
                 FROM unnest(\(updated.map(\.key.scope))::text[], \(updated.map(\.key.table))::text[], \(updated.map(\.key.rowID))::text[],
@@ -109,7 +115,8 @@ extension PostgresSyncStore {
             try await connection.query(query, logger: logger)
         }
         for recorded in plan.conflicts {
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO ferry_conflicts (user_id, client_id, mutation_id, scope, tbl, row_id, version, conflict, created_at)
                 VALUES (\(userID), \(clientID), \(recorded.mutationID), \(recorded.key.scope), \(recorded.key.table), \(recorded.key.rowID),
                     \(recorded.version), \(try json(recorded.conflict)), \(now))
@@ -117,7 +124,8 @@ extension PostgresSyncStore {
         }
         if !plan.notices.isEmpty {
             let notices = plan.notices
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO ferry_notices (id, xid, user_id, scope, by_user, by_client, version, notice, created_at)
                 SELECT u.id, \(xid), u.user_id, u.scope, \(userID), \(clientID), u.version, u.notice, \(now)
                 FROM unnest(\(noticeIDs)::int8[], \(notices.map(\.userID))::text[], \(notices.map(\.key.scope))::text[],
@@ -128,13 +136,15 @@ extension PostgresSyncStore {
         }
         for rejection in plan.rejections {
             let mutation = rejection.mutation
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO ferry_rejections (user_id, client_id, mutation_id, scope, tbl, row_id, reason, mutation, created_at)
                 VALUES (\(userID), \(clientID), \(mutation.mutationID), \(mutation.scope), \(mutation.table), \(mutation.rowID),
                     \(rejection.reason), \(try json(mutation)), \(now))
                 """, logger: logger)
         }
-        try await connection.query("""
+        try await connection.query(
+            """
             INSERT INTO ferry_results (user_id, client_id, mutation_id, version, xid, result)
             SELECT \(userID), \(clientID), u.mutation_id, \(plan.version), \(xid), u.result
             FROM unnest(\(plan.results.map(\.mutationID))::int8[], \(try plan.results.map(StoreCoding.resultJSON))::text[]) AS u(mutation_id, result)
@@ -218,14 +228,21 @@ extension PostgresSyncStore {
         var scopes: Set<String> = []
         for notice in settled {
             guard let (_, id) = NoticeCursor.parse(id: notice.id, epoch: epoch) else { continue }
-            let held = try await one(connection, """
-                SELECT 1 FROM ferry_notices WHERE id = \(id) AND user_id = \(userID) AND scope = \(notice.scope) AND settles IS NULL
-                """, as: Int32.self, logger: logger) != nil
-            let settledBefore = try await one(connection, """
-                SELECT 1 FROM ferry_notices WHERE user_id = \(userID) AND scope = \(notice.scope) AND settles = \(notice.id)
-                """, as: Int32.self, logger: logger) != nil
+            let held =
+                try await one(
+                    connection,
+                    """
+                    SELECT 1 FROM ferry_notices WHERE id = \(id) AND user_id = \(userID) AND scope = \(notice.scope) AND settles IS NULL
+                    """, as: Int32.self, logger: logger) != nil
+            let settledBefore =
+                try await one(
+                    connection,
+                    """
+                    SELECT 1 FROM ferry_notices WHERE user_id = \(userID) AND scope = \(notice.scope) AND settles = \(notice.id)
+                    """, as: Int32.self, logger: logger) != nil
             guard held, !settledBefore else { continue }
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO ferry_notices (xid, user_id, scope, by_user, by_client, version, notice, created_at, settles)
                 VALUES (pg_current_xact_id()::text::bigint, \(userID), \(notice.scope), \(userID), \(clientID), \(version), 'null',
                     \(now), \(notice.id))

@@ -31,7 +31,8 @@ extension PostgresSyncStore {
     }
 
     private static func migrate(_ connection: PostgresConnection, logger: Logger) async throws -> PullCursorCodec {
-        try await connection.query("""
+        try await connection.query(
+            """
             CREATE TABLE IF NOT EXISTS ferry_schema_migrations (
                 version int PRIMARY KEY,
                 applied_at timestamptz NOT NULL DEFAULT now()
@@ -102,7 +103,8 @@ extension PostgresSyncStore {
                 logger.warning("the Ferry data was loaded into another database (a restored dump?); starting a new epoch: devices send back what it lacks")
                 try await connection.query("UPDATE ferry_meta SET epoch = \(UUID().uuidString), horizon_xid = 0, horizon_seq = 0", logger: logger)
             }
-            try await connection.query("""
+            try await connection.query(
+                """
                 UPDATE ferry_meta SET database_oid = (SELECT oid::bigint FROM pg_database WHERE datname = current_database())
                 """, logger: logger)
             try await connection.query("COMMIT", logger: logger)

@@ -56,7 +56,8 @@ extension PostgresSyncStore {
             guard try await Self.one(connection, "SELECT scope FROM ferry_scopes WHERE scope = \(scope)", as: String.self, logger: logger) != nil else {
                 throw FerryServerError(.notFound, "scope `\(scope)` does not exist")
             }
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO ferry_members (scope, user_id, role) VALUES (\(scope), \(userID), \(role.rawValue))
                 ON CONFLICT (scope, user_id) DO UPDATE SET role = excluded.role
                 """, logger: logger)

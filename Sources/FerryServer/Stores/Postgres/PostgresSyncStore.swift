@@ -54,11 +54,12 @@ public final class PostgresSyncStore: SyncStore {
     }
 
     static func clientConfiguration(_ configuration: PostgresStoreConfiguration) -> PostgresClient.Configuration {
-        let tls: PostgresClient.Configuration.TLS = switch configuration.tls {
-        case .disable: .disable
-        case .prefer: .prefer(.makeClientConfiguration())
-        case .require: .require(.makeClientConfiguration())
-        }
+        let tls: PostgresClient.Configuration.TLS =
+            switch configuration.tls {
+            case .disable: .disable
+            case .prefer: .prefer(.makeClientConfiguration())
+            case .require: .require(.makeClientConfiguration())
+            }
         var client = PostgresClient.Configuration(
             host: configuration.host,
             port: configuration.port,
@@ -141,7 +142,7 @@ public final class PostgresSyncStore: SyncStore {
                 }
                 logger.info("PostgreSQL store ready", metadata: ["database": "\(configuration.redactedURL)", "epoch": "\(codec.epoch)"])
                 return
-            } catch where Self.isOutage(error) {
+            } catch  where Self.isOutage(error) {
                 logger.warning("PostgreSQL unreachable; retrying", metadata: ["error": "\(Self.describe(error))"])
                 try await Task.sleep(for: delay)
                 delay = min(delay * 2, .seconds(2))

@@ -1,9 +1,9 @@
 import Foundation
 import GRDB
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Backups of the embedded store while it serves, and restores.
@@ -122,9 +122,9 @@ extension SQLiteSyncStore {
 
     private static func closeDescriptor(_ descriptor: Int32) -> Int32 {
         #if canImport(Glibc)
-        Glibc.close(descriptor)
+            Glibc.close(descriptor)
         #else
-        Darwin.close(descriptor)
+            Darwin.close(descriptor)
         #endif
     }
 

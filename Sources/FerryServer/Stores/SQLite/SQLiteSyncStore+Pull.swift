@@ -24,7 +24,8 @@ extension SQLiteSyncStore {
                     db, scope: followed.scope, after: start.rows.position.major, withTombstones: !start.rows.isFromScratch,
                     limit: assembler.queryLimit
                 )
-                let notices = withNotices
+                let notices =
+                    withNotices
                     ? try Self.notices(db, userID: userID, scope: followed.scope, after: start.notices.minor, limit: assembler.queryLimit) : []
                 pages.append(try assembler.page(followed.scope, start: start, rows: rows, notices: notices))
             }
@@ -35,29 +36,32 @@ extension SQLiteSyncStore {
     public func endCursors(scopes: [String]) async throws -> [String: String] {
         let cursors = self.cursors
         let version = try await read { db in try Self.meta(db, "version") }
-        return Dictionary(uniqueKeysWithValues: scopes.map { scope in
-            (scope, cursors.encode(PullCursor(epoch: cursors.epoch, scope: scope, position: version)))
-        })
+        return Dictionary(
+            uniqueKeysWithValues: scopes.map { scope in
+                (scope, cursors.encode(PullCursor(epoch: cursors.epoch, scope: scope, position: version)))
+            })
     }
 
     /// The page query: rows of `scope` changed after `version`, read by
     /// column index from a cached statement (no name lookup or row copy per row).
     private static func page(_ db: Database, scope: String, after version: Int64, withTombstones: Bool, limit: Int) throws -> [PageQueryRow] {
         let cursor = try Row.fetchCursor(
-            db.cachedStatement(sql: """
-                SELECT tbl, row_id, version, deleted, cells FROM rows
-                WHERE scope = ? AND version > ? AND (deleted = 0 OR ?)
-                ORDER BY version LIMIT ?
-                """),
+            db.cachedStatement(
+                sql: """
+                    SELECT tbl, row_id, version, deleted, cells FROM rows
+                    WHERE scope = ? AND version > ? AND (deleted = 0 OR ?)
+                    ORDER BY version LIMIT ?
+                    """),
             arguments: [scope, version, withTombstones, limit]
         )
         var rows: [PageQueryRow] = []
         rows.reserveCapacity(limit)
         while let row = try cursor.next() {
             let version: Int64 = row[2]
-            rows.append(PageQueryRow(
-                table: row[0], rowID: row[1], version: version, deleted: row[3], cells: row[4], position: ChangePosition(major: version)
-            ))
+            rows.append(
+                PageQueryRow(
+                    table: row[0], rowID: row[1], version: version, deleted: row[3], cells: row[4], position: ChangePosition(major: version)
+                ))
         }
         return rows
     }
@@ -65,8 +69,10 @@ extension SQLiteSyncStore {
     /// Where a client without a notice cursor starts: the newest notice
     /// when it first pushed, or now if it never pushed.
     private static func noticeStart(_ db: Database, userID: String, clientID: String) throws -> Int64 {
-        if let client = try Row.fetchOne(db, sql: "SELECT first_notice FROM clients WHERE user_id = ? AND client_id = ?",
-                                         arguments: [userID, clientID]) {
+        if let client = try Row.fetchOne(
+            db, sql: "SELECT first_notice FROM clients WHERE user_id = ? AND client_id = ?",
+            arguments: [userID, clientID])
+        {
             return client["first_notice"] ?? 0
         }
         return try Int64.fetchOne(db, sql: "SELECT coalesce(max(id), 0) FROM notices") ?? 0
@@ -75,15 +81,17 @@ extension SQLiteSyncStore {
     /// The notice query: the user's notices in `scope` after notice `id`.
     private static func notices(_ db: Database, userID: String, scope: String, after id: Int64, limit: Int) throws -> [NoticeQueryRow] {
         try Row.fetchAll(
-            db.cachedStatement(sql: """
-                SELECT id, by_user, by_client, notice, generation, settles FROM notices
-                WHERE user_id = ? AND scope = ? AND id > ? ORDER BY id LIMIT ?
-                """),
+            db.cachedStatement(
+                sql: """
+                    SELECT id, by_user, by_client, notice, generation, settles FROM notices
+                    WHERE user_id = ? AND scope = ? AND id > ? ORDER BY id LIMIT ?
+                    """),
             arguments: [userID, scope, id, limit]
         ).map { row in
             let id: Int64 = row[0]
-            return NoticeQueryRow(id: id, position: ChangePosition(major: 0, minor: id), byUser: row[1], byClient: row[2], json: row[3],
-                                  generation: row[4], settles: row[5])
+            return NoticeQueryRow(
+                id: id, position: ChangePosition(major: 0, minor: id), byUser: row[1], byClient: row[2], json: row[3],
+                generation: row[4], settles: row[5])
         }
     }
 }

@@ -25,12 +25,16 @@ extension SQLiteSyncStore {
             let lastNotice = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'notices'") ?? 0
             let noticeIDs = plan.notices.indices.map { lastNotice + 1 + Int64($0) }
             plan.linkNotices(ids: noticeIDs) { NoticeCursor.id($0, epoch: cursors.epoch, generation: generation) }
-            try Self.writePlan(plan, noticeIDs: noticeIDs, db, userID: userID, clientID: request.clientID, now: now,
-                               generation: generation)
-            let settledScopes = try Self.settle(request.settled ?? [], db, userID: userID, clientID: request.clientID,
-                                                version: plan.version, now: now, epoch: cursors.epoch, generation: generation)
-            let receipt = try plan.receipt(recorded: Self.recordedResults(db, userID: userID, clientID: request.clientID,
-                                                                          ids: plan.replayedIDs))
+            try Self.writePlan(
+                plan, noticeIDs: noticeIDs, db, userID: userID, clientID: request.clientID, now: now,
+                generation: generation)
+            let settledScopes = try Self.settle(
+                request.settled ?? [], db, userID: userID, clientID: request.clientID,
+                version: plan.version, now: now, epoch: cursors.epoch, generation: generation)
+            let receipt = try plan.receipt(
+                recorded: Self.recordedResults(
+                    db, userID: userID, clientID: request.clientID,
+                    ids: plan.replayedIDs))
             return (receipt, settledScopes)
         }
         // A settlement wakes the user's other devices too: they pull it and drop the conflict.
@@ -38,11 +42,14 @@ extension SQLiteSyncStore {
         return receipt
     }
 
-    private static func writePlan(_ plan: PushPlan, noticeIDs: [Int64], _ db: Database, userID: String, clientID: String,
-                                  now: Int64, generation: String) throws {
+    private static func writePlan(
+        _ plan: PushPlan, noticeIDs: [Int64], _ db: Database, userID: String, clientID: String,
+        now: Int64, generation: String
+    ) throws {
         func json(_ value: some Encodable) throws -> String { try StoreCoding.json(value) }
         for (key, row) in plan.rows {
-            try Self.execute(db, 
+            try Self.execute(
+                db,
                 sql: """
                     INSERT INTO rows (scope, tbl, row_id, version, deleted, client_id, changed_at, cells)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -58,7 +65,8 @@ extension SQLiteSyncStore {
         }
         for (key, values) in plan.overwritten {
             for old in values {
-                try Self.execute(db, 
+                try Self.execute(
+                    db,
                     sql: "INSERT OR REPLACE INTO history (scope, tbl, row_id, col, version, value) VALUES (?, ?, ?, ?, ?, ?)",
                     arguments: [
                         key.scope, key.table, key.rowID, old.column, old.version,
@@ -68,7 +76,8 @@ extension SQLiteSyncStore {
             }
         }
         for recorded in plan.conflicts {
-            try Self.execute(db, 
+            try Self.execute(
+                db,
                 sql: """
                     INSERT INTO conflicts (user_id, client_id, mutation_id, scope, tbl, row_id, version, conflict, created_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -80,7 +89,8 @@ extension SQLiteSyncStore {
             )
         }
         for (notice, id) in zip(plan.notices, noticeIDs) {
-            try Self.execute(db, 
+            try Self.execute(
+                db,
                 sql: """
                     INSERT INTO notices (id, user_id, scope, by_user, by_client, version, notice, created_at, generation)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -93,7 +103,8 @@ extension SQLiteSyncStore {
         }
         for rejection in plan.rejections {
             let mutation = rejection.mutation
-            try Self.execute(db, 
+            try Self.execute(
+                db,
                 sql: """
                     INSERT INTO rejections (user_id, client_id, mutation_id, scope, tbl, row_id, reason, mutation, created_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -105,7 +116,8 @@ extension SQLiteSyncStore {
             )
         }
         for result in plan.results {
-            try Self.execute(db, 
+            try Self.execute(
+                db,
                 sql: "INSERT INTO results (user_id, client_id, mutation_id, version, result) VALUES (?, ?, ?, ?, ?)",
                 arguments: [
                     userID, clientID, result.mutationID, plan.version,
@@ -114,7 +126,8 @@ extension SQLiteSyncStore {
             )
         }
         if !plan.results.isEmpty {
-            try Self.execute(db, 
+            try Self.execute(
+                db,
                 sql: """
                     INSERT INTO clients (user_id, client_id, last_mutation_id, first_notice)
                     VALUES (?, ?, ?, (SELECT coalesce(max(id), 0) FROM notices))
@@ -130,22 +143,32 @@ extension SQLiteSyncStore {
     /// other devices drop them: one settlement per notice, and only for the
     /// user's own notices this store holds (others are ignored).
     /// - Returns: the scopes of the settlements recorded.
-    private static func settle(_ settled: [PushRequest.SettledNotice], _ db: Database, userID: String, clientID: String,
-                               version: Int64, now: Int64, epoch: String, generation: String) throws -> Set<String> {
+    private static func settle(
+        _ settled: [PushRequest.SettledNotice], _ db: Database, userID: String, clientID: String,
+        version: Int64, now: Int64, epoch: String, generation: String
+    ) throws -> Set<String> {
         var scopes: Set<String> = []
         for notice in settled {
             guard let (noticeGeneration, id) = NoticeCursor.parse(id: notice.id, epoch: epoch) else { continue }
-            let held = try Bool.fetchOne(db, sql: """
-                SELECT 1 FROM notices WHERE id = ? AND generation = ? AND user_id = ? AND scope = ? AND settles IS NULL
-                """, arguments: [id, noticeGeneration, userID, notice.scope]) ?? false
-            let settledBefore = try Bool.fetchOne(db, sql: """
-                SELECT 1 FROM notices WHERE user_id = ? AND scope = ? AND settles = ?
-                """, arguments: [userID, notice.scope, notice.id]) ?? false
+            let held =
+                try Bool.fetchOne(
+                    db,
+                    sql: """
+                        SELECT 1 FROM notices WHERE id = ? AND generation = ? AND user_id = ? AND scope = ? AND settles IS NULL
+                        """, arguments: [id, noticeGeneration, userID, notice.scope]) ?? false
+            let settledBefore =
+                try Bool.fetchOne(
+                    db,
+                    sql: """
+                        SELECT 1 FROM notices WHERE user_id = ? AND scope = ? AND settles = ?
+                        """, arguments: [userID, notice.scope, notice.id]) ?? false
             guard held, !settledBefore else { continue }
-            try Self.execute(db, sql: """
-                INSERT INTO notices (user_id, scope, by_user, by_client, version, notice, created_at, generation, settles)
-                VALUES (?, ?, ?, ?, ?, 'null', ?, ?, ?)
-                """, arguments: [userID, notice.scope, userID, clientID, version, now, generation, notice.id])
+            try Self.execute(
+                db,
+                sql: """
+                    INSERT INTO notices (user_id, scope, by_user, by_client, version, notice, created_at, generation, settles)
+                    VALUES (?, ?, ?, ?, ?, 'null', ?, ?, ?)
+                    """, arguments: [userID, notice.scope, userID, clientID, version, now, generation, notice.id])
             scopes.insert(notice.scope)
         }
         return scopes
@@ -162,10 +185,12 @@ extension SQLiteSyncStore {
     }
 
     static func loadRow(_ db: Database, _ key: RowKey) throws -> StoredRow? {
-        guard let row = try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT version, deleted, client_id, cells FROM rows WHERE scope = ? AND tbl = ? AND row_id = ?"),
-            arguments: [key.scope, key.table, key.rowID]
-        ) else { return nil }
+        guard
+            let row = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT version, deleted, client_id, cells FROM rows WHERE scope = ? AND tbl = ? AND row_id = ?"),
+                arguments: [key.scope, key.table, key.rowID]
+            )
+        else { return nil }
         let decoder = JSONDecoder()
         let history = try Row.fetchAll(
             db.cachedStatement(sql: "SELECT col, version, value FROM history WHERE scope = ? AND tbl = ? AND row_id = ? ORDER BY version"),

@@ -7,158 +7,161 @@ extension SQLiteSyncStore {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("server.v1") { db in
-            try db.execute(sql: """
-                CREATE TABLE store_meta (
-                    key TEXT PRIMARY KEY NOT NULL,
-                    value NOT NULL
-                ) WITHOUT ROWID;
+            try db.execute(
+                sql: """
+                    CREATE TABLE store_meta (
+                        key TEXT PRIMARY KEY NOT NULL,
+                        value NOT NULL
+                    ) WITHOUT ROWID;
 
-                -- Current state of every row. `cells` is JSON: per column the
-                -- value, the version that set it, its HLC stamp and client.
-                CREATE TABLE rows (
-                    scope TEXT NOT NULL,
-                    tbl TEXT NOT NULL,
-                    row_id TEXT NOT NULL,
-                    version INTEGER NOT NULL,
-                    deleted INTEGER NOT NULL,
-                    client_id TEXT NOT NULL,
-                    changed_at INTEGER NOT NULL,
-                    cells TEXT NOT NULL,
-                    PRIMARY KEY (scope, tbl, row_id)
-                ) WITHOUT ROWID;
-                CREATE INDEX rows_by_scope_version ON rows (scope, version);
-                CREATE INDEX rows_tombstones ON rows (changed_at) WHERE deleted = 1;
+                    -- Current state of every row. `cells` is JSON: per column the
+                    -- value, the version that set it, its HLC stamp and client.
+                    CREATE TABLE rows (
+                        scope TEXT NOT NULL,
+                        tbl TEXT NOT NULL,
+                        row_id TEXT NOT NULL,
+                        version INTEGER NOT NULL,
+                        deleted INTEGER NOT NULL,
+                        client_id TEXT NOT NULL,
+                        changed_at INTEGER NOT NULL,
+                        cells TEXT NOT NULL,
+                        PRIMARY KEY (scope, tbl, row_id)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX rows_by_scope_version ON rows (scope, version);
+                    CREATE INDEX rows_tombstones ON rows (changed_at) WHERE deleted = 1;
 
-                -- Overwritten values, so a conflict can report the value at its base.
-                CREATE TABLE history (
-                    scope TEXT NOT NULL,
-                    tbl TEXT NOT NULL,
-                    row_id TEXT NOT NULL,
-                    col TEXT NOT NULL,
-                    version INTEGER NOT NULL,
-                    value TEXT NOT NULL,
-                    PRIMARY KEY (scope, tbl, row_id, col, version)
-                ) WITHOUT ROWID;
+                    -- Overwritten values, so a conflict can report the value at its base.
+                    CREATE TABLE history (
+                        scope TEXT NOT NULL,
+                        tbl TEXT NOT NULL,
+                        row_id TEXT NOT NULL,
+                        col TEXT NOT NULL,
+                        version INTEGER NOT NULL,
+                        value TEXT NOT NULL,
+                        PRIMARY KEY (scope, tbl, row_id, col, version)
+                    ) WITHOUT ROWID;
 
-                CREATE TABLE clients (
-                    user_id TEXT NOT NULL,
-                    client_id TEXT NOT NULL,
-                    last_mutation_id INTEGER NOT NULL,
-                    PRIMARY KEY (user_id, client_id)
-                ) WITHOUT ROWID;
+                    CREATE TABLE clients (
+                        user_id TEXT NOT NULL,
+                        client_id TEXT NOT NULL,
+                        last_mutation_id INTEGER NOT NULL,
+                        PRIMARY KEY (user_id, client_id)
+                    ) WITHOUT ROWID;
 
-                -- The result of each applied mutation, returned again on replay.
-                CREATE TABLE results (
-                    user_id TEXT NOT NULL,
-                    client_id TEXT NOT NULL,
-                    mutation_id INTEGER NOT NULL,
-                    version INTEGER NOT NULL,
-                    result TEXT NOT NULL,
-                    PRIMARY KEY (user_id, client_id, mutation_id)
-                ) WITHOUT ROWID;
+                    -- The result of each applied mutation, returned again on replay.
+                    CREATE TABLE results (
+                        user_id TEXT NOT NULL,
+                        client_id TEXT NOT NULL,
+                        mutation_id INTEGER NOT NULL,
+                        version INTEGER NOT NULL,
+                        result TEXT NOT NULL,
+                        PRIMARY KEY (user_id, client_id, mutation_id)
+                    ) WITHOUT ROWID;
 
-                CREATE TABLE conflicts (
-                    id INTEGER PRIMARY KEY,
-                    user_id TEXT NOT NULL,
-                    client_id TEXT NOT NULL,
-                    mutation_id INTEGER NOT NULL,
-                    scope TEXT NOT NULL,
-                    tbl TEXT NOT NULL,
-                    row_id TEXT NOT NULL,
-                    version INTEGER,
-                    conflict TEXT NOT NULL,
-                    created_at INTEGER NOT NULL
-                );
+                    CREATE TABLE conflicts (
+                        id INTEGER PRIMARY KEY,
+                        user_id TEXT NOT NULL,
+                        client_id TEXT NOT NULL,
+                        mutation_id INTEGER NOT NULL,
+                        scope TEXT NOT NULL,
+                        tbl TEXT NOT NULL,
+                        row_id TEXT NOT NULL,
+                        version INTEGER,
+                        conflict TEXT NOT NULL,
+                        created_at INTEGER NOT NULL
+                    );
 
-                CREATE TABLE rejections (
-                    id INTEGER PRIMARY KEY,
-                    user_id TEXT NOT NULL,
-                    client_id TEXT NOT NULL,
-                    mutation_id INTEGER NOT NULL,
-                    scope TEXT NOT NULL,
-                    tbl TEXT NOT NULL,
-                    row_id TEXT NOT NULL,
-                    reason TEXT NOT NULL,
-                    mutation TEXT NOT NULL,
-                    created_at INTEGER NOT NULL
-                );
+                    CREATE TABLE rejections (
+                        id INTEGER PRIMARY KEY,
+                        user_id TEXT NOT NULL,
+                        client_id TEXT NOT NULL,
+                        mutation_id INTEGER NOT NULL,
+                        scope TEXT NOT NULL,
+                        tbl TEXT NOT NULL,
+                        row_id TEXT NOT NULL,
+                        reason TEXT NOT NULL,
+                        mutation TEXT NOT NULL,
+                        created_at INTEGER NOT NULL
+                    );
 
-                CREATE TABLE scopes (
-                    scope TEXT PRIMARY KEY NOT NULL,
-                    owner TEXT
-                ) WITHOUT ROWID;
+                    CREATE TABLE scopes (
+                        scope TEXT PRIMARY KEY NOT NULL,
+                        owner TEXT
+                    ) WITHOUT ROWID;
 
-                CREATE TABLE members (
-                    scope TEXT NOT NULL REFERENCES scopes(scope),
-                    user_id TEXT NOT NULL,
-                    role TEXT NOT NULL,
-                    PRIMARY KEY (scope, user_id)
-                ) WITHOUT ROWID;
-                CREATE INDEX members_by_user ON members (user_id);
-                """)
+                    CREATE TABLE members (
+                        scope TEXT NOT NULL REFERENCES scopes(scope),
+                        user_id TEXT NOT NULL,
+                        role TEXT NOT NULL,
+                        PRIMARY KEY (scope, user_id)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX members_by_user ON members (user_id);
+                    """)
             try db.execute(
                 sql: "INSERT INTO store_meta (key, value) VALUES ('epoch', ?), ('cursorKey', ?), ('version', 0), ('horizon', 0)",
                 arguments: [UUID().uuidString, SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }]
             )
         }
         migrator.registerMigration("server.v2.notices") { db in
-            try db.execute(sql: """
-                -- Conflict notices: a value `user_id` had pushed and the server
-                -- applied, discarded by a later write of `by_user`/`by_client`
-                -- that had not seen it. Pulls of `scope` deliver them to every
-                -- device of `user_id`. AUTOINCREMENT: ids are never reused, so
-                -- a notice cursor never skips a new notice.
-                CREATE TABLE notices (
-                    id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    user_id TEXT NOT NULL,
-                    scope TEXT NOT NULL,
-                    by_user TEXT NOT NULL,
-                    by_client TEXT NOT NULL,
-                    version INTEGER NOT NULL,
-                    notice TEXT NOT NULL,
-                    created_at INTEGER NOT NULL
-                );
-                CREATE INDEX notices_by_reader ON notices (user_id, scope, id);
-                CREATE INDEX notices_by_age ON notices (created_at);
-                """)
+            try db.execute(
+                sql: """
+                    -- Conflict notices: a value `user_id` had pushed and the server
+                    -- applied, discarded by a later write of `by_user`/`by_client`
+                    -- that had not seen it. Pulls of `scope` deliver them to every
+                    -- device of `user_id`. AUTOINCREMENT: ids are never reused, so
+                    -- a notice cursor never skips a new notice.
+                    CREATE TABLE notices (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        user_id TEXT NOT NULL,
+                        scope TEXT NOT NULL,
+                        by_user TEXT NOT NULL,
+                        by_client TEXT NOT NULL,
+                        version INTEGER NOT NULL,
+                        notice TEXT NOT NULL,
+                        created_at INTEGER NOT NULL
+                    );
+                    CREATE INDEX notices_by_reader ON notices (user_id, scope, id);
+                    CREATE INDEX notices_by_age ON notices (created_at);
+                    """)
         }
         migrator.registerMigration("server.v3.generations") { db in
-            try db.execute(sql: """
-                -- One row per opening of the store (StoreHistory): cursors name
-                -- the generation that issued them, and a generation ends at the
-                -- version the file held when it was next opened. The empty id
-                -- stands for cursors issued before generations were kept.
-                CREATE TABLE store_generations (
-                    id TEXT PRIMARY KEY NOT NULL,
-                    started_at INTEGER NOT NULL,
-                    ended_at INTEGER
-                ) WITHOUT ROWID;
-                INSERT INTO store_generations (id, started_at) VALUES ('', 0);
-                -- The generation a notice was recorded in names it with its id:
-                -- a store restored from a backup numbers notices again, and a
-                -- device must not take a new notice for one it already holds.
-                ALTER TABLE notices ADD COLUMN generation TEXT NOT NULL DEFAULT '';
-                -- A tombstone collected into its deletion record (GarbageRules).
-                ALTER TABLE rows ADD COLUMN collected INTEGER NOT NULL DEFAULT 0;
-                -- Collection looks only at tombstones not yet collected.
-                DROP INDEX rows_tombstones;
-                CREATE INDEX rows_tombstones ON rows (changed_at) WHERE deleted = 1 AND collected = 0;
-                """)
+            try db.execute(
+                sql: """
+                    -- One row per opening of the store (StoreHistory): cursors name
+                    -- the generation that issued them, and a generation ends at the
+                    -- version the file held when it was next opened. The empty id
+                    -- stands for cursors issued before generations were kept.
+                    CREATE TABLE store_generations (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        started_at INTEGER NOT NULL,
+                        ended_at INTEGER
+                    ) WITHOUT ROWID;
+                    INSERT INTO store_generations (id, started_at) VALUES ('', 0);
+                    -- The generation a notice was recorded in names it with its id:
+                    -- a store restored from a backup numbers notices again, and a
+                    -- device must not take a new notice for one it already holds.
+                    ALTER TABLE notices ADD COLUMN generation TEXT NOT NULL DEFAULT '';
+                    -- A tombstone collected into its deletion record (GarbageRules).
+                    ALTER TABLE rows ADD COLUMN collected INTEGER NOT NULL DEFAULT 0;
+                    -- Collection looks only at tombstones not yet collected.
+                    DROP INDEX rows_tombstones;
+                    CREATE INDEX rows_tombstones ON rows (changed_at) WHERE deleted = 1 AND collected = 0;
+                    """)
         }
         migrator.registerMigration("server.v4.user-conflicts") { db in
-            try db.execute(sql: """
-                -- A settlement: the user resolved or dismissed the notice named
-                -- here (its public id) on one device; pulls tell the user's
-                -- other devices, in the notice stream, to drop it.
-                ALTER TABLE notices ADD COLUMN settles TEXT;
-                CREATE INDEX notices_settling ON notices (user_id, scope, settles) WHERE settles IS NOT NULL;
-                -- The newest notice when the client first pushed: its first
-                -- pull starts its notices there (NULL: a client from before
-                -- this was kept, which starts at the beginning).
-                ALTER TABLE clients ADD COLUMN first_notice INTEGER;
-                """)
+            try db.execute(
+                sql: """
+                    -- A settlement: the user resolved or dismissed the notice named
+                    -- here (its public id) on one device; pulls tell the user's
+                    -- other devices, in the notice stream, to drop it.
+                    ALTER TABLE notices ADD COLUMN settles TEXT;
+                    CREATE INDEX notices_settling ON notices (user_id, scope, settles) WHERE settles IS NOT NULL;
+                    -- The newest notice when the client first pushed: its first
+                    -- pull starts its notices there (NULL: a client from before
+                    -- this was kept, which starts at the beginning).
+                    ALTER TABLE clients ADD COLUMN first_notice INTEGER;
+                    """)
         }
         return migrator
     }
 }
-

@@ -61,8 +61,9 @@ public final class SQLiteSyncStore: SyncStore {
             guard let epoch = try String.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'epoch'"),
                 let key = try Data.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'cursorKey'")
             else { throw FerryServerError(.internalError, "the store at \(path) has no epoch; it is damaged") }
-            return PullCursorCodec(epoch: epoch, key: SymmetricKey(data: key),
-                                   history: serving ? try Self.beginGeneration(db) : try Self.currentHistory(db))
+            return PullCursorCodec(
+                epoch: epoch, key: SymmetricKey(data: key),
+                history: serving ? try Self.beginGeneration(db) : try Self.currentHistory(db))
         }
     }
 
@@ -95,8 +96,9 @@ public final class SQLiteSyncStore: SyncStore {
 
     /// Files in `blobs/` beside the database file (``FileBlobStore``).
     public func makeBlobStore(maxBlobBytes: Int64) throws -> any BlobStore {
-        try FileBlobStore(directory: URL(filePath: pool.path).deletingLastPathComponent().appending(path: "blobs"),
-                          maxBlobBytes: maxBlobBytes)
+        try FileBlobStore(
+            directory: URL(filePath: pool.path).deletingLastPathComponent().appending(path: "blobs"),
+            maxBlobBytes: maxBlobBytes)
     }
 
     public func close() async throws {
@@ -127,7 +129,8 @@ public final class SQLiteSyncStore: SyncStore {
         } catch let error as DatabaseError where [.SQLITE_BUSY, .SQLITE_LOCKED].contains(error.resultCode) {
             throw FerryServerError(.unavailable, "the store is busy; retry shortly")
         } catch let error as DatabaseError
-                    where error.resultCode == .SQLITE_FULL || error.extendedResultCode == .SQLITE_IOERR_SHMSIZE {
+            where error.resultCode == .SQLITE_FULL || error.extendedResultCode == .SQLITE_IOERR_SHMSIZE
+        {
             throw FerryServerError(.unavailable, "the store has no space left on its disk; nothing was changed, retry once space is freed")
         }
     }
