@@ -4,8 +4,8 @@ import GRDB
 import Testing
 import FerryTestSupport
 
-/// The README guide's code, run as written.
-@Suite struct ReadmeGuideTests {
+/// The "Getting started" guide's code (`Ferry.docc/GettingStarted.md`), run as written.
+@Suite struct GettingStartedGuideTests {
     @Test func theGuideWorksAsWritten() async throws {
         let directory = try TemporaryDirectory()
 
@@ -40,7 +40,7 @@ import FerryTestSupport
         let titles = try await database.read { db in try String.fetchAll(db, sql: "SELECT title FROM note") }
         #expect(titles == ["Groceries"])
 
-        // The README loop runs until its task is cancelled; here it stops after the first value.
+        // The guide's loop runs until its task is cancelled; here it stops after the first value.
         for try await count in database.outbox.observePendingCount() {
             #expect(count == 1)  // the insert and update coalesce
             break

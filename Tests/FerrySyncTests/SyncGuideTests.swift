@@ -8,9 +8,9 @@ import GRDB
 import Testing
 import FerryTestSupport
 
-/// The README's "Sync with the server" guide, run as written against the
+/// The "Syncing with the server" guide (`Ferry.docc/SyncingWithTheServer.md`), run as written against the
 /// real server, with a second device making the conflict it resolves.
-@Suite struct ReadmeSyncGuideTests {
+@Suite struct SyncGuideTests {
     private static func schema() -> FerrySchema {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
@@ -185,8 +185,8 @@ import FerryTestSupport
     }
 }
 
-/// The README's "Attachments" guide, as written, with two devices.
-@Suite struct ReadmeAttachmentsGuideTests {
+/// The "Attaching files" guide (`Ferry.docc/AttachingFiles.md`), as written, with two devices.
+@Suite struct AttachmentsGuideTests {
     @Test func theAttachmentsGuideWorksAsWritten() async throws {
         try await SyncServer.with(.sqlite) { server in
             let directory = try TemporaryDirectory()
@@ -275,7 +275,7 @@ import FerryTestSupport
     }
 }
 
-/// Stands in for the Keychain in the README's example.
+/// Stands in for the Keychain in the guide's example.
 private let keychain = Keychain()
 
 private struct Keychain: Sendable {
