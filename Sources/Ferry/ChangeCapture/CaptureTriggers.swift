@@ -32,7 +32,7 @@ struct CaptureTriggers {
             """
             INSERT INTO ferry_outbox(tbl, row_id, op, columns, scope, base_version, hlc) \
             VALUES (\(tableLiteral), \(row).\(key), '\(operation)', \(columns), \(scope(row)), \
-            (SELECT version FROM ferry_rows WHERE tbl = \(tableLiteral) AND row_id = \(row).\(key)), ferry_hlc());
+            \(KnownVersions.versionSQL(table: tableLiteral, rowID: "\(row).\(key)")), ferry_hlc());
             """
         }
 

@@ -235,7 +235,7 @@ public struct Outbox: Sendable {
     /// then read back instead of restoring the kept one.
     private static func removedSince(_ kept: ServerRow?, table: String, rowID: String, layout: TableLayout, _ db: Database) throws -> Bool {
         guard let kept, !kept.deleted else { return false }
-        let known = try Bool.fetchOne(db, sql: "SELECT 1 FROM ferry_rows WHERE tbl = ? AND row_id = ?", arguments: [table, rowID]) ?? false
+        let known = try KnownVersions.version(table: table, rowID: rowID, db) != nil
         let held =
             try Bool.fetchOne(
                 db, sql: "SELECT 1 FROM \(SQLText.identifier(layout.table.name)) WHERE \(SQLText.identifier(layout.primaryKey)) = ?",

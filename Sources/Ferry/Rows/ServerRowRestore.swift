@@ -46,8 +46,7 @@ enum ServerRowRestore {
     /// the device knows a newer version of it.
     static func isOlderThanKnown(_ row: ServerRow?, table: String, rowID: String, _ db: Database) throws -> Bool {
         guard let row else { return false }
-        let known = try Int64.fetchOne(db, sql: "SELECT version FROM ferry_rows WHERE tbl = ? AND row_id = ?", arguments: [table, rowID])
-        return (known ?? 0) > row.version
+        return (try KnownVersions.version(table: table, rowID: rowID, db) ?? 0) > row.version
     }
 
     /// Sets to NULL the nullable, default-less local columns the server row
@@ -80,7 +79,7 @@ enum ServerRowRestore {
     static func restore(_ row: ServerRow?, table: String, rowID: String, layout: TableLayout, _ db: Database) throws {
         let key = RowKey(table: table, rowID: rowID)
         let pending = try Outbox.pendingEdits(db, of: key)[key] ?? .none
-        let known = try Int64.fetchOne(db, sql: "SELECT version FROM ferry_rows WHERE tbl = ? AND row_id = ?", arguments: [table, rowID])
+        let known = try KnownVersions.version(table: table, rowID: rowID, db)
         let change = RowChange(
             table: table, rowID: rowID, version: row?.version ?? known ?? 0, deleted: row?.deleted ?? true, values: row?.values ?? [:]
         )
@@ -108,13 +107,9 @@ enum ServerRowRestore {
             }
         }
         if let row {
-            try db.execute(
-                sql: """
-                    INSERT INTO ferry_rows(tbl, row_id, version) VALUES (?, ?, ?)
-                    ON CONFLICT(tbl, row_id) DO UPDATE SET version = max(version, excluded.version)
-                    """, arguments: [table, rowID, row.version])
+            try KnownVersions.remember(row.version, table: table, rowID: rowID, db)
         } else if pending == .none {
-            try db.execute(sql: "DELETE FROM ferry_rows WHERE tbl = ? AND row_id = ?", arguments: [table, rowID])
+            try KnownVersions.forget(table: table, rowID: rowID, db)
         }
     }
 }

@@ -32,14 +32,9 @@ extension PageApplier {
         for layout in database.layouts.values {
             guard let (condition, arguments) = scopeCondition(layout, scope: scope) else { continue }
             let table = SQLText.identifier(layout.table.name), key = SQLText.identifier(layout.primaryKey)
-            try db.execute(
-                sql: """
-                    UPDATE ferry_rows SET version = 0
-                    WHERE tbl = ? AND row_id IN (SELECT \(key) FROM \(table) WHERE \(condition))
-                    """, arguments: StatementArguments([layout.table.name.databaseValue] + arguments))
-            try db.execute(
-                sql: "DELETE FROM ferry_rows WHERE tbl = ? AND row_id NOT IN (SELECT \(key) FROM \(table))",
-                arguments: [layout.table.name])
+            try KnownVersions.clear(
+                table: layout.table.name, rowIDs: "SELECT \(key) FROM \(table) WHERE \(condition)", arguments: StatementArguments(arguments), db)
+            try KnownVersions.forgetMissing(from: layout.table.name, key: key, db)
         }
     }
 
@@ -199,14 +194,12 @@ extension PageApplier {
                 sql: """
                     INSERT INTO ferry_outbox(tbl, row_id, op, columns, scope, base_version, hlc)
                     SELECT ?, \(key), 'insert', NULL, \(rowScope), NULL,
-                           coalesce((SELECT hlc FROM ferry_rows WHERE tbl = ? AND row_id = \(key)), ferry_hlc())
+                           \(KnownVersions.stampSQL(table: "?", rowID: key, orElse: "ferry_hlc()"))
                     FROM \(table) WHERE \(unseen)
                     AND \(key) NOT IN (SELECT row_id FROM ferry_outbox WHERE state = ? AND mutation_id IS NULL AND tbl = ?)
                     """, arguments: StatementArguments([name, name] + unseenArguments + [pending, name]))
-            try db.execute(
-                sql: """
-                    DELETE FROM ferry_rows WHERE tbl = ? AND row_id IN (SELECT \(key) FROM \(table) WHERE \(unseen))
-                    """, arguments: StatementArguments([name] + unseenArguments))
+            try KnownVersions.forget(
+                table: layout.table.name, rowIDs: "SELECT \(key) FROM \(table) WHERE \(unseen)", arguments: StatementArguments(unseenArguments), db)
         }
         // Pending edits of rows the server did not send (deletes of rows gone
         // here too, among them) were based on versions it never issued.

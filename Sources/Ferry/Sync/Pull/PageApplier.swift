@@ -47,7 +47,7 @@ struct PageApplier {
         var lastUpsert: (key: UpsertKey, sql: String)?
         var setAsideRows: Bool
         var known: [RowKey: Int64] = [:]
-        /// The edit stamps the device knows of the page's rows (`ferry_rows.hlc`), read only while recovering.
+        /// The edit stamps the device knows of the page's rows (``KnownVersions``), read only while recovering.
         var stamps: [RowKey: Int64] = [:]
         /// The server lost history: rows the device holds newer go back (``PageApplier+Recovery.swift``).
         var recovering: Bool
@@ -331,15 +331,10 @@ struct PageApplier {
         var stamps: [RowKey: Int64] = [:]
         for (table, rows) in Dictionary(grouping: changes, by: \.table).mapValues({ $0.map(\.rowID) }) {
             for chunk in chunks(rows) {
-                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-                let cursor = try Row.fetchCursor(
-                    db.cachedStatement(sql: "SELECT row_id, version, hlc FROM ferry_rows WHERE tbl = ? AND row_id IN (\(marks))"),
-                    arguments: StatementArguments(values: [table.databaseValue] + chunk.map { $0.databaseValue })
-                )
-                while let row = try cursor.next() {
-                    let key = RowKey(table: table, rowID: row[0])
-                    known[key] = row[1]
-                    if withStamps, let stamp: Int64 = row[2] { stamps[key] = stamp }
+                for (rowID, version, stamp) in try KnownVersions.fetch(table: table, rowIDs: chunk, db) {
+                    let key = RowKey(table: table, rowID: rowID)
+                    known[key] = version
+                    if withStamps, let stamp { stamps[key] = stamp }
                 }
             }
         }
@@ -349,20 +344,7 @@ struct PageApplier {
     /// Writes the versions and refetched rows the page's applied rows record.
     private static func record(_ context: PageContext, scope: String, _ db: Database) throws {
         for chunk in chunks(context.versions) {
-            let tuples = Array(repeating: "(?,?,?,?)", count: chunk.count).joined(separator: ",")
-            var arguments: [DatabaseValue] = []
-            arguments.reserveCapacity(chunk.count * 4)
-            for (key, version, stamp) in chunk {
-                arguments += [key.table.databaseValue, key.rowID.databaseValue, version.databaseValue, stamp.databaseValue]
-            }
-            // The stamp goes with the newest version (all SET expressions read the old row).
-            try db.cachedStatement(
-                sql: """
-                    INSERT INTO ferry_rows(tbl, row_id, version, hlc) VALUES \(tuples)
-                    ON CONFLICT(tbl, row_id) DO UPDATE SET version = max(version, excluded.version),
-                    hlc = CASE WHEN excluded.version >= version THEN coalesce(excluded.hlc, hlc) ELSE hlc END
-                    """
-            ).execute(arguments: StatementArguments(values: arguments))
+            try KnownVersions.remember(chunk, db)
         }
         for chunk in chunks(context.seen) {
             let tuples = Array(repeating: "(?,?,?)", count: chunk.count).joined(separator: ",")
@@ -447,9 +429,7 @@ struct PageApplier {
                         OutboxEntry.Operation.delete.rawValue.databaseValue,
                     ]))
             removed += db.changesCount
-            try db.execute(
-                sql: "DELETE FROM ferry_rows WHERE tbl = ? AND row_id NOT IN (SELECT \(key) FROM \(table))",
-                arguments: [layout.table.name])
+            try KnownVersions.forgetMissing(from: layout.table.name, key: key, db)
         }
         return removed
     }

@@ -122,13 +122,9 @@ struct PushRecorder {
         if lostToDelete || overrodeUpdate {
             // The device now knows of the delete: a re-creation is based on it.
             if let version = result.version {
-                try db.execute(
-                    sql: """
-                        INSERT INTO ferry_rows(tbl, row_id, version) VALUES (?, ?, ?)
-                        ON CONFLICT(tbl, row_id) DO UPDATE SET version = max(version, excluded.version)
-                        """, arguments: [mutation.table, mutation.rowID, version])
+                try KnownVersions.remember(version, table: mutation.table, rowID: mutation.rowID, db)
             } else {
-                try db.execute(sql: "DELETE FROM ferry_rows WHERE tbl = ? AND row_id = ?", arguments: [mutation.table, mutation.rowID])
+                try KnownVersions.forget(table: mutation.table, rowID: mutation.rowID, db)
             }
         }
         if lostToDelete {
