@@ -47,9 +47,51 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Seconds a stopping server keeps serving with /readyz answering 503, so a load balancer moves traffic away first.")
     var drainSeconds: Double = 0
 
+    @Option(help: "Where the app's identity provider publishes its keys (a JWKS URL); its tokens are accepted beside the server's own. Repeatable.")
+    var jwksUrl: [String] = []
+
+    @Option(help: "A JWKS document on disk holding the identity provider's keys (for servers that cannot reach it). Repeatable.")
+    var jwksFile: [String] = []
+
+    @Option(help: "The `iss` an identity provider's token must carry.")
+    var issuer: String?
+
+    @Option(help: "A value an identity provider's token's `aud` must hold.")
+    var audience: String?
+
+    @Option(help: "The claim of an identity provider's token that holds the user id.")
+    var userClaim: String = "sub"
+
+    @Option(help: "Seconds clocks may disagree when a token's exp, nbf and iat are checked.")
+    var tokenLeeway: Double = 60
+
     @OptionGroup var storeOptions: StoreOptions
 
+    /// The identity provider the JWKS flags describe, or `nil` with none.
+    func identityProvider() throws -> IdentityProviderConfiguration? {
+        guard !jwksUrl.isEmpty || !jwksFile.isEmpty else {
+            guard issuer == nil, audience == nil, userClaim == "sub" else {
+                throw ValidationError("--issuer, --audience and --user-claim check identity provider tokens: name its keys with --jwks-url or --jwks-file")
+            }
+            return nil
+        }
+        var provider = IdentityProviderConfiguration()
+        provider.jwksURLs = try jwksUrl.map { text in
+            guard let url = URL(string: text), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+                throw ValidationError("--jwks-url \(text) is not an http or https URL")
+            }
+            return url
+        }
+        provider.jwksFiles = jwksFile
+        provider.issuer = issuer
+        provider.audience = audience
+        provider.userClaim = userClaim
+        provider.leeway = .seconds(tokenLeeway)
+        return provider
+    }
+
     func validate() throws {
+        guard (0...600).contains(tokenLeeway) else { throw ValidationError("--token-leeway must be 0–600 seconds") }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0–65535") }
         guard tombstoneRetentionDays >= 1 else { throw ValidationError("--tombstone-retention-days must be at least 1") }
         for (flag, seconds) in [
@@ -96,6 +138,7 @@ struct Serve: AsyncParsableCommand {
         configuration.limits.maxBlobBytes = maxBlobBytes
         configuration.connections.maxLiveStreamsPerUser = maxLiveStreams
         configuration.shutdownGracePeriod = .seconds(shutdownGrace)
+        configuration.identityProvider = try identityProvider()
         let store: any SyncStore
         let storeDescription: String
         if let postgres {

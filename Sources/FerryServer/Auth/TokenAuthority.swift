@@ -2,8 +2,9 @@ import FerryProtocol
 import Foundation
 import JWTKit
 
-/// Mints and checks the bearer tokens of the API: HS256 JWTs whose `sub` is
-/// the user id and whose `exp` is always checked.
+/// Mints and checks the bearer tokens of the API: the server's own HS256
+/// JWTs, whose `sub` is the user id and whose `exp` is always checked, and,
+/// with ``IdentityProviderKeys``, the app's identity provider's tokens.
 ///
 /// ```swift
 /// let authority = await TokenAuthority(secret: secret)
@@ -16,11 +17,13 @@ public struct TokenAuthority: Sendable {
 
     private let keys: JWTKeyCollection
     private let verified = VerifiedTokens()
+    private let provider: IdentityProviderKeys?
 
     /// - Precondition: `secret` has at least ``minimumSecretLength`` bytes;
     ///   use ``validate(secret:)`` on input first.
-    public init(secret: String) async {
+    public init(secret: String, identityProvider: IdentityProviderKeys? = nil) async {
         precondition(secret.utf8.count >= Self.minimumSecretLength, "JWT secret too short")
+        provider = identityProvider
         keys = JWTKeyCollection()
         await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
     }
@@ -57,6 +60,11 @@ public struct TokenAuthority: Sendable {
     ///   malformed, signed with another key, or expired.
     public func userID(fromToken token: String, now: Date = Date()) async throws(FerryServerError) -> String {
         if let userID = verified.user(of: token, now: now) { return userID }
+        if let provider, !Self.isHS256(token) {
+            let (userID, expires) = try await provider.user(fromToken: token, now: now)
+            verified.remember(token, userID: userID, expires: expires, now: now)
+            return userID
+        }
         let payload: FerryTokenPayload
         do {
             payload = try await keys.verify(token, as: FerryTokenPayload.self)
@@ -73,6 +81,21 @@ public struct TokenAuthority: Sendable {
         }
         verified.remember(token, userID: payload.sub.value, expires: payload.exp.value, now: now)
         return payload.sub.value
+    }
+}
+
+extension TokenAuthority {
+    /// Whether the token's header names HS256, the server's own tokens:
+    /// only those are checked against the secret, so a token signed with a
+    /// provider's public key as an HMAC secret never verifies.
+    static func isHS256(_ token: String) -> Bool {
+        guard let end = token.firstIndex(of: ".") else { return false }
+        var base64 = token[..<end].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64),
+            let header = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return false }
+        return header["alg"] as? String == "HS256"
     }
 }
 

@@ -16,6 +16,9 @@ public struct FerryServerConfiguration: Sendable {
     public var port = 8080
     /// The HS256 secret that signs bearer tokens.
     public var jwtSecret: String
+    /// Tokens from the app's identity provider (JWKS), accepted beside the
+    /// server's own; `nil` for the server's own only.
+    public var identityProvider: IdentityProviderConfiguration?
     /// What one request may carry.
     public var limits = ServerLimits()
     /// Timeouts and caps on connections and live streams.

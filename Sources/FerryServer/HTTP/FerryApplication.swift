@@ -44,9 +44,11 @@ public enum FerryApplication {
         onServerRunning: (@Sendable (String, Int) async -> Void)? = nil
     ) async throws -> some ApplicationProtocol {
         let blobs = try blobs ?? store.makeBlobStore(maxBlobBytes: configuration.limits.maxBlobBytes)
+        let provider = configuration.identityProvider.map { IdentityProviderKeys(configuration: $0, metrics: metrics) }
+        await provider?.load()
         let router = try await makeRouter(
             configuration: configuration, store: store, blobs: blobs, metrics: metrics,
-            readiness: readiness)
+            readiness: readiness, identityProvider: provider)
         let descriptors = DescriptorLimit.raise()
         var connections = configuration.connections
         connections.maxConnections = connections.effectiveMaxConnections(descriptorLimit: descriptors)
@@ -77,7 +79,7 @@ public enum FerryApplication {
             services: [
                 StoreService(store: store, readiness: readiness),
                 GarbageCollector(store: store, blobs: blobs, configuration: configuration, logger: logger),
-            ],
+            ] + (provider.map { [IdentityProviderRefresh(keys: $0)] } ?? []),
             onServerRunning: { channel in
                 if let address = channel.localAddress {
                     await onServerRunning?(address.ipAddress ?? configuration.host, address.port ?? configuration.port)
@@ -93,10 +95,16 @@ public enum FerryApplication {
         store: any SyncStore,
         blobs: (any BlobStore)? = nil,
         metrics: ServerMetrics = ServerMetrics(),
-        readiness: ServerReadiness = ServerReadiness()
+        readiness: ServerReadiness = ServerReadiness(),
+        identityProvider: IdentityProviderKeys? = nil
     ) async throws -> Router<FerryRequestContext> {
         try TokenAuthority.validate(secret: configuration.jwtSecret)
-        let authority = await TokenAuthority(secret: configuration.jwtSecret)
+        var provider = identityProvider
+        if provider == nil, let configured = configuration.identityProvider {
+            provider = IdentityProviderKeys(configuration: configured, metrics: metrics)
+            await provider?.load()
+        }
+        let authority = await TokenAuthority(secret: configuration.jwtSecret, identityProvider: provider)
         let document = try OpenAPIDocument.bundled(limits: configuration.limits)
         let api = SyncAPI(
             store: store, blobs: try blobs ?? store.makeBlobStore(maxBlobBytes: configuration.limits.maxBlobBytes),

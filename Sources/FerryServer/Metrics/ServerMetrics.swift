@@ -107,6 +107,14 @@ public final class ServerMetrics: Sendable {
     }
 
     /// A blob upload that continued a partial one (`Upload-Offset` above 0).
+    func recordJWKSFetchFailure() {
+        registry.makeCounter(
+            descriptor: .init(
+                namespace: "ferry", metricName: "jwks_fetch_failures", unitName: "total",
+                helpText: "Reads of the identity provider's keys (JWKS) that failed; the keys held kept working")
+        ).increment()
+    }
+
     func recordResumedUpload() {
         registry.makeCounter(
             descriptor: .init(

@@ -1,0 +1,45 @@
+import Foundation
+
+/// Tokens from the app's own identity provider (Auth0, Firebase Auth,
+/// Supabase, Keycloak, Cognito, an app backend): JWTs signed with the
+/// provider's keys, published as a JWKS document.
+///
+/// The server's own HS256 tokens (`ferry-server token`) keep working beside
+/// them, for development and operators.
+///
+/// ```swift
+/// var configuration = FerryServerConfiguration(jwtSecret: secret)
+/// var provider = IdentityProviderConfiguration()
+/// provider.jwksURLs = [URL(string: "https://example.eu.auth0.com/.well-known/jwks.json")!]
+/// provider.issuer = "https://example.eu.auth0.com/"
+/// provider.audience = "https://sync.example.com"
+/// configuration.identityProvider = provider
+/// ```
+public struct IdentityProviderConfiguration: Sendable, Hashable {
+    /// Where the provider publishes its keys; fetched at start, refreshed
+    /// at the document's cache lifetime, and at once (rate-limited) when a
+    /// token names a key the server does not hold.
+    public var jwksURLs: [URL] = []
+    /// JWKS documents on disk, for deployments that cannot reach the
+    /// provider; read at start.
+    public var jwksFiles: [String] = []
+    /// The `iss` every token must carry, when set.
+    public var issuer: String?
+    /// A value the token's `aud` must hold, when set.
+    public var audience: String?
+    /// The claim that holds the user id.
+    public var userClaim = "sub"
+    /// How far clocks may disagree when `exp`, `nbf` and `iat` are checked.
+    public var leeway: Duration = .seconds(60)
+    /// The least time between two fetches of the documents for a token that
+    /// names an unknown key.
+    public var minimumRefetchInterval: Duration = .seconds(5)
+    /// How long fetched keys are kept when the document gives no
+    /// `Cache-Control: max-age`.
+    public var defaultCacheLifetime: Duration = .seconds(3600)
+
+    public init() {}
+
+    /// Whether any keys are configured.
+    public var isConfigured: Bool { !jwksURLs.isEmpty || !jwksFiles.isEmpty }
+}

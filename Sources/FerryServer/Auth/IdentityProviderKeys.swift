@@ -1,0 +1,202 @@
+import AsyncHTTPClient
+import FerryProtocol
+import Foundation
+import JWTKit
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOFoundationCompat
+
+/// The identity provider's public keys, from its JWKS documents: fetched at
+/// start, kept, refreshed at the documents' cache lifetime, and fetched again
+/// at once (at most every ``IdentityProviderConfiguration/minimumRefetchInterval``)
+/// when a token names a key not held, so a rotation needs no restart. When a
+/// fetch fails, the keys held keep working; the failure is logged and
+/// counted (`ferry_jwks_fetch_failures_total`).
+///
+/// ```swift
+/// let keys = IdentityProviderKeys(configuration: provider)
+/// await keys.load()
+/// let (user, expires) = try await keys.user(fromToken: token)
+/// ```
+public final class IdentityProviderKeys: Sendable {
+    /// Algorithms an identity provider's token may use. HMAC and `none`
+    /// never: a provider's keys are public.
+    static let algorithms: Set<String> = ["RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA"]
+
+    private struct Held: Sendable {
+        var collection = JWTKeyCollection()
+        var identifiers: Set<String> = []
+        var count = 0
+    }
+
+    private struct State: Sendable {
+        var held = Held()
+        var lastFetch: ContinuousClock.Instant?
+        var cacheLifetime: Duration
+    }
+
+    let configuration: IdentityProviderConfiguration
+    private let metrics: ServerMetrics
+    private let logger: Logger
+    private let state: NIOLockedValueBox<State>
+
+    public init(
+        configuration: IdentityProviderConfiguration, metrics: ServerMetrics = ServerMetrics(),
+        logger: Logger = Logger(label: "ferry-server.jwks")
+    ) {
+        self.configuration = configuration
+        self.metrics = metrics
+        self.logger = logger
+        state = NIOLockedValueBox(State(cacheLifetime: configuration.defaultCacheLifetime))
+    }
+
+    /// How long until the keys should be fetched again.
+    var cacheLifetime: Duration { state.withLockedValue { $0.cacheLifetime } }
+
+    /// The user a token names, and when the token expires.
+    ///
+    /// - Throws: ``FerryServerError`` `unauthorized`, saying why.
+    public func user(fromToken token: String, now: Date = Date()) async throws(FerryServerError) -> (userID: String, expires: Date) {
+        let header = try Self.header(of: token)
+        guard let algorithm = header.alg, Self.algorithms.contains(algorithm) else {
+            throw FerryServerError(.unauthorized, "the token's algorithm is not one this server accepts from an identity provider")
+        }
+        var held = state.withLockedValue { $0.held }
+        if let kid = header.kid, !held.identifiers.contains(kid) {
+            // A key the server does not hold: the provider may have rotated.
+            if await refetchIfAllowed() { held = state.withLockedValue { $0.held } }
+            guard held.identifiers.contains(kid) else {
+                throw FerryServerError(.unauthorized, "the token is signed with a key this server does not know")
+            }
+        } else if header.kid == nil, held.count != 1 {
+            throw FerryServerError(.unauthorized, "the token names no key (`kid`), and the identity provider publishes several")
+        }
+        let claims: IdentityClaims
+        do {
+            claims = try await held.collection.verify(token, as: IdentityClaims.self)
+        } catch {
+            throw FerryServerError(.unauthorized, "the token is not valid for this server")
+        }
+        return try claims.check(configuration, now: now).get()
+    }
+
+    // MARK: - Fetching
+
+    /// Reads every document; keys from those that fail are kept from the
+    /// previous load. Whether every document was read.
+    @discardableResult
+    public func load() async -> Bool {
+        state.withLockedValue { $0.lastFetch = .now }
+        var documents: [String] = []
+        var complete = true
+        var lifetime = configuration.defaultCacheLifetime
+        for path in configuration.jwksFiles {
+            do {
+                documents.append(try String(contentsOfFile: path, encoding: .utf8))
+            } catch {
+                complete = false
+                failed(path, error)
+            }
+        }
+        for url in configuration.jwksURLs {
+            do {
+                let (text, maxAge) = try await Self.fetch(url)
+                documents.append(text)
+                if let maxAge { lifetime = min(lifetime, max(maxAge, .seconds(60))) }
+            } catch {
+                complete = false
+                failed(url.absoluteString, error)
+            }
+        }
+        guard complete || !documents.isEmpty else { return false }
+        let held = await Self.keys(from: documents, logger: logger)
+        // A partial read must not drop keys a failed document holds.
+        guard complete || held.count >= state.withLockedValue({ $0.held.count }) else { return false }
+        state.withLockedValue {
+            $0.held = held
+            $0.cacheLifetime = lifetime
+        }
+        logger.info("identity provider keys loaded", metadata: ["keys": "\(held.count)"])
+        return complete
+    }
+
+    /// Fetches again when the last fetch is older than the minimum interval.
+    private func refetchIfAllowed() async -> Bool {
+        let allowed = state.withLockedValue { state -> Bool in
+            if let last = state.lastFetch, ContinuousClock.now - last < configuration.minimumRefetchInterval { return false }
+            state.lastFetch = .now
+            return true
+        }
+        guard allowed else { return false }
+        return await load()
+    }
+
+    private func failed(_ source: String, _ error: any Error) {
+        metrics.recordJWKSFetchFailure()
+        logger.warning("cannot read the identity provider's keys; the keys held keep working", metadata: ["source": "\(source)", "error": "\(error)"])
+    }
+
+    private static func keys(from documents: [String], logger: Logger) async -> Held {
+        var held = Held()
+        var unnamed = 0
+        for document in documents {
+            guard let jwks = try? JSONDecoder().decode(JWKS.self, from: Data(document.utf8)) else {
+                logger.warning("a JWKS document is not valid JSON Web Key Set JSON; skipped")
+                continue
+            }
+            for var jwk in jwks.keys {
+                if jwk.keyIdentifier == nil {
+                    unnamed += 1
+                    jwk.keyIdentifier = JWKIdentifier(string: "ferry-unnamed-\(unnamed)")
+                }
+                do {
+                    try await held.collection.add(jwk: jwk)
+                    if let kid = jwk.keyIdentifier?.string { held.identifiers.insert(kid) }
+                    held.count += 1
+                } catch {
+                    logger.warning("a key of the identity provider cannot verify tokens; skipped", metadata: ["error": "\(error)"])
+                }
+            }
+        }
+        return held
+    }
+
+    private static func fetch(_ url: URL) async throws -> (String, Duration?) {
+        var request = HTTPClientRequest(url: url.absoluteString)
+        request.headers.add(name: "Accept", value: "application/json")
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        guard response.status == .ok else { throw FerryServerError(.unavailable, "the JWKS URL answered \(response.status.code)") }
+        let body = try await response.body.collect(upTo: 1 << 20)
+        let maxAge = response.headers["Cache-Control"].lazy.flatMap { $0.split(separator: ",") }
+            .compactMap { part -> Duration? in
+                let directive = part.trimmingCharacters(in: .whitespaces)
+                guard directive.lowercased().hasPrefix("max-age="), let seconds = Int(directive.dropFirst(8)) else { return nil }
+                return .seconds(seconds)
+            }.first
+        return (String(buffer: body), maxAge)
+    }
+
+    // MARK: - The header
+
+    private struct Header: Decodable {
+        var alg: String?
+        var kid: String?
+    }
+
+    private static func header(of token: String) throws(FerryServerError) -> Header {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let data = base64URLDecoded(parts[0]),
+            let header = try? JSONDecoder().decode(Header.self, from: data)
+        else {
+            throw FerryServerError(.unauthorized, "the token is not a JWT")
+        }
+        return header
+    }
+
+    private static func base64URLDecoded(_ text: Substring) -> Data? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        return Data(base64Encoded: base64)
+    }
+}
