@@ -125,9 +125,26 @@ struct Watch: AsyncParsableCommand {
                 }
             }
         }
-        for await _ in interrupted {}
+        // Until Ctrl-C, or until the server refuses the token (it expired,
+        // say): then watching cannot go on, and the user is told so.
+        let refused = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for await _ in interrupted {}
+                return false
+            }
+            group.addTask {
+                for await status in engine.statusUpdates() where status.phase == .unauthorized { return true }
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
         printer.cancel()
         await engine.stop()
+        if refused {
+            throw NotesError(.refused, "the server refused the token (it may have expired); log in again with `ferry-notes login` and a fresh one")
+        }
     }
 }
 

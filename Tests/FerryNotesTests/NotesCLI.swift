@@ -97,8 +97,8 @@ final class NotesServer: @unchecked Sendable {
         url = String(line.dropFirst("Ferry server listening on ".count).split(separator: " ").first ?? "")
     }
 
-    func token(_ user: String) throws -> String {
-        try ServerProcess.token(for: user, secret: secret)
+    func token(_ user: String, lifetime: String? = nil) throws -> String {
+        try ServerProcess.token(for: user, secret: secret, lifetime: lifetime)
     }
 
     /// The port it listens on.

@@ -280,6 +280,34 @@ import Testing
         #expect(process.isRunning || process.terminationStatus == 0)
     }
 
+    /// A token's life bounds the live stream: `watch` stops when its token
+    /// expires and says to log in again, with the exit code for a refusal.
+    @Test func watchStopsAndSaysToLogInAgainWhenItsTokenExpires() async throws {
+        let server = try await NotesServer()
+        defer { server.stop() }
+        let watcher = device("expiring")
+        _ = try watcher.ok(["login", "--server", server.url, "--token", try server.token("alice", lifetime: "4s")])
+        let process = Process()
+        process.executableURL = try NotesCLI.executable()
+        process.arguments = ["watch", "--db", watcher.database]
+        let errors = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = errors
+        let said = LineCollector()
+        errors.fileHandleForReading.readabilityHandler = { handle in said.append(handle.availableData) }
+        try process.run()
+        defer {
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+            errors.fileHandleForReading.readabilityHandler = nil
+        }
+        let stopBy = ContinuousClock.now + .seconds(40)
+        while process.isRunning, ContinuousClock.now < stopBy { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(!process.isRunning, "watch kept running past its token: \(said.text)")
+        #expect(process.isRunning || process.terminationStatus == 7)
+        #expect(said.text.contains("watching") && said.text.contains("log in again"), "\(said.text)")
+    }
+
     @Test func markdownExportImportsBackAndCategoriesKeepTheirColour() async throws {
         let notes = device("markdown")
         let token = "x.\(Data("{\"sub\":\"alice\"}".utf8).base64EncodedString()).y"

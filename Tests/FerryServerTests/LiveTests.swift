@@ -165,3 +165,28 @@ import Testing
         }
     }
 }
+
+/// A token's life bounds the live stream it opened.
+@Suite struct LiveTokenLifetimeTests {
+    @Test func aStreamEndsWithAnExpiredEventWhenItsTokenExpires() async throws {
+        let server = try await TestServer()
+        let token = try await server.authority.mint(userID: "alice", lifetime: .seconds(2))
+        let app = try await server.application()
+        try await app.test(.live) { client in
+            let port = try #require(client.port)
+            let events = NIOLockedValueBox<[String]>([])
+            let opened = ContinuousClock.now
+            let status = try await EventStreamClient.stream(port: port, path: "/v1/live?scope=user:alice", token: token) { event in
+                events.withLockedValue { $0.append(event.name) }
+                return event.name != "expired"
+            }
+            let lasted = ContinuousClock.now - opened
+            #expect(status.contains(" 200 "))
+            #expect(events.withLockedValue { $0 } == ["ready", "expired"])
+            #expect(lasted < .seconds(10), "the stream lasted \(lasted)")
+            // The same token opens nothing now.
+            let again = try await EventStreamClient.request(port: port, method: "GET", path: "/v1/live?scope=user:alice", token: token)
+            #expect(again.status.contains(" 401 "), "\(again)")
+        }
+    }
+}

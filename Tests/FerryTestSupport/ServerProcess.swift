@@ -87,8 +87,10 @@ public final class ServerProcess: @unchecked Sendable {
 
     /// A token for `user` from `ferry-server token`, minted as an operator
     /// mints one: with `secret`, and in `dataDirectory` when one is given.
-    public static func token(for user: String, secret: String, dataDirectory: String? = nil) throws -> String {
-        let result = try run(["token", "--user", user, "--jwt-secret", secret] + (dataDirectory.map { ["--data-dir", $0] } ?? []))
+    public static func token(for user: String, secret: String, dataDirectory: String? = nil, lifetime: String? = nil) throws -> String {
+        let result = try run(
+            ["token", "--user", user, "--jwt-secret", secret] + (dataDirectory.map { ["--data-dir", $0] } ?? [])
+                + (lifetime.map { ["--ttl", $0] } ?? []))
         let token = result.output.split(separator: "\n").last.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
         guard result.status == 0, !token.isEmpty else { throw MintFailed(status: result.status, output: result.output) }
         return token

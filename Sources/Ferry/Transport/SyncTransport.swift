@@ -107,6 +107,9 @@ public enum LiveMessage: Sendable, Hashable {
     /// The rows of a small change themselves: apply them (they move no
     /// cursor; the next pull stays the source of truth).
     case page(PullPage)
+    /// The token that opened the stream expired; the stream ends. Open it
+    /// again with a fresh token.
+    case expired
 }
 
 extension LiveMessage {
@@ -131,6 +134,8 @@ extension LiveMessage {
             self =
                 (try? JSONDecoder().decode(PullPage.self, from: Data(event.data.utf8))).map(LiveMessage.page)
                 ?? .change(scopes: scopes)
+        case LiveEvent.Name.expired.rawValue:
+            self = .expired
         default:
             return nil
         }

@@ -12,6 +12,9 @@
 /// data: {"scopes":["user:alice"]}
 /// ```
 ///
+/// A token's life bounds the stream: when it expires, the stream sends an
+/// `expired` event and ends.
+///
 /// A client that asks with `rows=true` also gets `page` events: the changed
 /// rows themselves, as a ``PullPage`` in `data:`, when a change is small (at
 /// most 100 rows of one scope), so they reach it in one hop. A page moves no
@@ -24,6 +27,9 @@ public struct LiveEvent: Sendable, Hashable, Codable {
         case change
         /// A ``PullPage`` of the changed rows (only with `rows=true`).
         case page
+        /// The token that opened the stream has expired: the stream ends.
+        /// Open it again with a fresh token.
+        case expired
     }
 
     /// The followed scopes this event is about.

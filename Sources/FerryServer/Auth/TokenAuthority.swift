@@ -59,11 +59,20 @@ public struct TokenAuthority: Sendable {
     /// - Throws: ``FerryServerError`` `unauthorized` when the token is
     ///   malformed, signed with another key, or expired.
     public func userID(fromToken token: String, now: Date = Date()) async throws(FerryServerError) -> String {
-        if let userID = verified.user(of: token, now: now) { return userID }
+        try await verify(token, now: now).userID
+    }
+
+    /// The user a token belongs to, and when it expires: everything the
+    /// token opened (a live stream) ends then.
+    ///
+    /// - Throws: ``FerryServerError`` `unauthorized` when the token is
+    ///   malformed, signed with another key, or expired.
+    public func verify(_ token: String, now: Date = Date()) async throws(FerryServerError) -> (userID: String, expires: Date) {
+        if let entry = verified.entry(of: token, now: now) { return (entry.userID, entry.expires) }
         if let provider, !Self.isHS256(token) {
             let (userID, expires) = try await provider.user(fromToken: token, now: now)
             verified.remember(token, userID: userID, expires: expires, now: now)
-            return userID
+            return (userID, expires)
         }
         let payload: FerryTokenPayload
         do {
@@ -80,7 +89,7 @@ public struct TokenAuthority: Sendable {
             throw FerryServerError(.unauthorized, "the token's subject is not a valid user id")
         }
         verified.remember(token, userID: payload.sub.value, expires: payload.exp.value, now: now)
-        return payload.sub.value
+        return (payload.sub.value, payload.exp.value)
     }
 }
 

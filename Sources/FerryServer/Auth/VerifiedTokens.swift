@@ -20,13 +20,18 @@ final class VerifiedTokens: Sendable {
 
     /// The user of a verified token that has not expired by `now`.
     func user(of token: String, now: Date) -> String? {
+        entry(of: token, now: now)?.userID
+    }
+
+    /// The user and expiry of a verified token that has not expired by `now`.
+    func entry(of token: String, now: Date) -> Entry? {
         entries.withLockedValue { entries in
             guard let entry = entries[token] else { return nil }
             guard entry.expires > now else {
                 entries[token] = nil
                 return nil
             }
-            return entry.userID
+            return entry
         }
     }
 

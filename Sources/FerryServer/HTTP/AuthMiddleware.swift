@@ -19,7 +19,7 @@ struct AuthMiddleware: RouterMiddleware {
             throw FerryServerError(.unauthorized, "the Authorization header must be `Bearer <token>`")
         }
         var context = context
-        context.userID = try await authority.userID(fromToken: String(parts[1]))
+        (context.userID, context.tokenExpires) = try await authority.verify(String(parts[1]))
         return try await next(request, context)
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import Hummingbird
 import NIOCore
 
@@ -7,12 +8,15 @@ public struct FerryRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     /// The user the bearer token belongs to, once the authentication middleware checked it.
     public var userID: String?
+    /// When the bearer token expires: a live stream it opened ends then.
+    public var tokenExpires: Date?
     /// The connection the request came on: a live stream ends when it closes.
     let channel: any Channel
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         userID = nil
+        tokenExpires = nil
         channel = source.channel
     }
 

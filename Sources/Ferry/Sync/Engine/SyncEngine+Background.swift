@@ -170,6 +170,13 @@ extension SyncEngine {
                 case .page(let page):
                     // The rows in one hop; anything amiss and a pull brings them instead.
                     if await !applyLive(page) { trigger.yield(.now) }
+                case .expired:
+                    // As a refused token: a sync renews it (or says the user is
+                    // signed out), and the stream opens again with the new one.
+                    trigger.yield(.now)
+                    throw SyncTransportError.http(
+                        status: 401, error: ErrorResponse(code: .unauthorized, message: "the token that opened the live stream has expired"),
+                        retryAfter: nil)
                 }
             }
         } catch {

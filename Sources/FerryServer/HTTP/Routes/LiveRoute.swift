@@ -14,6 +14,7 @@ extension SyncAPI {
     private enum Event: Sendable {
         case change(Set<String>)
         case heartbeat
+        case expired
     }
 
     func live(_ request: Request, context: FerryRequestContext) async throws -> Response {
@@ -42,6 +43,8 @@ extension SyncAPI {
         let heartbeat = configuration.liveHeartbeat
         let metrics = self.metrics
         let feed = store.changeFeed
+        // The token's life bounds the stream: it ends when the token expires.
+        let lifetime = context.tokenExpires.map { Duration.seconds(max(0, $0.timeIntervalSince(configuration.now()))) }
         metrics.recordLiveSubscribers(feed.subscriberCount)
         return Response(
             status: .ok,
@@ -73,6 +76,12 @@ extension SyncAPI {
                                 continuation.yield(.heartbeat)
                             }
                         }
+                        if let lifetime {
+                            group.addTask {
+                                try await Task.sleep(for: lifetime)
+                                continuation.yield(.expired)
+                            }
+                        }
                         for await event in events {
                             switch event {
                             case .change(let news) where sendsRows:
@@ -85,6 +94,9 @@ extension SyncAPI {
                                 try await writer.write(Self.event(.change, scopes: news.sorted()))
                             case .heartbeat:
                                 try await writer.write(ByteBuffer(string: ": heartbeat\n\n"))
+                            case .expired:
+                                try await writer.write(Self.event(.expired, scopes: scopes))
+                                continuation.finish()
                             }
                         }
                         group.cancelAll()
