@@ -46,7 +46,11 @@ import FerryTestSupport
                     let answer = try await Self.pull(client, token, user: "alice")
                     #expect(answer.status == .unauthorized, "\(what): \(answer.status) \(answer.text)")
                     #expect(try answer.decode(ErrorResponse.self).code == .unauthorized, "\(what)")
+                    #expect(answer.headers[.wwwAuthenticate] == #"Bearer error="invalid_token""#, "\(what)")
+                    #expect(!answer.text.contains(token), "\(what): the answer echoes the token")
                 }
+                let anonymous = try await client.send(.post, "/v1/pull", token: nil, json: #"{"clientID":"c1","scopes":[{"scope":"user:a"}]}"#)
+                #expect(anonymous.status == .unauthorized && anonymous.headers[.wwwAuthenticate] == "Bearer")
             }
             #expect(jwks.requests >= 1)
         }

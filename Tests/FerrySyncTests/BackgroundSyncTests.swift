@@ -228,3 +228,33 @@ private struct PullCounter: SyncTransport {
     }
     func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error> { inner.live(scopes: scopes, token: token) }
 }
+
+/// A token's life bounds the live stream: when it expires, the engine
+/// renews the token and listens again, and news still arrives live.
+@Suite struct LiveTokenRenewalTests {
+    @Test func aLiveStreamWhoseTokenExpiresIsReopenedWithARenewedToken() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await SyncServer.start()
+        try await server.stopping {
+            let renewals = Locked(0)
+            let short = try await server.token("alice", lifetime: .seconds(2))
+            let a = try await Device.make("a", user: "alice", server: server, directory: directory)
+            let b = try await Device.make(
+                "b", user: "alice", server: server, directory: directory, configure: { $0.live = true }, token: short,
+                tokenRefresher: {
+                    renewals.withLock { $0 += 1 }
+                    return try await server.token("alice", lifetime: .seconds(600))
+                })
+            await b.engine.start()
+            #expect(try await eventually(within: .seconds(10)) { b.engine.status.liveConnected })
+            // Past the first token's life: the stream ended, a renewed token reopened it.
+            #expect(try await eventually(within: .seconds(15)) { renewals.withLock { $0 } >= 1 && b.engine.status.liveConnected })
+            try a.execute("INSERT INTO note(id, title) VALUES ('after', 'renewed')")
+            _ = try await a.engine.sync()
+            #expect(try await eventually(within: .seconds(10)) { try b.note("after") != nil })
+            #expect(renewals.withLock { $0 } == 1, "one renewal for one expiry")
+            #expect(b.engine.status.phase != .unauthorized)
+            await b.engine.stop()
+        }
+    }
+}

@@ -19,7 +19,14 @@ struct AuthMiddleware: RouterMiddleware {
             throw FerryServerError(.unauthorized, "the Authorization header must be `Bearer <token>`")
         }
         var context = context
-        (context.userID, context.tokenExpires) = try await authority.verify(String(parts[1]))
+        do {
+            (context.userID, context.tokenExpires) = try await authority.verify(String(parts[1]))
+        } catch {
+            // RFC 6750: a token was sent and refused. The body says why, never echoing it.
+            var response = ErrorMiddleware.response(for: error)
+            response.headers[.wwwAuthenticate] = #"Bearer error="invalid_token""#
+            return response
+        }
         return try await next(request, context)
     }
 }
