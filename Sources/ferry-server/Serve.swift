@@ -62,6 +62,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The claim of an identity provider's token that holds the user id.")
     var userClaim: String = "sub"
 
+    @Option(help: "A claim of an identity provider's token holding {\"<scope>\": \"read\"|\"write\"|\"owner\"}: roles in shared scopes granted for as long as the token lives.")
+    var scopesClaim: String?
+
     @Option(help: "Seconds clocks may disagree when a token's exp, nbf and iat are checked.")
     var tokenLeeway: Double = 60
 
@@ -70,8 +73,8 @@ struct Serve: AsyncParsableCommand {
     /// The identity provider the JWKS flags describe, or `nil` with none.
     func identityProvider() throws -> IdentityProviderConfiguration? {
         guard !jwksUrl.isEmpty || !jwksFile.isEmpty else {
-            guard issuer == nil, audience == nil, userClaim == "sub" else {
-                throw ValidationError("--issuer, --audience and --user-claim check identity provider tokens: name its keys with --jwks-url or --jwks-file")
+            guard issuer == nil, audience == nil, userClaim == "sub", scopesClaim == nil else {
+                throw ValidationError("--issuer, --audience, --user-claim and --scopes-claim read identity provider tokens: name its keys with --jwks-url or --jwks-file")
             }
             return nil
         }
@@ -86,6 +89,7 @@ struct Serve: AsyncParsableCommand {
         provider.issuer = issuer
         provider.audience = audience
         provider.userClaim = userClaim
+        provider.scopesClaim = scopesClaim
         provider.leeway = .seconds(tokenLeeway)
         return provider
     }

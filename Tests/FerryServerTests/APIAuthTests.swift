@@ -179,7 +179,7 @@ import Testing
         let error = await #expect(throws: FerryServerError.self) { try await authority.userID(fromToken: token, now: later) }
         #expect(error?.code == .unauthorized)
         let cache = VerifiedTokens(capacity: 3)
-        for index in 0..<10 { cache.remember("t\(index)", userID: "u", expires: later, now: Date()) }
+        for index in 0..<10 { cache.remember("t\(index)", VerifiedToken(userID: "u", expires: later), now: Date()) }
         #expect(cache.count <= 3)
     }
 }

@@ -99,6 +99,46 @@ import FerryTestSupport
         }
     }
 
+    @Test func theScopesClaimGrantsRolesForAsLongAsTheTokenLives() async throws {
+        let provider = try await Provider()
+        try await JWKSServer.run(document: provider.jwks(only: ["rsa"])) { _, url in
+            let server = try await TestServer {
+                var configuration = Self.configuration(url)
+                configuration.scopesClaim = "ferry_scopes"
+                $0.identityProvider = configuration
+            }
+            let grants: IdentityClaims.Value = .object([
+                "team:field@olga": .string("owner"), "team:view@olga": .string("read"),
+                "user:bob": .string("write"), "bad name": .string("write"), "team:odd@olga": .string("admin"),
+            ])
+            try await server.withClient { client in
+                let token = try await provider.token(kid: "rsa", user: "rita", claims: ["ferry_scopes": grants])
+                func push(_ scope: String, _ token: String) async throws -> HTTPResponse.Status {
+                    let body = #"{"clientID":"\#(UUID().uuidString)","mutations":[{"mutationID":1,"table":"note","rowID":"r1","scope":"\#(scope)","operation":"upsert","columns":{"t":"x"},"hlc":1}]}"#
+                    return try await client.send(.post, "/v1/push", token: token, json: body).status
+                }
+                func pull(_ scope: String, _ token: String) async throws -> HTTPResponse.Status {
+                    try await client.send(.post, "/v1/pull", token: token, json: #"{"clientID":"c1","scopes":[{"scope":"\#(scope)"}]}"#).status
+                }
+                #expect(try await push("team:field@olga", token) == .ok)
+                #expect(try await pull("team:view@olga", token) == .ok)
+                #expect(try await push("team:view@olga", token) == .forbidden)
+                #expect(try await pull("user:bob", token) == .forbidden)
+                #expect(try await pull("team:odd@olga", token) == .forbidden)
+                let listed = try await client.send(.get, "/v1/scopes", token: token).decode(ScopeList.self).scopes
+                #expect(listed.map(\.scope) == ["user:rita", "team:field@olga", "team:view@olga"])
+                #expect(listed.map(\.role) == [.write, .write, .read])
+
+                // The grant is the token's: a token without it, or one that has expired, grants nothing.
+                let plain = try await provider.token(kid: "rsa", user: "rita")
+                #expect(try await push("team:field@olga", plain) == .forbidden)
+                let expired = try await provider.token(
+                    kid: "rsa", user: "rita", claims: ["ferry_scopes": grants, "exp": .number(Date().timeIntervalSince1970 - 3600)])
+                #expect(try await pull("team:field@olga", expired) == .unauthorized)
+            }
+        }
+    }
+
     // MARK: - Support
 
     static func configuration(_ url: URL) -> IdentityProviderConfiguration {

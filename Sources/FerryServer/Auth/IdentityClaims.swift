@@ -63,12 +63,12 @@ struct IdentityClaims: JWTPayload {
 
     /// The user the claims name, after every check the configuration asks
     /// for; why not otherwise, in words a client may see.
-    func check(_ configuration: IdentityProviderConfiguration, now: Date) -> Result<(userID: String, expires: Date), FerryServerError> {
+    func check(_ configuration: IdentityProviderConfiguration, now: Date) -> Result<VerifiedToken, FerryServerError> {
         let leeway = configuration.leeway.timeInterval
         func time(_ name: String) -> Date? {
             if case .number(let seconds)? = claims[name] { Date(timeIntervalSince1970: seconds) } else { nil }
         }
-        func refuse(_ why: String) -> Result<(userID: String, expires: Date), FerryServerError> {
+        func refuse(_ why: String) -> Result<VerifiedToken, FerryServerError> {
             .failure(FerryServerError(.unauthorized, why))
         }
         guard let expires = time("exp") else { return refuse("the token has no `exp`; tokens must expire") }
@@ -90,6 +90,34 @@ struct IdentityClaims: JWTPayload {
         guard case .string(let userID)? = claims[configuration.userClaim], ScopeName.isValidUserID(userID) else {
             return refuse("the token's `\(configuration.userClaim)` claim is not a valid user id")
         }
-        return .success((userID, expires))
+        return .success(VerifiedToken(userID: userID, expires: expires, grants: grants(configuration.scopesClaim)))
+    }
+
+    /// The roles the scopes claim grants, valid entries only.
+    func grants(_ claim: String?) -> [String: ScopeRole] {
+        guard let claim, case .object(let entries)? = claims[claim] else { return [:] }
+        var grants: [String: ScopeRole] = [:]
+        for (scope, value) in entries where ScopeName.isValid(scope) && ScopeName.owner(of: scope) == nil {
+            switch value {
+            case .string("read"): grants[scope] = .read
+            case .string("write"), .string("owner"): grants[scope] = .write
+            default: continue
+            }
+        }
+        return grants
+    }
+}
+
+/// What a checked token says: its user, when it expires, and the roles it
+/// grants in shared scopes (from an identity provider's scopes claim).
+public struct VerifiedToken: Sendable, Hashable {
+    public var userID: String
+    public var expires: Date
+    public var grants: [String: ScopeRole]
+
+    public init(userID: String, expires: Date, grants: [String: ScopeRole] = [:]) {
+        self.userID = userID
+        self.expires = expires
+        self.grants = grants
     }
 }

@@ -29,6 +29,12 @@ public struct IdentityProviderConfiguration: Sendable, Hashable {
     public var audience: String?
     /// The claim that holds the user id.
     public var userClaim = "sub"
+    /// A claim holding `{"<scope>": "read" | "write" | "owner"}`: the token
+    /// grants those roles in those shared scopes for as long as it lives,
+    /// beside the memberships the server stores (`owner` reads and writes).
+    /// Personal scopes (`user:…`) are never granted; entries that name no
+    /// valid scope or role are ignored.
+    public var scopesClaim: String?
     /// How far clocks may disagree when `exp`, `nbf` and `iat` are checked.
     public var leeway: Duration = .seconds(60)
     /// The least time between two fetches of the documents for a token that

@@ -17,7 +17,7 @@ import NIOFoundationCompat
 /// ```swift
 /// let keys = IdentityProviderKeys(configuration: provider)
 /// await keys.load()
-/// let (user, expires) = try await keys.user(fromToken: token)
+/// let verified = try await keys.user(fromToken: token)   // its user, expiry and granted roles
 /// ```
 public final class IdentityProviderKeys: Sendable {
     /// Algorithms an identity provider's token may use. HMAC and `none`
@@ -57,7 +57,7 @@ public final class IdentityProviderKeys: Sendable {
     /// The user a token names, and when the token expires.
     ///
     /// - Throws: ``FerryServerError`` `unauthorized`, saying why.
-    public func user(fromToken token: String, now: Date = Date()) async throws(FerryServerError) -> (userID: String, expires: Date) {
+    public func user(fromToken token: String, now: Date = Date()) async throws(FerryServerError) -> VerifiedToken {
         let header = try Self.header(of: token)
         guard let algorithm = header.alg, Self.algorithms.contains(algorithm) else {
             throw FerryServerError(.unauthorized, "the token's algorithm is not one this server accepts from an identity provider")

@@ -67,12 +67,12 @@ public struct TokenAuthority: Sendable {
     ///
     /// - Throws: ``FerryServerError`` `unauthorized` when the token is
     ///   malformed, signed with another key, or expired.
-    public func verify(_ token: String, now: Date = Date()) async throws(FerryServerError) -> (userID: String, expires: Date) {
-        if let entry = verified.entry(of: token, now: now) { return (entry.userID, entry.expires) }
+    public func verify(_ token: String, now: Date = Date()) async throws(FerryServerError) -> VerifiedToken {
+        if let entry = verified.entry(of: token, now: now) { return entry }
         if let provider, !Self.isHS256(token) {
-            let (userID, expires) = try await provider.user(fromToken: token, now: now)
-            verified.remember(token, userID: userID, expires: expires, now: now)
-            return (userID, expires)
+            let checked = try await provider.user(fromToken: token, now: now)
+            verified.remember(token, checked, now: now)
+            return checked
         }
         let payload: FerryTokenPayload
         do {
@@ -88,8 +88,9 @@ public struct TokenAuthority: Sendable {
         guard ScopeName.isValidUserID(payload.sub.value) else {
             throw FerryServerError(.unauthorized, "the token's subject is not a valid user id")
         }
-        verified.remember(token, userID: payload.sub.value, expires: payload.exp.value, now: now)
-        return (payload.sub.value, payload.exp.value)
+        let checked = VerifiedToken(userID: payload.sub.value, expires: payload.exp.value)
+        verified.remember(token, checked, now: now)
+        return checked
     }
 }
 

@@ -6,12 +6,7 @@ import NIOConcurrencyHelpers
 /// still honours the expiry to the second. Bounded: past `capacity`,
 /// expired entries go first, then arbitrary ones.
 final class VerifiedTokens: Sendable {
-    struct Entry: Sendable {
-        var userID: String
-        var expires: Date
-    }
-
-    private let entries = NIOLockedValueBox([String: Entry]())
+    private let entries = NIOLockedValueBox([String: VerifiedToken]())
     let capacity: Int
 
     init(capacity: Int = 10_000) {
@@ -23,8 +18,8 @@ final class VerifiedTokens: Sendable {
         entry(of: token, now: now)?.userID
     }
 
-    /// The user and expiry of a verified token that has not expired by `now`.
-    func entry(of token: String, now: Date) -> Entry? {
+    /// What a verified token that has not expired by `now` says.
+    func entry(of token: String, now: Date) -> VerifiedToken? {
         entries.withLockedValue { entries in
             guard let entry = entries[token] else { return nil }
             guard entry.expires > now else {
@@ -35,13 +30,13 @@ final class VerifiedTokens: Sendable {
         }
     }
 
-    func remember(_ token: String, userID: String, expires: Date, now: Date) {
+    func remember(_ token: String, _ verified: VerifiedToken, now: Date) {
         entries.withLockedValue { entries in
             if entries.count >= capacity {
                 entries = entries.filter { $0.value.expires > now }
                 while entries.count >= capacity, let any = entries.keys.first { entries[any] = nil }
             }
-            entries[token] = Entry(userID: userID, expires: expires)
+            entries[token] = verified
         }
     }
 

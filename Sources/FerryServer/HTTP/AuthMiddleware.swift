@@ -20,7 +20,8 @@ struct AuthMiddleware: RouterMiddleware {
         }
         var context = context
         do {
-            (context.userID, context.tokenExpires) = try await authority.verify(String(parts[1]))
+            let verified = try await authority.verify(String(parts[1]))
+            (context.userID, context.tokenExpires, context.tokenGrants) = (verified.userID, verified.expires, verified.grants)
         } catch {
             // RFC 6750: a token was sent and refused. The body says why, never echoing it.
             var response = ErrorMiddleware.response(for: error)

@@ -1,3 +1,4 @@
+import FerryProtocol
 import Foundation
 import Hummingbird
 import NIOCore
@@ -10,6 +11,8 @@ public struct FerryRequestContext: RequestContext {
     public var userID: String?
     /// When the bearer token expires: a live stream it opened ends then.
     public var tokenExpires: Date?
+    /// Roles the token grants in shared scopes, beside stored memberships.
+    public var tokenGrants: [String: ScopeRole] = [:]
     /// The connection the request came on: a live stream ends when it closes.
     let channel: any Channel
 

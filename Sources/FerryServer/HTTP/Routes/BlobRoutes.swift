@@ -140,7 +140,7 @@ extension SyncAPI {
         guard ScopeName.isValid(scope) else {
             throw FerryServerError.badRequest("scope \(MutationCheck.quoted(scope)) is not a valid scope name")
         }
-        let actual = try await require(role, in: scope, for: userID)
+        let actual = try await require(role, in: scope, for: userID, grants: context.tokenGrants)
         return (try BlobKey(scope: scope, sha256: try Self.pathParameter("sha256", context)), actual)
     }
 

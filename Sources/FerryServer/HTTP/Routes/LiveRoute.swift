@@ -26,8 +26,9 @@ extension SyncAPI {
             throw FerryServerError(.badRequest, "rows must be given once, as true or false")
         }
         let sendsRows = rowsAsked.first == "true"
+        let grants = context.tokenGrants
         for scope in scopes {
-            try await require(.read, in: scope, for: userID)
+            try await require(.read, in: scope, for: userID, grants: grants)
         }
         guard let ticket = liveStreams.take(for: userID) else {
             throw FerryServerError(.tooManyRequests, "you already hold \(liveStreams.perUser) live streams, the most one user may; close one first")
@@ -86,7 +87,7 @@ extension SyncAPI {
                             switch event {
                             case .change(let news) where sendsRows:
                                 for scope in news.sorted() {
-                                    let (event, cursor) = await api.liveEvent(scope, userID: userID, after: cursors[scope])
+                                    let (event, cursor) = await api.liveEvent(scope, userID: userID, grants: grants, after: cursors[scope])
                                     cursors[scope] = cursor
                                     try await writer.write(event)
                                 }
@@ -113,9 +114,9 @@ extension SyncAPI {
     /// when they are few, else a `change` (the client pulls), and where the
     /// next page starts. Access is checked again: a member removed since the
     /// stream opened gets no rows.
-    private func liveEvent(_ scope: String, userID: String, after cursor: String?) async -> (ByteBuffer, String?) {
+    private func liveEvent(_ scope: String, userID: String, grants: [String: ScopeRole], after cursor: String?) async -> (ByteBuffer, String?) {
         do {
-            try await require(.read, in: scope, for: userID)
+            try await require(.read, in: scope, for: userID, grants: grants)
             if let cursor {
                 let answer = try await store.pullEncoded(
                     PullRequest(clientID: "live", scopes: [.init(scope: scope, cursor: cursor)]),

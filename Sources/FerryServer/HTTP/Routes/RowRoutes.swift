@@ -14,7 +14,7 @@ extension SyncAPI {
             throw FerryServerError.badRequest("scope \(MutationCheck.quoted(scope)) is not a valid scope name")
         }
         // Access first: a non-member learns nothing, not even whether the row exists.
-        try await require(.read, in: scope, for: userID)
+        try await require(.read, in: scope, for: userID, grants: context.tokenGrants)
         guard MutationCheck.isIdentifier(table) else {
             throw FerryServerError.badRequest("table name \(MutationCheck.quoted(table)) is not an identifier")
         }

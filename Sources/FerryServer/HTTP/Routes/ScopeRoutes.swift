@@ -6,8 +6,13 @@ extension SyncAPI {
     func listScopes(_ request: Request, context: FerryRequestContext) async throws -> Response {
         let userID = try context.requireUser()
         let personal = ScopeMembership(scope: ScopeName.user(userID), role: .write, owner: true)
-        let shared = try await store.memberships(of: userID)
-        return JSONResponse.make(ScopeList(scopes: [personal] + shared))
+        let stored = try await store.memberships(of: userID)
+        // The token's grants beside the stored memberships, the higher role where both name a scope.
+        var shared = Dictionary(uniqueKeysWithValues: stored.map { ($0.scope, $0) })
+        for (scope, role) in context.tokenGrants where (shared[scope].map { !$0.owner && $0.role < role } ?? true) {
+            shared[scope] = ScopeMembership(scope: scope, role: role, owner: false)
+        }
+        return JSONResponse.make(ScopeList(scopes: [personal] + shared.values.sorted { $0.scope < $1.scope }))
     }
 
     /// Creates a shared scope named `<label>@<caller>`: a name can only be

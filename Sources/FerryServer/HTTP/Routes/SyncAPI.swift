@@ -30,9 +30,9 @@ struct SyncAPI: Sendable {
     /// else's, so a refusal tells nothing about it.
     /// - Returns: the role the user holds, at least `role`.
     @discardableResult
-    func require(_ role: ScopeRole, in scope: String, for userID: String) async throws -> ScopeRole {
+    func require(_ role: ScopeRole, in scope: String, for userID: String, grants: [String: ScopeRole]) async throws -> ScopeRole {
         let membership = ScopeName.owner(of: scope) == nil ? try await store.membership(of: userID, in: scope) : nil
-        guard let actual = ScopeAccess.role(of: userID, in: scope, membership: membership), actual >= role else {
+        guard let actual = ScopeAccess.role(of: userID, in: scope, membership: membership, granted: grants[scope]), actual >= role else {
             throw FerryServerError.noAccess(to: scope, needs: role)
         }
         return actual

@@ -12,7 +12,7 @@ extension SyncAPI {
         // lost reply must not turn an applied edit into a refused one.
         let applied = push.mutations.isEmpty ? 0 : try await store.lastAppliedMutationID(userID: userID, clientID: push.clientID)
         for scope in Set(push.mutations.filter { $0.mutationID > applied }.map(\.scope)).sorted() {
-            try await require(.write, in: scope, for: userID)
+            try await require(.write, in: scope, for: userID, grants: context.tokenGrants)
         }
         let rules = PushRules(tables: configuration.tables, maxClockDrift: configuration.maxClockDrift, now: configuration.now())
         let receipt = try await store.push(push, userID: userID, rules: rules)
@@ -26,7 +26,7 @@ extension SyncAPI {
         try checkFollowed(pull.scopes.map(\.scope))
         let limit = pull.limit ?? limits.defaultPullLimit
         for followed in pull.scopes {
-            try await require(.read, in: followed.scope, for: userID)
+            try await require(.read, in: followed.scope, for: userID, grants: context.tokenGrants)
         }
         let answer = try await store.pullEncoded(pull, userID: userID, limit: limit)
         metrics.recordPull(rows: answer.rowCount)
