@@ -106,7 +106,7 @@ public final class ServerMetrics: Sendable {
         ).increment(by: Int64(count))
     }
 
-    /// A blob upload that continued a partial one (`Upload-Offset` above 0).
+    /// A read of the identity provider's keys that failed.
     func recordJWKSFetchFailure() {
         registry.makeCounter(
             descriptor: .init(
@@ -115,6 +115,7 @@ public final class ServerMetrics: Sendable {
         ).increment()
     }
 
+    /// A blob upload that continued a partial one (`Upload-Offset` above 0).
     func recordResumedUpload() {
         registry.makeCounter(
             descriptor: .init(
