@@ -1,17 +1,23 @@
+import CoreMetrics
 import FerryProtocol
 import Prometheus
 
-/// The server's Prometheus metrics, served at `/metrics`.
+/// The server's metrics, recorded through swift-metrics and served at
+/// `/metrics` in the Prometheus text format by swift-prometheus, the
+/// backend.
 ///
-/// Each application owns its registry, so several servers (or tests) in one
-/// process never mix their counts.
+/// Each application owns its factory and registry, so several servers (or
+/// tests) in one process never mix their counts, and nothing here depends on
+/// the process-wide `MetricsSystem` an app may have bootstrapped for its own.
 ///
 /// ```
 /// ferry_http_requests_total{method="POST",route="/v1/push",status="200"} 12
 /// ferry_push_mutations_total{status="conflict"} 1
 /// ```
 public final class ServerMetrics: Sendable {
-    public let registry = PrometheusCollectorRegistry()
+    public let registry: PrometheusCollectorRegistry
+    /// The swift-metrics factory every metric is made with.
+    public let factory: PrometheusMetricsFactory
 
     private static let latencyBuckets: [Duration] = [
         .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2.5), .milliseconds(5),
@@ -19,109 +25,78 @@ public final class ServerMetrics: Sendable {
         .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5),
     ]
 
-    public init() {}
+    public init() {
+        let registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.durationHistogramBuckets = ["ferry_http_request_duration_seconds": Self.latencyBuckets]
+        self.registry = registry
+        self.factory = factory
+    }
+
+    private func count(_ label: String, _ dimensions: [(String, String)] = [], by amount: Int = 1) {
+        CoreMetrics.Counter(label: label, dimensions: dimensions, factory: factory).increment(by: amount)
+    }
+
+    private func set(_ label: String, _ value: Int) {
+        Meter(label: label, factory: factory).set(value)
+    }
 
     /// One request, by its status code, or `client_closed` when the client
     /// went away before the request was read (not a server error).
     func recordRequest(method: String, route: String, status: String, duration: Duration) {
-        registry.makeCounter(
-            descriptor: .init(namespace: "ferry", metricName: "http_requests", unitName: "total", helpText: "HTTP requests handled"),
-            labels: [("method", method), ("route", route), ("status", status)]
-        ).increment()
-        registry.makeDurationHistogram(
-            descriptor: .init(namespace: "ferry", metricName: "http_request_duration", unitName: "seconds", helpText: "HTTP request latency"),
-            labels: [("method", method), ("route", route)],
-            buckets: Self.latencyBuckets
-        ).record(duration)
+        count("ferry_http_requests_total", [("method", method), ("route", route), ("status", status)])
+        CoreMetrics.Timer(label: "ferry_http_request_duration_seconds", dimensions: [("method", method), ("route", route)], factory: factory)
+            .record(duration: duration)
     }
 
     func recordPush(_ response: PushResponse) {
-        registry.makeCounter(
-            descriptor: .init(namespace: "ferry", metricName: "pushes", unitName: "total", helpText: "Pushes applied")
-        ).increment()
+        count("ferry_pushes_total")
         for result in response.results where !result.replayed {
-            registry.makeCounter(
-                descriptor: .init(namespace: "ferry", metricName: "push_mutations", unitName: "total", helpText: "Mutations by outcome"),
-                labels: [("status", result.status.rawValue)]
-            ).increment()
-            if !result.conflicts.isEmpty {
-                registry.makeCounter(
-                    descriptor: .init(namespace: "ferry", metricName: "conflicts", unitName: "total", helpText: "Conflicting values recorded")
-                ).increment(by: Int64(result.conflicts.count))
-            }
-            if result.status == .rejected {
-                registry.makeCounter(
-                    descriptor: .init(namespace: "ferry", metricName: "rejections", unitName: "total", helpText: "Mutations rejected by validation")
-                ).increment()
-            }
+            count("ferry_push_mutations_total", [("status", result.status.rawValue)])
+            if !result.conflicts.isEmpty { count("ferry_conflicts_total", by: result.conflicts.count) }
+            if result.status == .rejected { count("ferry_rejections_total") }
         }
     }
 
     func recordPull(rows: Int) {
-        registry.makeCounter(
-            descriptor: .init(namespace: "ferry", metricName: "pulls", unitName: "total", helpText: "Pulls served")
-        ).increment()
-        registry.makeCounter(
-            descriptor: .init(namespace: "ferry", metricName: "pulled_rows", unitName: "total", helpText: "Rows sent by pulls")
-        ).increment(by: Int64(rows))
+        count("ferry_pulls_total")
+        count("ferry_pulled_rows_total", by: rows)
     }
 
+    /// Open live streams.
     func recordLiveSubscribers(_ count: Int) {
-        registry.makeGauge(
-            descriptor: .init(namespace: "ferry", metricName: "live_subscribers", unitName: "", helpText: "Open live streams")
-        ).set(Double(count))
+        set("ferry_live_subscribers", count)
     }
 
+    /// Open HTTP connections.
     func recordOpenConnections(_ count: Int) {
-        registry.makeGauge(
-            descriptor: .init(namespace: "ferry", metricName: "open_connections", unitName: "", helpText: "Open HTTP connections")
-        ).set(Double(count))
+        set("ferry_open_connections", count)
     }
 
+    /// A connection answered 503 at the connection cap.
     func recordRefusedConnection() {
-        registry.makeCounter(
-            descriptor: .init(
-                namespace: "ferry", metricName: "refused_connections", unitName: "total",
-                helpText: "Connections answered 503 at the connection cap")
-        ).increment()
+        count("ferry_refused_connections_total")
     }
 
+    /// A connection closed for staying too long idle, in a head or in a body.
     func recordConnectionTimeout(phase: String) {
-        registry.makeCounter(
-            descriptor: .init(
-                namespace: "ferry", metricName: "connection_timeouts", unitName: "total",
-                helpText: "Connections closed for staying too long idle, in a head or in a body"),
-            labels: [("phase", phase)]
-        ).increment()
+        count("ferry_connection_timeouts_total", [("phase", phase)])
     }
 
     /// Attachment bytes received by blob uploads (`direction` in) or sent by downloads (out).
-    func recordBlobBytes(_ count: Int, direction: String) {
-        guard count > 0 else { return }
-        registry.makeCounter(
-            descriptor: .init(
-                namespace: "ferry", metricName: "blob_bytes", unitName: "total",
-                helpText: "Attachment bytes moved by the blob endpoints"),
-            labels: [("direction", direction)]
-        ).increment(by: Int64(count))
+    func recordBlobBytes(_ bytes: Int, direction: String) {
+        guard bytes > 0 else { return }
+        count("ferry_blob_bytes_total", [("direction", direction)], by: bytes)
     }
 
-    /// A read of the identity provider's keys that failed.
+    /// A read of the identity provider's keys that failed; the keys held kept working.
     func recordJWKSFetchFailure() {
-        registry.makeCounter(
-            descriptor: .init(
-                namespace: "ferry", metricName: "jwks_fetch_failures", unitName: "total",
-                helpText: "Reads of the identity provider's keys (JWKS) that failed; the keys held kept working")
-        ).increment()
+        count("ferry_jwks_fetch_failures_total")
     }
 
     /// A blob upload that continued a partial one (`Upload-Offset` above 0).
     func recordResumedUpload() {
-        registry.makeCounter(
-            descriptor: .init(
-                namespace: "ferry", metricName: "blob_uploads_resumed", unitName: "total",
-                helpText: "Blob uploads that continued from an offset")
-        ).increment()
+        count("ferry_blob_uploads_resumed_total")
     }
 
     /// The exposition text.
