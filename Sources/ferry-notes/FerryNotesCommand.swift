@@ -19,13 +19,13 @@ struct FerryNotesCommand: AsyncParsableCommand {
               4   an id prefix that names several (the candidates are listed)
               5   not signed in (`login` first; it works offline)
               6   the server is unreachable (nothing is lost: changes stay queued)
-              7   the server refused the token or the request
+              7   the server refused the token, the request, or a change (`rejected` lists those)
               64  a usage error
             """,
         subcommands: [
             Login.self, Logout.self, Add.self, Edit.self, Remove.self, Restore.self, List.self, Show.self, Search.self,
             Attach.self, AttachmentsList.self, OpenAttachment.self, NotebookCommand.self, Sync.self, Watch.self,
-            CategoryCommand.self, Conflicts.self, Resolve.self, Status.self, Import.self, Export.self,
+            CategoryCommand.self, Conflicts.self, Resolve.self, Rejected.self, Status.self, Import.self, Export.self,
         ])
 
     static func main() async {

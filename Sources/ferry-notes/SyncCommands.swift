@@ -62,17 +62,21 @@ struct Sync: AsyncParsableCommand {
         if bar { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
         for dropped in try library.takeDroppedServerTasks() { tell("the server refused a notebook change, dropped: \(dropped)") }
         let conflicts = try library.conflicts().count
+        // A sync that leaves refused changes did not do all it was asked: it says what and why, and exits 7.
+        let refused = summary.rejected > 0 ? try library.database.outbox.rejectedMutations() : []
         if global.json {
             struct Report: Encodable {
                 var pushed, pulled, conflicts, rejected, attachmentsUploaded, attachmentsDownloaded, sentBack: Int
                 var refusedScopes: [String]
             }
-            return try global.printJSON(
+            try global.printJSON(
                 Report(
                     pushed: summary.pushed, pulled: summary.pulled, conflicts: conflicts,
                     rejected: summary.rejected, attachmentsUploaded: summary.attachmentsUploaded,
                     attachmentsDownloaded: summary.attachmentsDownloaded, sentBack: summary.sentBack,
                     refusedScopes: summary.refusedScopes))
+            if !refused.isEmpty { throw Rejected.refusal(refused) }
+            return
         }
         if summary.sentBack > 0 {
             tell(
@@ -84,8 +88,8 @@ struct Sync: AsyncParsableCommand {
             line += ", attachments up \(summary.attachmentsUploaded) down \(summary.attachmentsDownloaded)"
         }
         if conflicts > 0 { line += "; \(conflicts) conflict\(conflicts == 1 ? "" : "s"): `ferry-notes conflicts`" }
-        if summary.rejected > 0 { line += "; \(summary.rejected) change(s) refused by the server (`ferry-notes status`)" }
         print(line)
+        if !refused.isEmpty { throw Rejected.refusal(refused) }
     }
 }
 

@@ -280,6 +280,29 @@ import Testing
         #expect(process.isRunning || process.terminationStatus == 0)
     }
 
+    /// A change the server refuses (a note past its body limit) is named by
+    /// `sync`, which exits 7; `rejected` lists it and drops it, and the
+    /// next sync is clean.
+    @Test func aRefusedChangeIsNamedAndCanBeDropped() async throws {
+        let server = try await NotesServer()
+        defer { server.stop() }
+        let notes = device("refused")
+        _ = try notes.ok(["login", "--server", server.url, "--token", try server.token("alice")])
+        let big = directory.url.appending(path: "big.txt")
+        try String(repeating: "a line of a very long note\n", count: 200_000).write(to: big, atomically: true, encoding: .utf8)
+        let id = try notes.ok(["add", "Big", "--body-file", big.path])
+        _ = try notes.ok(["add", "Small"])
+        let sync = try notes.run(["sync"])
+        #expect(sync.status == 7, "\(sync)")
+        #expect(sync.errors.contains("the server refused 1 change") && sync.errors.contains(String(id.prefix(8))), "\(sync.errors)")
+        let listed = try notes.ok(["rejected"])
+        #expect(listed.hasPrefix("1  note  \(id.prefix(8))"), "\(listed)")
+        _ = try notes.ok(["rejected", "--discard", "1"])
+        #expect(try notes.ok(["rejected"]) == "nothing refused")
+        #expect(try notes.run(["sync"]).status == 0)
+        #expect(try notes.run(["rejected", "--retry", "1"]).status == 3)
+    }
+
     /// A token's life bounds the live stream: `watch` stops when its token
     /// expires and says to log in again, with the exit code for a refusal.
     @Test func watchStopsAndSaysToLogInAgainWhenItsTokenExpires() async throws {
