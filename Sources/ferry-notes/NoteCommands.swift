@@ -66,28 +66,6 @@ struct Edit: AsyncParsableCommand {
     }
 }
 
-/// Runs `$EDITOR` (or `$VISUAL`, else `vi`) on a temporary file holding `text`, and returns what it holds after.
-enum Editor {
-    static func edit(_ text: String, name: String) throws -> String {
-        let folder = FileManager.default.temporaryDirectory.appending(path: "ferry-notes-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let file = folder.appending(path: name)
-        try Data(text.utf8).write(to: file)
-        let environment = ProcessInfo.processInfo.environment
-        let editor = environment["VISUAL"].flatMap { $0.isEmpty ? nil : $0 } ?? environment["EDITOR"].flatMap { $0.isEmpty ? nil : $0 } ?? "vi"
-        let process = Process()
-        process.executableURL = URL(filePath: "/bin/sh")
-        process.arguments = ["-c", "\(editor) \"$1\"", "sh", file.path]
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw NotesError(.failure, "\(editor) exited with status \(process.terminationStatus); the note was not changed")
-        }
-        return try String(contentsOf: file, encoding: .utf8)
-    }
-}
-
 struct Remove: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "rm", abstract: "Delete a note (`restore` brings it back).")
     @OptionGroup var global: GlobalOptions

@@ -280,6 +280,37 @@ import Testing
         #expect(process.isRunning || process.terminationStatus == 0)
     }
 
+    #if os(Linux)
+        /// `edit` with an editor that reads the terminal, in a real pseudo-
+        /// terminal (`script`): the editor is the foreground job, so it reads
+        /// instead of being stopped by the terminal; the file it edited is gone.
+        @Test func theEditorHoldsTheTerminal() throws {
+            let notes = device("tty")
+            let token = "x.\(Data("{\"sub\":\"alice\"}".utf8).base64EncodedString()).y"
+            _ = try notes.ok(["login", "--server", "http://127.0.0.1:9", "--token", token])
+            let id = try notes.ok(["add", "Before"])
+            let editor = directory.url.appending(path: "tty-editor.sh")
+            try "#!/bin/sh\nread title < /dev/tty\nsed -i \"1s/.*/Title: $title/\" \"$1\"\n".write(to: editor, atomically: true, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: editor.path)
+            let process = Process()
+            process.executableURL = URL(filePath: "/usr/bin/script")
+            let command = "EDITOR=\(editor.path) \(try NotesCLI.executable().path) edit --db \(notes.database) \(id)"
+            process.arguments = ["-qec", command, "/dev/null"]
+            let input = Pipe()
+            process.standardInput = input
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            input.fileHandleForWriting.write(Data("From the terminal\n".utf8))
+            let deadline = Date().addingTimeInterval(20)
+            while process.isRunning, Date() < deadline { usleep(50_000) }
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "the editor did not get the terminal")
+            #expect(try notes.ok(["show", id]).hasPrefix("From the terminal"))
+        }
+    #endif
+
     /// A change the server refuses (a note past its body limit) is named by
     /// `sync`, which exits 7; `rejected` lists it and drops it, and the
     /// next sync is clean.
