@@ -91,6 +91,11 @@ struct Serve: AsyncParsableCommand {
         provider.userClaim = userClaim
         provider.scopesClaim = scopesClaim
         provider.leeway = .seconds(tokenLeeway)
+        do {
+            try provider.validate()
+        } catch {
+            throw ValidationError(error.message)
+        }
         return provider
     }
 

@@ -66,13 +66,18 @@ import FerryTestSupport
                 jwks.serve(try provider.jwks(only: ["rsa", "ec"]))
                 #expect(try await Self.pull(client, try await provider.token(kid: "ec", user: "alice"), user: "alice").status == .ok)
 
+                // A JWKS answer with no usable key (an error page) is a failed read: the keys held stay.
+                jwks.serve("<html>maintenance</html>")
+                #expect(try await Self.pull(client, try await provider.token(kid: "ed", user: "alice"), user: "alice").status == .unauthorized)
+                #expect(try await Self.pull(client, try await provider.token(kid: "rsa", user: "dave"), user: "dave").status == .ok)
+
                 // The JWKS server goes down: the keys held keep working, a new key cannot be learned, and /metrics counts the failure.
                 jwks.goDown()
                 let fresh = try await provider.token(kid: "rsa", user: "carol")
                 #expect(try await Self.pull(client, fresh, user: "carol").status == .ok)
                 #expect(try await Self.pull(client, try await provider.token(kid: "ed", user: "carol"), user: "carol").status == .unauthorized)
                 let metrics = try await client.send(.get, "/metrics", token: nil)
-                #expect(metrics.text.contains("ferry_jwks_fetch_failures_total 1"), "\(metrics.text.split(separator: "\n").filter { $0.contains("jwks") })")
+                #expect(metrics.text.contains("ferry_jwks_fetch_failures_total 2"), "\(metrics.text.split(separator: "\n").filter { $0.contains("jwks") })")
             }
         }
     }
@@ -137,6 +142,38 @@ import FerryTestSupport
                 #expect(try await pull("team:field@olga", expired) == .unauthorized)
             }
         }
+    }
+
+    /// A key published without `alg` is pinned to the one its type implies
+    /// (RS256 for RSA): a token naming another algorithm for it is refused
+    /// and changes nothing for the tokens that follow.
+    @Test func aKeyWithoutAlgIsPinnedToOneAlgorithm() async throws {
+        let provider = try await Provider()
+        let (modulus, exponent) = try Insecure.RSA.PublicKey(backing: provider.rsa.publicKey).getKeyPrimitives()
+        let bare = JWKS(keys: [.rsa(nil, identifier: "rsa", modulus: Provider.base64URL(modulus), exponent: Provider.base64URL(exponent))])
+        let document = String(decoding: try JSONEncoder().encode(bare), as: UTF8.self)
+        try await JWKSServer.run(document: document) { _, url in
+            let server = try await TestServer { $0.identityProvider = Self.configuration(url) }
+            try await server.withClient { client in
+                let good = try await provider.token(kid: "rsa", user: "alice")
+                let parts = good.split(separator: ".")
+                let header = Provider.base64URL(Data(#"{"alg":"RS512","kid":"rsa","typ":"JWT"}"#.utf8))
+                let forged = header + "." + parts[1] + "." + parts[2]
+                #expect(try await Self.pull(client, forged, user: "alice").status == .unauthorized)
+                #expect(try await Self.pull(client, good, user: "alice").status == .ok)
+            }
+        }
+    }
+
+    @Test func aConfigurationThatWouldTrustOtherAppsTokensIsRefused() throws {
+        var configuration = Self.configuration(URL(string: "https://id.example.com/jwks.json")!)
+        #expect(throws: Never.self) { try configuration.validate() }
+        configuration.audience = nil
+        #expect(throws: FerryServerError.self) { try configuration.validate() }
+        configuration = Self.configuration(URL(string: "http://id.example.com/jwks.json")!)
+        #expect(throws: FerryServerError.self) { try configuration.validate() }
+        configuration = Self.configuration(URL(string: "http://localhost:8000/jwks.json")!)
+        #expect(throws: Never.self) { try configuration.validate() }
     }
 
     // MARK: - Support

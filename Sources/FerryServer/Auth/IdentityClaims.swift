@@ -90,7 +90,8 @@ struct IdentityClaims: JWTPayload {
         guard case .string(let userID)? = claims[configuration.userClaim], ScopeName.isValidUserID(userID) else {
             return refuse("the token's `\(configuration.userClaim)` claim is not a valid user id")
         }
-        return .success(VerifiedToken(userID: userID, expires: expires, grants: grants(configuration.scopesClaim)))
+        // Accepted until `exp` plus the leeway: that is when what it opened ends.
+        return .success(VerifiedToken(userID: userID, expires: expires.addingTimeInterval(leeway), grants: grants(configuration.scopesClaim)))
     }
 
     /// The roles the scopes claim grants, valid entries only.

@@ -23,9 +23,9 @@ public struct IdentityProviderConfiguration: Sendable, Hashable {
     /// JWKS documents on disk, for deployments that cannot reach the
     /// provider; read at start.
     public var jwksFiles: [String] = []
-    /// The `iss` every token must carry, when set.
+    /// The `iss` every token must carry; required (``validate()``).
     public var issuer: String?
-    /// A value the token's `aud` must hold, when set.
+    /// A value the token's `aud` must hold; required (``validate()``).
     public var audience: String?
     /// The claim that holds the user id.
     public var userClaim = "sub"
@@ -48,4 +48,26 @@ public struct IdentityProviderConfiguration: Sendable, Hashable {
 
     /// Whether any keys are configured.
     public var isConfigured: Bool { !jwksURLs.isEmpty || !jwksFiles.isEmpty }
+
+    /// Refuses a configuration that would accept tokens not meant for this
+    /// server: the issuer and audience are required (one provider's keys
+    /// often sign for many apps: every Firebase project, an Auth0 tenant's
+    /// every API), and keys are fetched over HTTPS only, but from loopback.
+    public func validate() throws(FerryServerError) {
+        guard isConfigured else {
+            throw FerryServerError(.badRequest, "name the identity provider's keys: a JWKS URL or a JWKS file")
+        }
+        guard let issuer, !issuer.isEmpty, let audience, !audience.isEmpty else {
+            throw FerryServerError(
+                .badRequest,
+                "an identity provider's tokens need an issuer and an audience to check (--issuer, --audience): its keys may sign tokens for other apps too")
+        }
+        for url in jwksURLs {
+            let host = url.host?.lowercased() ?? ""
+            let loopback = host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+            guard url.scheme?.lowercased() == "https" || (url.scheme?.lowercased() == "http" && loopback) else {
+                throw FerryServerError(.badRequest, "the JWKS URL \(url.absoluteString) must be https (plain http only on loopback): whoever could change the keys could sign in as anyone")
+            }
+        }
+    }
 }

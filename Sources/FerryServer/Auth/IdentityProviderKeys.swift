@@ -26,8 +26,9 @@ public final class IdentityProviderKeys: Sendable {
 
     private struct Held: Sendable {
         var collection = JWTKeyCollection()
-        var identifiers: Set<String> = []
-        var count = 0
+        /// Each key's one algorithm, by `kid`: a token's header must name it.
+        var algorithms: [String: String] = [:]
+        var count: Int { algorithms.count }
     }
 
     private struct State: Sendable {
@@ -63,14 +64,18 @@ public final class IdentityProviderKeys: Sendable {
             throw FerryServerError(.unauthorized, "the token's algorithm is not one this server accepts from an identity provider")
         }
         var held = state.withLockedValue { $0.held }
-        if let kid = header.kid, !held.identifiers.contains(kid) {
+        if let kid = header.kid, held.algorithms[kid] == nil {
             // A key the server does not hold: the provider may have rotated.
             if await refetchIfAllowed() { held = state.withLockedValue { $0.held } }
-            guard held.identifiers.contains(kid) else {
+            guard held.algorithms[kid] != nil else {
                 throw FerryServerError(.unauthorized, "the token is signed with a key this server does not know")
             }
         } else if header.kid == nil, held.count != 1 {
             throw FerryServerError(.unauthorized, "the token names no key (`kid`), and the identity provider publishes several")
+        }
+        // The key's own algorithm, never one the token picks.
+        guard held.algorithms[header.kid ?? held.algorithms.keys.first ?? ""] == algorithm else {
+            throw FerryServerError(.unauthorized, "the token's algorithm is not its key's")
         }
         let claims: IdentityClaims
         do {
@@ -88,12 +93,12 @@ public final class IdentityProviderKeys: Sendable {
     @discardableResult
     public func load() async -> Bool {
         state.withLockedValue { $0.lastFetch = .now }
-        var documents: [String] = []
+        var documents: [(source: String, text: String)] = []
         var complete = true
         var lifetime = configuration.defaultCacheLifetime
         for path in configuration.jwksFiles {
             do {
-                documents.append(try String(contentsOfFile: path, encoding: .utf8))
+                documents.append((path, try String(contentsOfFile: path, encoding: .utf8)))
             } catch {
                 complete = false
                 failed(path, error)
@@ -102,15 +107,23 @@ public final class IdentityProviderKeys: Sendable {
         for url in configuration.jwksURLs {
             do {
                 let (text, maxAge) = try await Self.fetch(url)
-                documents.append(text)
+                documents.append((url.absoluteString, text))
                 if let maxAge { lifetime = min(lifetime, max(maxAge, .seconds(60))) }
             } catch {
                 complete = false
                 failed(url.absoluteString, error)
             }
         }
-        guard complete || !documents.isEmpty else { return false }
-        let held = await Self.keys(from: documents, logger: logger)
+        var held = Held()
+        for (source, document) in documents {
+            // A document with no usable key (an error page, an empty set) is a failed read, not "no keys".
+            guard await Self.add(document, to: &held, logger: logger) > 0 else {
+                complete = false
+                failed(source, FerryServerError(.unavailable, "the document holds no key that can verify tokens"))
+                continue
+            }
+        }
+        guard held.count > 0 else { return false }
         // A partial read must not drop keys a failed document holds.
         guard complete || held.count >= state.withLockedValue({ $0.held.count }) else { return false }
         state.withLockedValue {
@@ -137,29 +150,43 @@ public final class IdentityProviderKeys: Sendable {
         logger.warning("cannot read the identity provider's keys; the keys held keep working", metadata: ["source": "\(source)", "error": "\(error)"])
     }
 
-    private static func keys(from documents: [String], logger: Logger) async -> Held {
-        var held = Held()
-        var unnamed = 0
-        for document in documents {
-            guard let jwks = try? JSONDecoder().decode(JWKS.self, from: Data(document.utf8)) else {
-                logger.warning("a JWKS document is not valid JSON Web Key Set JSON; skipped")
+    /// Adds the document's usable keys, each pinned to one algorithm (its
+    /// `alg`, else the one its type and curve imply); how many.
+    private static func add(_ document: String, to held: inout Held, logger: Logger) async -> Int {
+        guard let jwks = try? JSONDecoder().decode(JWKS.self, from: Data(document.utf8)) else { return 0 }
+        var added = 0
+        for var jwk in jwks.keys {
+            if jwk.keyIdentifier == nil { jwk.keyIdentifier = JWKIdentifier(string: "ferry-unnamed-\(held.count + 1)") }
+            guard let algorithm = jwk.algorithm ?? impliedAlgorithm(of: jwk), Self.algorithms.contains(algorithm.rawValue) else {
+                logger.warning("a key of the identity provider names no algorithm this server accepts; skipped")
                 continue
             }
-            for var jwk in jwks.keys {
-                if jwk.keyIdentifier == nil {
-                    unnamed += 1
-                    jwk.keyIdentifier = JWKIdentifier(string: "ferry-unnamed-\(unnamed)")
-                }
-                do {
-                    try await held.collection.add(jwk: jwk)
-                    if let kid = jwk.keyIdentifier?.string { held.identifiers.insert(kid) }
-                    held.count += 1
-                } catch {
-                    logger.warning("a key of the identity provider cannot verify tokens; skipped", metadata: ["error": "\(error)"])
-                }
+            jwk.algorithm = algorithm
+            do {
+                try await held.collection.add(jwk: jwk)
+                held.algorithms[jwk.keyIdentifier!.string] = algorithm.rawValue
+                added += 1
+            } catch {
+                logger.warning("a key of the identity provider cannot verify tokens; skipped", metadata: ["error": "\(error)"])
             }
         }
-        return held
+        return added
+    }
+
+    /// The algorithm a key without `alg` is used with: RS256 for RSA (the
+    /// common default, as OpenID Connect's), the curve's for EC and OKP.
+    private static func impliedAlgorithm(of jwk: JWK) -> JWK.Algorithm? {
+        switch jwk.keyType {
+        case .rsa: return .rs256
+        case .ecdsa:
+            switch jwk.curve?.rawValue {
+            case "P-256": return .es256
+            case "P-384": return .es384
+            default: return nil
+            }
+        case .octetKeyPair: return jwk.curve?.rawValue == "Ed25519" ? .eddsa : nil
+        default: return nil
+        }
     }
 
     private static func fetch(_ url: URL) async throws -> (String, Duration?) {

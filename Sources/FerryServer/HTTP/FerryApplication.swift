@@ -44,6 +44,7 @@ public enum FerryApplication {
         onServerRunning: (@Sendable (String, Int) async -> Void)? = nil
     ) async throws -> some ApplicationProtocol {
         let blobs = try blobs ?? store.makeBlobStore(maxBlobBytes: configuration.limits.maxBlobBytes)
+        try configuration.identityProvider?.validate()
         let provider = configuration.identityProvider.map { IdentityProviderKeys(configuration: $0, metrics: metrics) }
         await provider?.load()
         let router = try await makeRouter(
@@ -99,6 +100,7 @@ public enum FerryApplication {
         identityProvider: IdentityProviderKeys? = nil
     ) async throws -> Router<FerryRequestContext> {
         try TokenAuthority.validate(secret: configuration.jwtSecret)
+        try configuration.identityProvider?.validate()
         var provider = identityProvider
         if provider == nil, let configured = configuration.identityProvider {
             provider = IdentityProviderKeys(configuration: configured, metrics: metrics)

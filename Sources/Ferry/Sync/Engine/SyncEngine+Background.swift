@@ -171,12 +171,13 @@ extension SyncEngine {
                     // The rows in one hop; anything amiss and a pull brings them instead.
                     if await !applyLive(page) { trigger.yield(.now) }
                 case .expired:
-                    // As a refused token: a sync renews it (or says the user is
-                    // signed out), and the stream opens again with the new one.
+                    // Renew the token first, then sync (which says the user is
+                    // signed out if it could not be renewed); the stream opens
+                    // again with the new one.
+                    let renewed = await credentials.refresh()
                     trigger.yield(.now)
-                    throw SyncTransportError.http(
-                        status: 401, error: ErrorResponse(code: .unauthorized, message: "the token that opened the live stream has expired"),
-                        retryAfter: nil)
+                    throw SyncTransportError.unreachable(
+                        renewed ? "the live stream's token expired; reopening with a renewed one" : "the live stream's token expired")
                 }
             }
         } catch {

@@ -30,6 +30,11 @@ extension SyncAPI {
         for scope in scopes {
             try await require(.read, in: scope, for: userID, grants: grants)
         }
+        // The token's life bounds the stream: it ends when the token expires.
+        let lifetime = context.tokenExpires.map { Duration.seconds($0.timeIntervalSince(configuration.now())) }
+        if let lifetime, lifetime <= .zero {
+            throw FerryServerError(.unauthorized, "the token has expired; get a new one")
+        }
         guard let ticket = liveStreams.take(for: userID) else {
             throw FerryServerError(.tooManyRequests, "you already hold \(liveStreams.perUser) live streams, the most one user may; close one first")
         }
@@ -44,8 +49,6 @@ extension SyncAPI {
         let heartbeat = configuration.liveHeartbeat
         let metrics = self.metrics
         let feed = store.changeFeed
-        // The token's life bounds the stream: it ends when the token expires.
-        let lifetime = context.tokenExpires.map { Duration.seconds(max(0, $0.timeIntervalSince(configuration.now()))) }
         metrics.recordLiveSubscribers(feed.subscriberCount)
         return Response(
             status: .ok,
@@ -83,7 +86,7 @@ extension SyncAPI {
                                 continuation.yield(.expired)
                             }
                         }
-                        for await event in events {
+                        events: for await event in events {
                             switch event {
                             case .change(let news) where sendsRows:
                                 for scope in news.sorted() {
@@ -96,8 +99,9 @@ extension SyncAPI {
                             case .heartbeat:
                                 try await writer.write(ByteBuffer(string: ": heartbeat\n\n"))
                             case .expired:
+                                // Nothing more under this token, not even news already queued.
                                 try await writer.write(Self.event(.expired, scopes: scopes))
-                                continuation.finish()
+                                break events
                             }
                         }
                         group.cancelAll()
