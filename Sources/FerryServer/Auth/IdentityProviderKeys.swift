@@ -59,7 +59,7 @@ public final class IdentityProviderKeys: Sendable {
     ///
     /// - Throws: ``FerryServerError`` `unauthorized`, saying why.
     public func user(fromToken token: String, now: Date = Date()) async throws(FerryServerError) -> VerifiedToken {
-        let header = try Self.header(of: token)
+        let header = try TokenHeader(of: token)
         guard let algorithm = header.alg, Self.algorithms.contains(algorithm) else {
             throw FerryServerError(.unauthorized, "the token's algorithm is not one this server accepts from an identity provider")
         }
@@ -202,28 +202,5 @@ public final class IdentityProviderKeys: Sendable {
                 return .seconds(seconds)
             }.first
         return (String(buffer: body), maxAge)
-    }
-
-    // MARK: - The header
-
-    private struct Header: Decodable {
-        var alg: String?
-        var kid: String?
-    }
-
-    private static func header(of token: String) throws(FerryServerError) -> Header {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let data = base64URLDecoded(parts[0]),
-            let header = try? JSONDecoder().decode(Header.self, from: data)
-        else {
-            throw FerryServerError(.unauthorized, "the token is not a JWT")
-        }
-        return header
-    }
-
-    private static func base64URLDecoded(_ text: Substring) -> Data? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        return Data(base64Encoded: base64)
     }
 }

@@ -99,13 +99,7 @@ extension TokenAuthority {
     /// only those are checked against the secret, so a token signed with a
     /// provider's public key as an HMAC secret never verifies.
     static func isHS256(_ token: String) -> Bool {
-        guard let end = token.firstIndex(of: ".") else { return false }
-        var base64 = token[..<end].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard let data = Data(base64Encoded: base64),
-            let header = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
-        else { return false }
-        return header["alg"] as? String == "HS256"
+        (try? TokenHeader(of: token))?.alg == "HS256"
     }
 }
 
