@@ -70,6 +70,8 @@ struct Serve: AsyncParsableCommand {
 
     @OptionGroup var storeOptions: StoreOptions
 
+    @OptionGroup var adminOptions: AdminOptions
+
     /// The identity provider the JWKS flags describe, or `nil` with none.
     func identityProvider() throws -> IdentityProviderConfiguration? {
         guard !jwksUrl.isEmpty || !jwksFile.isEmpty else {
@@ -114,6 +116,8 @@ struct Serve: AsyncParsableCommand {
         guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
         guard maxLiveStreams >= 1 else { throw ValidationError("--max-live-streams must be at least 1") }
         _ = try tables()
+        _ = try adminOptions.admin()
+        _ = try adminOptions.webhooks()
     }
 
     func tables() throws -> ServerTables {
@@ -148,6 +152,8 @@ struct Serve: AsyncParsableCommand {
         configuration.connections.maxLiveStreamsPerUser = maxLiveStreams
         configuration.shutdownGracePeriod = .seconds(shutdownGrace)
         configuration.identityProvider = try identityProvider()
+        configuration.admin = try adminOptions.admin()
+        configuration.webhooks = try adminOptions.webhooks()
         let store: any SyncStore
         let storeDescription: String
         if let postgres {
@@ -175,6 +181,9 @@ struct Serve: AsyncParsableCommand {
                         Get a token: swift run ferry-server token --user alice --data-dir \(dataDir)
 
                         """.utf8))
+            },
+            onAdminServerRunning: { host, port in
+                FileHandle.standardOutput.write(Data("Admin API listening on http://\(host):\(port)/admin/v1\n".utf8))
             }
         )
         let logger = Logger(label: "ferry-server")

@@ -63,11 +63,15 @@ public struct IdentityProviderConfiguration: Sendable, Hashable {
                 "an identity provider's tokens need an issuer and an audience to check (--issuer, --audience): its keys may sign tokens for other apps too")
         }
         for url in jwksURLs {
-            let host = url.host?.lowercased() ?? ""
-            let loopback = host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
-            guard url.scheme?.lowercased() == "https" || (url.scheme?.lowercased() == "http" && loopback) else {
+            guard url.scheme?.lowercased() == "https" || (url.scheme?.lowercased() == "http" && Self.isLoopback(url)) else {
                 throw FerryServerError(.badRequest, "the JWKS URL \(url.absoluteString) must be https (plain http only on loopback): whoever could change the keys could sign in as anyone")
             }
         }
+    }
+
+    /// Whether `url` names this machine (where plain http is allowed).
+    static func isLoopback(_ url: URL) -> Bool {
+        let host = url.host?.lowercased() ?? ""
+        return host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
     }
 }

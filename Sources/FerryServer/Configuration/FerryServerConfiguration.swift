@@ -19,6 +19,10 @@ public struct FerryServerConfiguration: Sendable {
     /// Tokens from the app's identity provider (JWKS), accepted beside the
     /// server's own; `nil` for the server's own only.
     public var identityProvider: IdentityProviderConfiguration?
+    /// The admin API's listener and credential; `nil` serves no admin API.
+    public var admin: AdminConfiguration?
+    /// Receivers of row changes, delivered from the change feed.
+    public var webhooks: [WebhookConfiguration] = []
     /// What one request may carry.
     public var limits = ServerLimits()
     /// Timeouts and caps on connections and live streams.

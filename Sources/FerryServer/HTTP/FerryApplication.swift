@@ -34,6 +34,8 @@ public enum FerryApplication {
     ///     once ``ServerReadiness/drain()`` is called.
     ///   - onServerRunning: called with the bound address once the
     ///     server listens (useful with port `0`).
+    ///   - onAdminServerRunning: the same for the admin API's listener
+    ///     (``FerryServerConfiguration/admin``).
     public static func build(
         configuration: FerryServerConfiguration,
         store: any SyncStore,
@@ -41,7 +43,8 @@ public enum FerryApplication {
         metrics: ServerMetrics = ServerMetrics(),
         logger: Logger = Logger(label: "ferry-server"),
         readiness: ServerReadiness = ServerReadiness(),
-        onServerRunning: (@Sendable (String, Int) async -> Void)? = nil
+        onServerRunning: (@Sendable (String, Int) async -> Void)? = nil,
+        onAdminServerRunning: (@Sendable (String, Int) async -> Void)? = nil
     ) async throws -> some ApplicationProtocol {
         let blobs = try blobs ?? store.makeBlobStore(maxBlobBytes: configuration.limits.maxBlobBytes)
         try configuration.identityProvider?.validate()
@@ -65,6 +68,23 @@ public enum FerryApplication {
                 "max_body_bytes": "\(configuration.limits.maxBodyBytes)",
             ])
         let open = OpenConnections(limit: connections.maxConnections)
+        let webhooks = WebhookDeliveries(store: store, webhooks: configuration.webhooks, metrics: metrics, logger: logger, now: configuration.now)
+        var adminServices: [any Service] = []
+        if let admin = configuration.admin {
+            let adminRouter = try AdminAPI.makeRouter(admin: admin, configuration: configuration, store: store, metrics: metrics, webhooks: webhooks)
+            adminServices.append(
+                Application(
+                    router: adminRouter,
+                    server: FerryHTTPChannel.builder(limits: connections, open: open, metrics: metrics),
+                    configuration: .init(address: .hostname(admin.host, port: admin.port), serverName: "ferry-admin"),
+                    onServerRunning: { channel in
+                        if let address = channel.localAddress {
+                            await onAdminServerRunning?(address.ipAddress ?? admin.host, address.port ?? admin.port)
+                        }
+                    },
+                    logger: logger
+                ))
+        }
         return Application(
             router: router,
             server: FerryHTTPChannel.builder(limits: connections, open: open, metrics: metrics),
@@ -80,7 +100,8 @@ public enum FerryApplication {
             services: [
                 StoreService(store: store, readiness: readiness),
                 GarbageCollector(store: store, blobs: blobs, configuration: configuration, logger: logger),
-            ] + (provider.map { [IdentityProviderRefresh(keys: $0)] } ?? []),
+                webhooks,
+            ] + (provider.map { [IdentityProviderRefresh(keys: $0)] } ?? []) + adminServices,
             onServerRunning: { channel in
                 if let address = channel.localAddress {
                     await onServerRunning?(address.ipAddress ?? configuration.host, address.port ?? configuration.port)

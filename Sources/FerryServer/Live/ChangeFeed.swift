@@ -18,7 +18,8 @@ public final class ChangeFeed: Sendable {
     }
 
     private struct Subscriber {
-        var scopes: Set<String>
+        /// `nil`: every scope (the admin change feed, webhooks).
+        var scopes: Set<String>?
         var continuation: AsyncStream<Set<String>>.Continuation
     }
 
@@ -32,8 +33,9 @@ public final class ChangeFeed: Sendable {
 
     public init() {}
 
-    /// Starts following `scopes`. The stream ends when the feed closes.
-    public func subscribe(to scopes: Set<String>) -> Subscription {
+    /// Starts following `scopes`, or with `nil` every scope. The stream
+    /// ends when the feed closes.
+    public func subscribe(to scopes: Set<String>?) -> Subscription {
         // Only the latest news matters: a subscriber that lags pulls once.
         let (stream, continuation) = AsyncStream.makeStream(of: Set<String>.self, bufferingPolicy: .bufferingNewest(16))
         let id: Int? = state.withLockedValue { state in
@@ -57,7 +59,7 @@ public final class ChangeFeed: Sendable {
         guard !scopes.isEmpty else { return }
         let deliveries = state.withLockedValue { state in
             state.subscribers.values.compactMap { subscriber -> (AsyncStream<Set<String>>.Continuation, Set<String>)? in
-                let news = subscriber.scopes.intersection(scopes)
+                let news = subscriber.scopes?.intersection(scopes) ?? scopes
                 return news.isEmpty ? nil : (subscriber.continuation, news)
             }
         }
@@ -72,8 +74,8 @@ public final class ChangeFeed: Sendable {
         let deliveries = state.withLockedValue { state in
             state.subscribers.values.map { ($0.continuation, $0.scopes) }
         }
-        for (continuation, scopes) in deliveries where !scopes.isEmpty {
-            continuation.yield(scopes)
+        for (continuation, scopes) in deliveries where scopes?.isEmpty != true {
+            continuation.yield(scopes ?? [])
         }
     }
 

@@ -99,6 +99,17 @@ public final class ServerMetrics: Sendable {
         count("ferry_blob_uploads_resumed_total")
     }
 
+    /// A webhook delivery attempt: `delivered` or `failed`.
+    func recordWebhookDelivery(_ webhook: String, outcome: String, changes: Int) {
+        count("ferry_webhook_deliveries_total", [("webhook", webhook), ("outcome", outcome)])
+        if outcome == "delivered" { count("ferry_webhook_changes_total", [("webhook", webhook)], by: changes) }
+    }
+
+    /// Whether a webhook is parked (1) after too many failures, or delivering (0).
+    func recordWebhookParked(_ webhook: String, _ parked: Bool) {
+        Meter(label: "ferry_webhook_parked", dimensions: [("webhook", webhook)], factory: factory).set(parked ? 1 : 0)
+    }
+
     /// The exposition text.
     public func render() -> String {
         registry.emitToString()

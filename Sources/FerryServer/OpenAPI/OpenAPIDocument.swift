@@ -46,7 +46,8 @@ struct LimitPlacement: Sendable {
 
     static let all: [LimitPlacement] = [
         LimitPlacement(path: ["components", "schemas", "PushRequest", "properties", "mutations", "maxItems"]) { Int64($0.maxMutationsPerPush) },
-        LimitPlacement(path: ["components", "schemas", "Mutation", "properties", "columns", "maxProperties"]) { Int64($0.maxColumnsPerMutation) },
+        LimitPlacement(path: ["components", "schemas", "Columns", "maxProperties"]) { Int64($0.maxColumnsPerMutation) },
+        LimitPlacement(path: ["components", "schemas", "BackendWriteRequest", "properties", "writes", "maxItems"]) { Int64($0.maxMutationsPerPush) },
         LimitPlacement(path: ["components", "schemas", "PullRequest", "properties", "scopes", "maxItems"]) { Int64($0.maxScopesPerRequest) },
         LimitPlacement(path: ["components", "schemas", "PullRequest", "properties", "limit", "maximum"]) { Int64($0.maxPullLimit) },
         LimitPlacement(path: ["paths", "/v1/live", "get", "parameters", "name=scope", "schema", "maxItems"]) { Int64($0.maxScopesPerRequest) },

@@ -176,4 +176,36 @@ struct LedgerStore: SyncStore {
     func run() async throws { try await inner.run() }
 
     func close() async throws { try await inner.close() }
+
+    // The admin API's reads and webhook state, passed through.
+
+    func scopes(after: String?, limit: Int) async throws -> [ScopeSummary] { try await inner.scopes(after: after, limit: limit) }
+
+    func scope(_ scope: String) async throws -> ScopeSummary? { try await inner.scope(scope) }
+
+    func removeMember(_ userID: String, from scope: String) async throws -> Bool { try await inner.removeMember(userID, from: scope) }
+
+    func rows(scope: String, table: String, after: String?, changedSince: Int64?, limit: Int) async throws -> [ListedRow] {
+        try await inner.rows(scope: scope, table: table, after: after, changedSince: changedSince, limit: limit)
+    }
+
+    func changes(after cursor: String?, scope: String?, table: String?, limit: Int) async throws -> ChangeFeedPage {
+        try await inner.changes(after: cursor, scope: scope, table: table, limit: limit)
+    }
+
+    func users(after: String?, limit: Int) async throws -> [String] { try await inner.users(after: after, limit: limit) }
+
+    func devices(of userID: String) async throws -> [DeviceSummary] { try await inner.devices(of: userID) }
+
+    func leaseWebhook(_ name: String, holder: String, now: Int64, leaseMilliseconds: Int64) async throws -> WebhookState? {
+        try await inner.leaseWebhook(name, holder: holder, now: now, leaseMilliseconds: leaseMilliseconds)
+    }
+
+    func recordWebhook(_ state: WebhookState, holder: String, now: Int64) async throws -> Bool {
+        try await inner.recordWebhook(state, holder: holder, now: now)
+    }
+
+    func webhookStates() async throws -> [WebhookState] { try await inner.webhookStates() }
+
+    func replayWebhook(_ name: String, from start: WebhookReplay) async throws -> Bool { try await inner.replayWebhook(name, from: start) }
 }

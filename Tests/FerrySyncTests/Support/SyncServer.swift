@@ -25,6 +25,8 @@ final class SyncServer: Sendable {
     /// The PostgreSQL database this server created, dropped by ``stop()``.
     private let owned: PostgresTestDatabase?
     let port: Int
+    /// The admin API's port, when the configuration serves it.
+    let adminPort: Int?
     private let group: ServiceGroup
     private let running: Task<Void, any Error>
     private let authority: TokenAuthority
@@ -32,9 +34,10 @@ final class SyncServer: Sendable {
     /// Runs `body` against a server on a store of `kind`, and stops it
     /// (dropping a PostgreSQL database) whatever `body` does.
     static func with<T>(
-        _ kind: StoreKind, tables: ServerTables = ServerTables(), _ body: (SyncServer) async throws -> T
+        _ kind: StoreKind, tables: ServerTables = ServerTables(), configure: (inout FerryServerConfiguration) -> Void = { _ in },
+        _ body: (SyncServer) async throws -> T
     ) async throws -> T {
-        let server = try await start(tables: tables, store: kind)
+        let server = try await start(tables: tables, store: kind, configure: configure)
         do {
             let value = try await body(server)
             await server.stop()
@@ -87,24 +90,28 @@ final class SyncServer: Sendable {
         var logger = Logger(label: "sync-test-server")
         logger.logLevel = .error
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
+        let (adminPorts, adminContinuation) = AsyncStream.makeStream(of: Int.self)
         let blobs = try store.makeBlobStore(maxBlobBytes: configuration.limits.maxBlobBytes)
-        let app = try await FerryApplication.build(configuration: configuration, store: store, blobs: blobs, logger: logger) { _, port in
-            portContinuation.yield(port)
-        }
+        let app = try await FerryApplication.build(
+            configuration: configuration, store: store, blobs: blobs, logger: logger,
+            onServerRunning: { _, port in portContinuation.yield(port) },
+            onAdminServerRunning: { _, port in adminContinuation.yield(port) })
         let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
         let running = Task { try await group.run() }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else { throw CancellationError() }
+        var adminIterator = adminPorts.makeAsyncIterator()
+        let adminPort = configuration.admin == nil ? nil : await adminIterator.next()
         if let store = unwrapped as? PostgresSyncStore { try await store.waitUntilReady() }
         return SyncServer(
             directory: directory, store: store, sqlite: unwrapped as? SQLiteSyncStore, blobs: blobs,
-            postgres: postgres, owned: owned, port: port, group: group, running: running,
+            postgres: postgres, owned: owned, port: port, adminPort: adminPort, group: group, running: running,
             authority: await TokenAuthority(secret: secret))
     }
 
     private init(
         directory: TemporaryDirectory, store: any SyncStore, sqlite: SQLiteSyncStore?, blobs: any BlobStore,
-        postgres: PostgresTestDatabase?, owned: PostgresTestDatabase?, port: Int, group: ServiceGroup,
+        postgres: PostgresTestDatabase?, owned: PostgresTestDatabase?, port: Int, adminPort: Int?, group: ServiceGroup,
         running: Task<Void, any Error>, authority: TokenAuthority
     ) {
         self.directory = directory
@@ -114,12 +121,21 @@ final class SyncServer: Sendable {
         self.postgres = postgres
         self.owned = owned
         self.port = port
+        self.adminPort = adminPort
         self.group = group
         self.running = running
         self.authority = authority
     }
 
     var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+    /// The app's backend on this server's admin port (a configuration with ``withAdmin(_:)``).
+    var admin: AdminClient { AdminClient(port: adminPort!) }
+
+    /// Serves the admin API on a free port with ``AdminClient/token``.
+    static func withAdmin(_ configuration: inout FerryServerConfiguration) {
+        configuration.admin = try! AdminConfiguration(port: 0, token: AdminClient.token)
+    }
 
     func token(_ user: String, lifetime: Duration = .seconds(600)) async throws -> String {
         try await authority.mint(userID: user, lifetime: lifetime)

@@ -197,6 +197,29 @@ enum PostgresSchema {
                 // from before this was kept, which starts at the beginning).
                 "ALTER TABLE ferry_clients ADD COLUMN first_notice_xid bigint",
             ]),
+        Migration(
+            version: 6,
+            statements: [
+                // The change feed reads every scope's rows in change order.
+                "CREATE INDEX ferry_rows_by_position ON ferry_rows (xid, version)",
+                // When the server last applied a push from the client (ms since 1970).
+                "ALTER TABLE ferry_clients ADD COLUMN last_push_at bigint",
+                // Where each webhook's deliveries stand, and which instance
+                // delivers it until when: one delivery pipeline, whichever
+                // instance holds the lease.
+                """
+                CREATE TABLE ferry_webhooks (
+                    name text PRIMARY KEY,
+                    cursor text,
+                    failures integer NOT NULL DEFAULT 0,
+                    parked boolean NOT NULL DEFAULT false,
+                    last_error text,
+                    delivered_at bigint,
+                    holder text,
+                    lease_until bigint NOT NULL DEFAULT 0
+                )
+                """,
+            ]),
     ]
 
     static var latestVersion: Int { migrations.map(\.version).max() ?? 0 }

@@ -74,9 +74,10 @@ extension PostgresSyncStore {
         // with a duplicate key on the results.
         try await connection.query(
             """
-            INSERT INTO ferry_clients (user_id, client_id, last_mutation_id, xid, first_notice_xid)
-            VALUES (\(userID), \(clientID), \(plan.lastAppliedMutationID), \(xid), pg_snapshot_xmin(pg_current_snapshot())::text::bigint)
-            ON CONFLICT (user_id, client_id) DO UPDATE SET last_mutation_id = excluded.last_mutation_id, xid = excluded.xid
+            INSERT INTO ferry_clients (user_id, client_id, last_mutation_id, xid, first_notice_xid, last_push_at)
+            VALUES (\(userID), \(clientID), \(plan.lastAppliedMutationID), \(xid), pg_snapshot_xmin(pg_current_snapshot())::text::bigint, \(now))
+            ON CONFLICT (user_id, client_id) DO UPDATE SET
+                last_mutation_id = excluded.last_mutation_id, xid = excluded.xid, last_push_at = excluded.last_push_at
             """, logger: logger)
         let changed = plan.rows.sorted { $0.key < $1.key }
         let inserted = changed.filter { !existing.contains($0.key) }

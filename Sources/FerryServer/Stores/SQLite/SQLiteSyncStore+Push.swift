@@ -129,11 +129,12 @@ extension SQLiteSyncStore {
             try Self.execute(
                 db,
                 sql: """
-                    INSERT INTO clients (user_id, client_id, last_mutation_id, first_notice)
-                    VALUES (?, ?, ?, (SELECT coalesce(max(id), 0) FROM notices))
-                    ON CONFLICT (user_id, client_id) DO UPDATE SET last_mutation_id = excluded.last_mutation_id
+                    INSERT INTO clients (user_id, client_id, last_mutation_id, first_notice, last_push_at)
+                    VALUES (?, ?, ?, (SELECT coalesce(max(id), 0) FROM notices), ?)
+                    ON CONFLICT (user_id, client_id) DO UPDATE SET
+                        last_mutation_id = excluded.last_mutation_id, last_push_at = excluded.last_push_at
                     """,
-                arguments: [userID, clientID, plan.lastAppliedMutationID]
+                arguments: [userID, clientID, plan.lastAppliedMutationID, now]
             )
         }
         try Self.execute(db, sql: "UPDATE store_meta SET value = ? WHERE key = 'version'", arguments: [plan.version])

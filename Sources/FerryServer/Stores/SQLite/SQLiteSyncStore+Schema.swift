@@ -162,6 +162,27 @@ extension SQLiteSyncStore {
                     ALTER TABLE clients ADD COLUMN first_notice INTEGER;
                     """)
         }
+        migrator.registerMigration("server.v5.admin") { db in
+            try db.execute(
+                sql: """
+                    -- The change feed reads every scope's rows in version order.
+                    CREATE INDEX rows_by_version ON rows (version);
+                    -- When the server last applied a push from the client (ms since 1970).
+                    ALTER TABLE clients ADD COLUMN last_push_at INTEGER;
+                    -- Where each webhook's deliveries stand, and which process
+                    -- delivers it until when.
+                    CREATE TABLE webhooks (
+                        name TEXT PRIMARY KEY NOT NULL,
+                        cursor TEXT,
+                        failures INTEGER NOT NULL DEFAULT 0,
+                        parked INTEGER NOT NULL DEFAULT 0,
+                        last_error TEXT,
+                        delivered_at INTEGER,
+                        holder TEXT,
+                        lease_until INTEGER NOT NULL DEFAULT 0
+                    ) WITHOUT ROWID;
+                    """)
+        }
         return migrator
     }
 }
