@@ -17,7 +17,7 @@ import Testing
                 BackendWrite(scope: "team@bob", table: "item", rowID: "i1", columns: ["name": .text("y")], baseVersion: 3),
             ])
         let writer = BackendWriter(request)
-        #expect(writer.userID == "server:moderation" && writer.clientID == "server:moderation/req-7")
+        #expect(writer.userID == "server:moderation" && writer.clientID == "req-7")
         #expect(writer.rowsWithoutBase == [RowKey(scope: "user:alice", table: "note", rowID: "n1"), RowKey(scope: "user:alice", table: "note", rowID: "n2")])
         let push = writer.push(bases: [RowKey(scope: "user:alice", table: "note", rowID: "n1"): 41], now: 1_000)
         #expect(push.clientID == writer.clientID)

@@ -11,7 +11,7 @@ public struct ChangeFeedEntry: Sendable, Hashable, Codable {
     public var version: Int64
     public var deleted: Bool
     public var values: [String: ColumnValue]
-    /// The client that made the change (`server:<writer>/…` for a backend write).
+    /// The client that made the change, as `<user>:<client>` (`server:<writer>:<request id>` for a backend write).
     public var clientID: String
     /// When the server applied it, in milliseconds since 1970.
     public var changedAt: Int64

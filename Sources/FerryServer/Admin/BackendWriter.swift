@@ -4,8 +4,8 @@ import FerryProtocol
 /// and the mutations the store merges. Pure, so the rules are tested
 /// without a store.
 ///
-/// A request id is its own client (`server:<writer>/<request id>`), its
-/// writes mutations 1…n: a request sent again is a push the store has
+/// A request id is its own client of the writer (the store names it
+/// `server:<writer>:<request id>`), its writes mutations 1…n: a request sent again is a push the store has
 /// applied, so it is acknowledged with the first results and changes
 /// nothing (server semantic 1), on either store, in the same transaction.
 ///
@@ -27,7 +27,7 @@ struct BackendWriter: Sendable {
     var userID: String { Self.userPrefix + request.writer }
 
     /// The request's own client.
-    var clientID: String { userID + "/" + request.requestID }
+    var clientID: String { request.requestID }
 
     /// The rows whose current version stands in for a missing base.
     var rowsWithoutBase: [RowKey] {
