@@ -5,6 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import NIOConcurrencyHelpers
 import Testing
+import FerryTestSupport
 
 /// The live endpoint on a real socket.
 @Suite struct LiveTests {
@@ -187,6 +188,39 @@ import Testing
             // The same token opens nothing now.
             let again = try await EventStreamClient.request(port: port, method: "GET", path: "/v1/live?scope=user:alice", token: token)
             #expect(again.status.contains(" 401 "), "\(again)")
+        }
+    }
+}
+
+/// Access bounds a live stream as its token does: a member removed from a
+/// shared scope it follows gets `revoked` at the next news, and the
+/// stream ends.
+@Suite struct LiveAccessLossTests {
+    @Test func aStreamEndsWithARevokedEventWhenItsUserLosesTheScope() async throws {
+        let server = try await TestServer()
+        try await server.store.createScope("trip@alice", owner: "alice")
+        try await server.store.setMember("bob", role: .read, in: "trip@alice")
+        let bob = try await server.token("bob")
+        let app = try await server.application()
+        try await app.test(.live) { client in
+            let port = try #require(client.port)
+            let events = NIOLockedValueBox<[(String, String)]>([])
+            let stream = Task {
+                try await EventStreamClient.stream(port: port, path: "/v1/live?scope=trip@alice&scope=user:bob", token: bob) { event in
+                    events.withLockedValue { $0.append((event.name, event.data)) }
+                    return event.name != "revoked"
+                }
+            }
+            #expect(try await eventually(within: .seconds(10)) { events.withLockedValue { $0.map(\.0) } == ["ready"] })
+            #expect(try await server.store.removeMember("bob", from: "trip@alice"))
+            // News in the scope: the stream checks access before it says anything of it.
+            _ = try await server.store.push(
+                PushRequest(clientID: "c1", mutations: [Mutations.upsert(1, scope: "trip@alice", ["title": "x"])]), userID: "alice",
+                rules: PushRules())
+            let status = try await stream.value
+            #expect(status.contains(" 200 "))
+            #expect(events.withLockedValue { $0.map(\.0) } == ["ready", "revoked"])
+            #expect(events.withLockedValue { $0.last?.1 }?.contains("trip@alice") == true)
         }
     }
 }

@@ -110,6 +110,9 @@ public enum LiveMessage: Sendable, Hashable {
     /// The token that opened the stream expired; the stream ends. Open it
     /// again with a fresh token.
     case expired
+    /// The user can no longer read `scope`, which the stream follows; the
+    /// stream ends. A sync says which scope is refused.
+    case revoked(scope: String)
 }
 
 extension LiveMessage {
@@ -136,6 +139,9 @@ extension LiveMessage {
                 ?? .change(scopes: scopes)
         case LiveEvent.Name.expired.rawValue:
             self = .expired
+        case LiveEvent.Name.revoked.rawValue:
+            let news = try? JSONDecoder().decode(LiveEvent.self, from: Data(event.data.utf8))
+            self = .revoked(scope: news?.scopes.first ?? "")
         default:
             return nil
         }

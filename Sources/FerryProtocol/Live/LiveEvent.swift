@@ -30,6 +30,9 @@ public struct LiveEvent: Sendable, Hashable, Codable {
         /// The token that opened the stream has expired: the stream ends.
         /// Open it again with a fresh token.
         case expired
+        /// The user can no longer read a scope the stream follows (removed
+        /// from a shared scope); the stream ends. Its `scopes` names it.
+        case revoked
     }
 
     /// The followed scopes this event is about.

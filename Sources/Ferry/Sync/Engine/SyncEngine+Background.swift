@@ -178,6 +178,10 @@ extension SyncEngine {
                     trigger.yield(.now)
                     throw SyncTransportError.unreachable(
                         renewed ? "the live stream's token expired; reopening with a renewed one" : "the live stream's token expired")
+                case .revoked(let scope):
+                    // The sync that follows meets the refusal and reports it; the stream reopens with backoff.
+                    trigger.yield(.now)
+                    throw SyncTransportError.unreachable("the user can no longer read scope `\(scope)`, which the live stream followed")
                 }
             }
         } catch {

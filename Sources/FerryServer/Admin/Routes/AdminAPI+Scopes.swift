@@ -37,13 +37,15 @@ extension AdminAPI {
         return JSONResponse.make(ScopeMember(userID: member, role: body.role))
     }
 
-    /// Removes a member. Their live streams of the scope end at the next
-    /// news (each live event checks access again), and pulls are refused.
+    /// Removes a member. Their live streams of the scope end with `revoked`
+    /// (on this instance at once, told as news; on others at the next news
+    /// or heartbeat), and pulls are refused.
     func removeMember(_ request: Request, context: FerryRequestContext) async throws -> Response {
         let (scope, member) = try Self.membership(context)
         guard try await store.removeMember(member, from: scope) else {
             throw FerryServerError(.notFound, "`\(member)` is not a member of `\(scope)`")
         }
+        store.changeFeed.publish([scope])
         return Response(status: .noContent)
     }
 

@@ -7,6 +7,8 @@ import ServiceLifecycle
 /// `GET /v1/live?scope=…`: server-sent events telling a client that a
 /// followed scope has news, so it pulls at once instead of polling. With
 /// `rows=true`, a small change comes as the rows themselves (`event: page`).
+/// The stream ends with `expired` when its token does, and with `revoked`
+/// when the user can no longer read a scope it follows.
 extension SyncAPI {
     /// The most rows a live `page` event carries; a bigger change is a `change`.
     static let livePageRows = 100
@@ -87,6 +89,17 @@ extension SyncAPI {
                             }
                         }
                         events: for await event in events {
+                            // The user's access bounds the stream too: checked at every news and heartbeat.
+                            let checked: [String] =
+                                switch event {
+                                case .change(let news): news.sorted()
+                                case .heartbeat: scopes
+                                case .expired: []
+                                }
+                            if let lost = await api.firstUnreadable(checked, userID: userID, grants: grants) {
+                                try await writer.write(Self.event(.revoked, scopes: [lost]))
+                                break events
+                            }
                             switch event {
                             case .change(let news) where sendsRows:
                                 for scope in news.sorted() {
@@ -112,6 +125,22 @@ extension SyncAPI {
                 try await writer.finish(nil)
             }
         )
+    }
+
+    /// The first of `scopes` the user may no longer read (removed from a
+    /// shared scope since the stream opened), or `nil`. A store that cannot
+    /// answer now is not taken for a refusal.
+    private func firstUnreadable(_ scopes: [String], userID: String, grants: [String: ScopeRole]) async -> String? {
+        for scope in scopes {
+            do {
+                try await require(.read, in: scope, for: userID, grants: grants)
+            } catch let error as FerryServerError where error.code == .forbidden {
+                return scope
+            } catch {
+                continue
+            }
+        }
+        return nil
     }
 
     /// The event for news in `scope`: the rows after `cursor` as a `page`
