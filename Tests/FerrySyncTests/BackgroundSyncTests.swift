@@ -258,3 +258,46 @@ private struct PullCounter: SyncTransport {
         }
     }
 }
+
+/// A token that can never be renewed leaves the background engine signed
+/// out, not retrying: over a minute of local writes, a periodic timer and
+/// a live stream wanting to open, the server sees a handful of requests.
+@Suite struct SignedOutEngineTests {
+    @Test func aPermanentlyRefusedTokenIsAHandfulOfRequestsAMinute() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try await SyncServer.start()
+        try await server.stopping {
+            struct SignedOut: Error {}
+            let refreshes = Locked(0)
+            let device = try await Device.make(
+                "a", user: "alice", server: server, directory: directory,
+                configure: {
+                    $0.live = true
+                    $0.periodicInterval = .seconds(5)
+                    $0.debounce = .milliseconds(50)
+                },
+                token: "revoked-by-the-identity-provider",
+                tokenRefresher: {
+                    refreshes.withLock { $0 += 1 }
+                    throw SignedOut()
+                })
+            await device.engine.start()
+            let started = ContinuousClock.now
+            for index in 0..<12 {
+                try device.execute("INSERT INTO note(id, title) VALUES ('n\(index)', 'offline')")
+                try await Task.sleep(until: started + .seconds(5 * (index + 1)))
+            }
+            #expect(device.engine.status.phase == .unauthorized)
+            #expect(try device.database.outbox.pendingCount() == 12, "nothing lost while signed out")
+            // Signed in again: the background loop syncs at once.
+            await device.engine.updateToken(try await server.token("alice"))
+            #expect(try await eventually(within: .seconds(10)) { try device.database.outbox.pendingCount() == 0 })
+            await device.engine.stop()
+            let lines = try await AdminClient(port: server.port).send(.GET, "/metrics").text
+                .split(separator: "\n").filter { $0.hasPrefix("ferry_http_requests_total") && $0.contains(#"status="401""#) }
+            let refused = lines.compactMap { $0.split(separator: " ").last.flatMap { Int($0) } }.reduce(0, +)
+            #expect(refused <= 5, "\(refused) refused requests in a minute: \(lines)")
+            #expect(refreshes.withLock { $0 } <= refused + 1)
+        }
+    }
+}

@@ -111,6 +111,8 @@ extension SyncEngine {
             let wait = decisions.wait(before: reason)
             if wait > .zero { try? await clock.sleep(for: wait) }
             if Task.isCancelled { break }
+            // Signed out: nothing is asked of the server until a new token (``updateToken(_:)``) comes.
+            if await credentials.signedOut { continue }
             do {
                 _ = try await runExclusive(attempts: nil)
             } catch is CancellationError {
@@ -158,6 +160,10 @@ extension SyncEngine {
     /// every announcement.
     private func listenLive(_ trigger: AsyncStream<Trigger>.Continuation) async throws {
         defer { broadcaster.update { $0.liveConnected = false } }
+        // Signed out: the stream waits for a new token, asking the server nothing.
+        while await credentials.signedOut {
+            try await clock.sleep(for: .seconds(1))
+        }
         do {
             for try await message in transport.live(scopes: configuration.scopes, token: await credentials.token) {
                 switch message {

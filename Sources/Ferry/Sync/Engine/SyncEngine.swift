@@ -99,9 +99,12 @@ public actor SyncEngine {
         broadcaster.stream()
     }
 
-    /// Replaces the bearer token (after the user signs in again).
+    /// Replaces the bearer token (after the user signs in again). A
+    /// background loop that was signed out (``SyncStatus/Phase/unauthorized``)
+    /// syncs at once with it.
     public func updateToken(_ token: String) async {
         await credentials.update(token)
+        stopTrigger?.yield(.now)
     }
 
     /// Syncs now: pushes every pending change, then pulls every followed
