@@ -120,8 +120,10 @@ import Testing
         #expect(ContinuousClock.now - start < .seconds(5), "a ring before the wait ends it at once")
         let waiting = Task { await bell.wait(upTo: .seconds(30)) }
         try? await Task.sleep(for: .milliseconds(50))
+        let rung = ContinuousClock.now
         bell.ring()
         #expect(await waiting.value)
+        #expect(ContinuousClock.now - rung < .seconds(5), "a ring ends a wait at once, not at its timeout")
         bell.close()
         #expect(await bell.wait(upTo: .seconds(30)) == false)
     }

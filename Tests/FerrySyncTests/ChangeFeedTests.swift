@@ -1,3 +1,4 @@
+@testable import Ferry
 import FerryProtocol
 @testable import FerryServer
 import Foundation
@@ -26,15 +27,22 @@ struct ChangeFeedTests {
             let tail = Task {
                 var seen: [ChangeFeedEntry] = []
                 var cursor: String?
+                var failures: [String] = []
                 // Stopped by cancellation; a page cut short by it is read again from the cursor.
                 while !Task.isCancelled {
-                    guard let page = try? await reader.changes(after: cursor, limit: 7) else { continue }
-                    seen += page.changes
-                    cursor = page.cursor
+                    do {
+                        let page = try await reader.changes(after: cursor, limit: 7)
+                        seen += page.changes
+                        cursor = page.cursor
+                    } catch  where !Task.isCancelled {
+                        failures.append("\(error)")
+                    } catch {}
                     try? await Task.sleep(for: .milliseconds(10))
                 }
-                return (seen, cursor)
+                return (seen, cursor, failures)
             }
+            // Besides the rewrites, each request inserts a row of its own: every one of those changes must show.
+            let inserted = Locked<[String: Int64]>([:])
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for writer in 0..<4 {
                     group.addTask {
@@ -51,17 +59,36 @@ struct ChangeFeedTests {
                                 if write.operation == .delete { write.columns = nil }
                                 return write
                             }
+                            let unique = "u\(writer)-\(request)"
+                            let own = BackendWrite(scope: "user:alice", table: "note", rowID: unique, columns: ["title": .text(unique)])
                             let admin = admins[(writer + request) % admins.count]
-                            _ = try await admin.write(BackendWriteRequest(writer: "w\(writer)", requestID: "\(request)", writes: writes))
+                            let reply = try await admin.write(BackendWriteRequest(writer: "w\(writer)", requestID: "\(request)", writes: writes + [own]))
+                            inserted.withLock { $0[unique] = reply.results.last?.version }
                         }
                     }
                 }
                 try await group.waitForAll()
             }
             tail.cancel()
-            var (seen, cursor) = await tail.value
-            // Everything committed is readable once no write runs: the last pages.
-            seen += try await reader.changes(after: cursor).changes
+            var (seen, cursor, failures) = await tail.value
+            #expect(failures.isEmpty, "\(failures)")
+            #expect(cursor != nil, "the tail read the feed while the writes ran")
+            // Everything committed becomes readable once no write runs (on PostgreSQL, once every
+            // transaction of the cluster below it has ended): the last pages.
+            let expected = inserted.withLock { $0 }
+            #expect(expected.count == 80 && expected.values.allSatisfy { $0 > 0 })
+            #expect(
+                try await eventually(within: .seconds(20)) {
+                    let rest = try await reader.changes(after: cursor)
+                    seen += rest.changes
+                    cursor = rest.cursor
+                    let versions = Dictionary(seen.map { ($0.rowID, $0.version) }, uniquingKeysWith: max)
+                    return expected.allSatisfy { versions[$0.key] == $0.value }
+                })
+            // Every row inserted once is in the feed exactly once, at the version its write got.
+            for (rowID, version) in expected {
+                #expect(seen.filter { $0.rowID == rowID }.map(\.version) == [version], "\(rowID)")
+            }
 
             var last: [String: Int64] = [:]
             for change in seen {
@@ -79,12 +106,13 @@ struct ChangeFeedTests {
                     #expect(final?.deleted == row.deleted && (row.deleted || final?.values == row.values))
                 }
             }
-            #expect(stored == last.count && stored > 10)
+            #expect(stored == last.count - expected.count && stored > 10)
             // A garbled cursor is refused; a filtered read sees only its scope and table.
             #expect(try await reader.send(.GET, "/admin/v1/changes?cursor=garbage").status == 400)
             let bobs = try await reader.changes(query: "&scope=user:bob&table=note").changes
             #expect(!bobs.isEmpty && bobs.allSatisfy { $0.scope == "user:bob" })
             #expect(bobs.count == last.keys.filter { $0.hasPrefix("user:bob/") }.count)
+            #expect(try await reader.changes(query: "&table=note&scope=user:alice").changes.count == last.keys.filter { $0.hasPrefix("user:alice/") }.count)
         } catch {
             for instance in instances.reversed() { await instance.stop() }
             throw error

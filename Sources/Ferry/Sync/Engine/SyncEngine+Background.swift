@@ -112,7 +112,10 @@ extension SyncEngine {
             if wait > .zero { try? await clock.sleep(for: wait) }
             if Task.isCancelled { break }
             // Signed out: nothing is asked of the server until a new token (``updateToken(_:)``) comes.
-            if await credentials.signedOut { continue }
+            if await !credentials.refreshIfDue() {
+                showSignedOut()
+                continue
+            }
             do {
                 _ = try await runExclusive(attempts: nil)
             } catch is CancellationError {
@@ -124,6 +127,15 @@ extension SyncEngine {
                     $0.phase = $0.phase == .unauthorized ? .unauthorized : .idle; $0.lastError = "\(error)"
                 }
             }
+        }
+    }
+
+    /// The app sees the engine signed out: ``SyncStatus/Phase/unauthorized``.
+    private func showSignedOut() {
+        guard broadcaster.current.phase != .unauthorized else { return }
+        broadcaster.update {
+            $0.phase = .unauthorized
+            $0.lastError = "the server refused the token and no new one was available; sign in again"
         }
     }
 
@@ -161,11 +173,12 @@ extension SyncEngine {
     private func listenLive(_ trigger: AsyncStream<Trigger>.Continuation) async throws {
         defer { broadcaster.update { $0.liveConnected = false } }
         // Signed out: the stream waits for a new token, asking the server nothing.
-        while await credentials.signedOut {
+        while await !credentials.refreshIfDue() {
             try await clock.sleep(for: .seconds(1))
         }
         do {
-            for try await message in transport.live(scopes: configuration.scopes, token: await credentials.token) {
+            let scopes = configuration.scopes.filter { !liveRevoked.contains($0) }
+            for try await message in transport.live(scopes: scopes, token: await credentials.token) {
                 switch message {
                 case .ready:
                     ran(.live)
@@ -181,11 +194,13 @@ extension SyncEngine {
                     // signed out if it could not be renewed); the stream opens
                     // again with the new one.
                     let renewed = await credentials.refresh()
+                    if !renewed { showSignedOut() }
                     trigger.yield(.now)
                     throw SyncTransportError.unreachable(
                         renewed ? "the live stream's token expired; reopening with a renewed one" : "the live stream's token expired")
                 case .revoked(let scope):
-                    // The sync that follows meets the refusal and reports it; the stream reopens with backoff.
+                    // The sync that follows meets the refusal and reports it; the stream reopens without the scope.
+                    liveRevoked.insert(scope)
                     trigger.yield(.now)
                     throw SyncTransportError.unreachable("the user can no longer read scope `\(scope)`, which the live stream followed")
                 }

@@ -298,6 +298,9 @@ extension SyncEngine {
     }
 
     private func finish(refusedScopes refused: [String], _ run: inout SyncRun) async throws -> SyncSummary {
+        await credentials.accepted()
+        // A revoked scope the server lets this user pull again is followed live again.
+        liveRevoked.formIntersection(refused)
         run.summary.refusedScopes = refused
         let now = database.wallClock.nowMilliseconds()
         try await database.write { db in try FerryMeta.setValue(now, for: .lastSyncAt, in: db) }

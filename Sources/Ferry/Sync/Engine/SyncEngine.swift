@@ -53,6 +53,10 @@ public actor SyncEngine {
     let random: @Sendable () -> Double
     var background: Task<Void, Never>?
     var stopTrigger: AsyncStream<Trigger>.Continuation?
+    /// Scopes the live stream leaves out: the server said the user can no
+    /// longer read them (`revoked`). A sync whose pulls are not refused
+    /// them any more brings them back.
+    var liveRevoked: Set<String> = []
     /// The background loop's decisions (``BackgroundDecisions``).
     var decisions = BackgroundDecisions(debounce: .zero, retry: RetryPolicy())
 

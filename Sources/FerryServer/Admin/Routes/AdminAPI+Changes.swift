@@ -28,7 +28,7 @@ extension AdminAPI {
         }
         // A reconnecting EventSource resumes after the last event it got.
         if let last = request.headers[HTTPField.Name("Last-Event-ID")!], !last.isEmpty { feed.cursor = last }
-        return try await stream(feed)
+        return try await stream(feed, connection: context.channel)
     }
 
     /// Pages as `changes` events, each with its cursor as the event id, read
@@ -36,7 +36,7 @@ extension AdminAPI {
     /// before the first read, so a change committed meanwhile is not missed;
     /// the first read happens before the response starts, so a bad cursor is
     /// a 400.
-    private func stream(_ feed: FeedQuery) async throws -> Response {
+    private func stream(_ feed: FeedQuery, connection: any Channel) async throws -> Response {
         let subscription = store.changeFeed.subscribe(to: nil)
         let first = try await store.changes(after: feed.cursor, scope: feed.scope, table: feed.table, limit: feed.limit)
         let store = self.store
@@ -45,28 +45,36 @@ extension AdminAPI {
             status: .ok,
             headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
             body: ResponseBody { writer in
-                let (wakes, wake) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(1))
+                let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+                // The client went away: end now, not at the next failed write.
+                connection.closeFuture.whenComplete { _ in wake.finish() }
                 try await withGracefulShutdownHandler {
                     try await withThrowingTaskGroup(of: Void.self) { group in
                         group.addTask {
-                            for await _ in subscription.changes { wake.yield(true) }
+                            for await _ in subscription.changes { wake.yield() }
                             wake.finish()
                         }
                         group.addTask {
                             while !Task.isCancelled {
                                 try await Task.sleep(for: heartbeat)
-                                wake.yield(false)
+                                wake.yield()
                             }
                         }
                         var page = first
                         var wakeups = wakes.makeAsyncIterator()
-                        while true {
+                        var lastWrite = ContinuousClock.now
+                        while !Task.isShuttingDownGracefully {
                             if !page.changes.isEmpty {
                                 try await writer.write(Self.event(page))
+                                lastWrite = .now
                             }
                             if !page.hasMore {
-                                guard let news = await wakeups.next() else { break }
-                                if !news { try await writer.write(ByteBuffer(string: ": heartbeat\n\n")) }
+                                guard await wakeups.next() != nil else { break }
+                            }
+                            // Whatever woke the stream: a filtered feed of a busy store may write nothing for long.
+                            if ContinuousClock.now - lastWrite >= heartbeat {
+                                try await writer.write(ByteBuffer(string: ": heartbeat\n\n"))
+                                lastWrite = .now
                             }
                             page = try await store.changes(after: page.cursor, scope: feed.scope, table: feed.table, limit: feed.limit)
                         }

@@ -33,8 +33,15 @@ extension AdminAPI {
             guard try await store.scope(scope) != nil else { throw Self.noScope(scope) }
         }
         var bases: [RowKey: Int64] = [:]
+        let applied = try await store.lastAppliedMutationID(userID: writer.userID, clientID: writer.clientID)
+        // A request id names one write: sent again, it must be the same size (its results are the first ones).
+        guard applied == 0 || applied == Int64(body.writes.count) else {
+            throw FerryServerError(
+                .alreadyExists,
+                "request id \(MutationCheck.quoted(body.requestID)) was used for a write of \(applied) rows; this one has \(body.writes.count): use a new request id")
+        }
         // A request applied before is only acknowledged again: its bases do not matter.
-        if try await store.lastAppliedMutationID(userID: writer.userID, clientID: writer.clientID) == 0 {
+        if applied == 0 {
             for key in Set(writer.rowsWithoutBase) {
                 bases[key] = try await store.row(scope: key.scope, table: key.table, rowID: key.rowID)?.version
             }
