@@ -76,6 +76,35 @@ struct WebhookTests {
         try? await database?.drop()
     }
 
+    /// Two instances on one PostgreSQL database, each configured with the
+    /// webhook and taking writes: one delivers at a time (the lease), so
+    /// every change arrives once, in order, whichever instance wrote it.
+    @Test(.enabled(if: PostgresTestDatabase.shouldRun))
+    func twoInstancesAreOneDeliveryPipeline() async throws {
+        let receiver = try await WebhookReceiver.start()
+        let first = try await SyncServer.start(store: .postgres, configure: Self.hook(receiver))
+        var instances = [first]
+        do {
+            instances.append(try await SyncServer.start(store: .postgres, sharing: first.postgres, configure: Self.hook(receiver)))
+            for round in 0..<10 {
+                try await Self.write(instances[round % 2].admin, (round * 3)..<(round * 3 + 3))
+            }
+            #expect(try await eventually(within: .seconds(30)) { Self.delivered(receiver).count == 30 })
+            try await Task.sleep(for: .milliseconds(300))
+            let rows = receiver.current.deliveries.flatMap(\.changes).map(\.rowID)
+            #expect(rows.count == 30, "each change once: \(rows.count) deliveries of 30 rows")
+            let versions = receiver.current.deliveries.flatMap(\.changes).map(\.version)
+            #expect(versions == versions.sorted(), "in commit order")
+            #expect(receiver.current.badSignatures == 0)
+        } catch {
+            for instance in instances.reversed() { await instance.stop() }
+            await receiver.stop()
+            throw error
+        }
+        for instance in instances.reversed() { await instance.stop() }
+        await receiver.stop()
+    }
+
     @Test func aReceiverThatKeepsFailingIsParkedUntilReplayed() async throws {
         let receiver = try await WebhookReceiver.start()
         receiver.setFailing(true)
