@@ -94,4 +94,42 @@ struct BackendTests {
             #expect(try phone.note("n1")?.body == "from the backend")
         }
     }
+
+    /// A member the backend removes from a shared scope: their live stream
+    /// ends with `revoked`, reopens without that scope, and keeps bringing
+    /// their own scope's news; their sync reports the scope as refused.
+    @Test func aMemberRemovedByTheBackendKeepsLiveForTheRest() async throws {
+        try await SyncServer.with(.sqlite, configure: SyncServer.withAdmin) { server in
+            let admin = server.admin
+            #expect(try await admin.send(.POST, "/admin/v1/scopes", json: #"{"scope":"trip@alice","owner":"alice"}"#).status == 201)
+            #expect(try await admin.send(.PUT, "/admin/v1/scopes/trip@alice/members/bob", json: #"{"role":"read"}"#).status == 200)
+            let directory = try TemporaryDirectory()
+            let bob = try await Device.make(
+                "bob", user: "bob", server: server, directory: directory,
+                configure: {
+                    $0.live = true
+                    $0.sharedScopes = ["trip@alice"]
+                })
+            await bob.engine.start()
+            #expect(try await eventually(within: .seconds(10)) { bob.engine.status.liveConnected })
+
+            #expect(try await admin.send(.DELETE, "/admin/v1/scopes/trip@alice/members/bob").status == 204)
+            #expect(try await admin.send(.DELETE, "/admin/v1/scopes/trip@alice/members/bob").status == 404)
+            // The stream ended (revoked) and reopened for bob's own scope: his news still arrives live.
+            #expect(try await eventually(within: .seconds(10)) { try await Self.liveOpens(server) == 2 && bob.engine.status.liveConnected })
+            _ = try await admin.write(Self.note("for-bob", "b1", scope: "user:bob", ["title": .text("still live")]))
+            #expect(try await eventually(within: .seconds(10)) { try bob.note("b1")?.title == "still live" })
+            #expect(try await Self.liveOpens(server) == 2, "one reopening, not a loop of refused ones")
+            await bob.engine.stop()
+            let summary = try await bob.engine.sync()
+            #expect(summary.refusedScopes == ["trip@alice"])
+        }
+    }
+
+    /// Live streams the server opened (200) so far.
+    static func liveOpens(_ server: SyncServer) async throws -> Int {
+        try await AdminClient(port: server.port).send(.GET, "/metrics").text.split(separator: "\n")
+            .filter { $0.hasPrefix("ferry_http_requests_total") && $0.contains(#"route="/v1/live""#) && $0.contains(#"status="200""#) }
+            .compactMap { $0.split(separator: " ").last.flatMap { Int($0) } }.reduce(0, +)
+    }
 }
