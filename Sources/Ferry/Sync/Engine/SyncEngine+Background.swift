@@ -177,7 +177,7 @@ extension SyncEngine {
             try await clock.sleep(for: .seconds(1))
         }
         do {
-            let scopes = configuration.scopes.filter { !liveRevoked.contains($0) }
+            let scopes = configuration.scopes.filter { liveRevoked[$0] == nil }
             for try await message in transport.live(scopes: scopes, token: await credentials.token) {
                 switch message {
                 case .ready:
@@ -200,7 +200,7 @@ extension SyncEngine {
                         renewed ? "the live stream's token expired; reopening with a renewed one" : "the live stream's token expired")
                 case .revoked(let scope):
                     // The sync that follows meets the refusal and reports it; the stream reopens without the scope.
-                    liveRevoked.insert(scope)
+                    liveRevoked[scope] = .now
                     trigger.yield(.now)
                     throw SyncTransportError.unreachable("the user can no longer read scope `\(scope)`, which the live stream followed")
                 }

@@ -5,6 +5,8 @@ import GRDB
 /// What one sync holds while it runs: the state machine that decides each
 /// step, what the steps did so far, and where each followed scope stands.
 struct SyncRun {
+    /// When the run began: what a refusal (or its absence) is as of.
+    let started = ContinuousClock.now
     var machine: SyncStateMachine
     var summary = SyncSummary()
     var cursors = ScopeCursors()
@@ -299,8 +301,8 @@ extension SyncEngine {
 
     private func finish(refusedScopes refused: [String], _ run: inout SyncRun) async throws -> SyncSummary {
         await credentials.accepted()
-        // A revoked scope the server lets this user pull again is followed live again.
-        liveRevoked.formIntersection(refused)
+        // A revoked scope this sync, begun after the revocation, could pull is followed live again.
+        liveRevoked = liveRevoked.filter { scope, revoked in refused.contains(scope) || revoked >= run.started }
         run.summary.refusedScopes = refused
         let now = database.wallClock.nowMilliseconds()
         try await database.write { db in try FerryMeta.setValue(now, for: .lastSyncAt, in: db) }

@@ -53,10 +53,10 @@ public actor SyncEngine {
     let random: @Sendable () -> Double
     var background: Task<Void, Never>?
     var stopTrigger: AsyncStream<Trigger>.Continuation?
-    /// Scopes the live stream leaves out: the server said the user can no
-    /// longer read them (`revoked`). A sync whose pulls are not refused
-    /// them any more brings them back.
-    var liveRevoked: Set<String> = []
+    /// Scopes the live stream leaves out, with when the server said the
+    /// user can no longer read them (`revoked`). A sync that started after
+    /// that and was not refused them brings them back.
+    var liveRevoked: [String: ContinuousClock.Instant] = [:]
     /// The background loop's decisions (``BackgroundDecisions``).
     var decisions = BackgroundDecisions(debounce: .zero, retry: RetryPolicy())
 
