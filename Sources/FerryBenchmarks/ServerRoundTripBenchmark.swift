@@ -34,7 +34,9 @@ public struct ServerRoundTripBenchmark: Sendable {
         let data = directory.appendingPathComponent(name).path
         let process = Process()
         process.executableURL = binary
-        process.arguments = ["serve", "--port", "0", "--data-dir", data, "--jwt-secret", InitialSyncBenchmark.secret] + arguments
+        // Rate limits off: one bench user sends what a thousand devices would, to find the machine's limit.
+        let unlimited = ["--push-rate", "off", "--request-rate", "off", "--blob-byte-rate", "off"]
+        process.arguments = ["serve", "--port", "0", "--data-dir", data, "--jwt-secret", InitialSyncBenchmark.secret] + unlimited + arguments
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice

@@ -38,6 +38,15 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Live streams one user may hold open at once; more get 429.")
     var maxLiveStreams: Int = 16
 
+    @Option(help: "Pushes one user may send: PER_SECOND or PER_SECOND/BURST, or off; more get 429 with Retry-After.")
+    var pushRate = RateLimits().pushes!.description
+
+    @Option(help: "Other requests (pulls, reads, blob requests) one user may send: PER_SECOND[/BURST], or off.")
+    var requestRate = RateLimits().requests!.description
+
+    @Option(help: "Attachment bytes one user may move up and down: PER_SECOND[/BURST], or off.")
+    var blobByteRate = RateLimits().blobBytes!.description
+
     @Option(help: "The largest attachment (blob) upload, in bytes; larger ones get 413 before any byte is read.")
     var maxBlobBytes: Int64 = 1 << 30
 
@@ -116,6 +125,7 @@ struct Serve: AsyncParsableCommand {
         guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
         guard maxLiveStreams >= 1 else { throw ValidationError("--max-live-streams must be at least 1") }
         _ = try tables()
+        _ = try rateLimits()
         _ = try adminOptions.admin()
         _ = try adminOptions.webhooks()
     }
@@ -130,6 +140,21 @@ struct Serve: AsyncParsableCommand {
             tables.rules[parts[0]] = TableRule(policy: policy)
         }
         return tables
+    }
+
+    func rateLimits() throws -> RateLimits {
+        func parse(_ flag: String, _ text: String) throws -> RateLimit? {
+            do {
+                return try RateLimit.parse(text)
+            } catch {
+                throw ValidationError("--\(flag): \(error.message)")
+            }
+        }
+        var limits = RateLimits()
+        limits.pushes = try parse("push-rate", pushRate)
+        limits.requests = try parse("request-rate", requestRate)
+        limits.blobBytes = try parse("blob-byte-rate", blobByteRate)
+        return limits
     }
 
     func run() async throws {
@@ -150,6 +175,7 @@ struct Serve: AsyncParsableCommand {
         configuration.connections.maxConnections = maxConnections
         configuration.limits.maxBlobBytes = maxBlobBytes
         configuration.connections.maxLiveStreamsPerUser = maxLiveStreams
+        configuration.rateLimits = try rateLimits()
         configuration.shutdownGracePeriod = .seconds(shutdownGrace)
         configuration.identityProvider = try identityProvider()
         configuration.admin = try adminOptions.admin()

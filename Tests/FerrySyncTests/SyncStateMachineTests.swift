@@ -85,6 +85,32 @@ import Testing
         #expect(m.handle(.pushFailed(size: 8, Self.unavailable)) == .fail(.gaveUp(attempts: 3)))
     }
 
+    /// A server's rate limit (429 with `Retry-After`) between requests that
+    /// went through paces a long drain: it waits, and uses up no attempt.
+    @Test func aRateLimitBetweenRequestsThatWentThroughPacesTheSyncWithoutUsingAnAttempt() {
+        var m = machine(attempts: 2)
+        _ = pushing(&m)
+        let throttled = SyncFailure.transient(retryAfter: .seconds(1))
+        for _ in 0..<10 {
+            #expect(m.handle(.pushed(size: 8, renewed: false)) == .push(limit: 8))
+            #expect(m.handle(.pushFailed(size: 8, throttled)) == .wait(.seconds(1)))
+            #expect(m.handle(.waited) == .refetchGrownTables)
+            #expect(m.handle(.tablesRefetched) == .push(limit: 8))
+        }
+        // Pulls count as progress too.
+        #expect(m.handle(.nothingToPush) == .readBackRows)
+        #expect(m.handle(.rowsReadBack) == .pull(["user:a"]))
+        #expect(m.handle(.pulled(asked: ["user:a"], more: ["user:a"], renewed: false)) == .pull(["user:a"]))
+        #expect(m.handle(.pullFailed(asked: ["user:a"], throttled, hasCursor: true, hasNoticeCursor: false)) == .wait(.seconds(1)))
+        #expect(m.handle(.waited) == .refetchGrownTables)
+        #expect(m.handle(.tablesRefetched) == .push(limit: 8))
+        // Nothing through since the last wait: a server that only refuses is failing, and the sync gives up.
+        #expect(m.handle(.pushFailed(size: 8, throttled)) == .wait(.seconds(1)))
+        #expect(m.handle(.waited) == .refetchGrownTables)
+        #expect(m.handle(.tablesRefetched) == .push(limit: 8))
+        #expect(m.handle(.pushFailed(size: 8, throttled)) == .fail(.gaveUp(attempts: 2)))
+    }
+
     @Test func theBackgroundLoopNeverGivesUp() {
         var m = machine(attempts: nil)
         _ = pushing(&m)

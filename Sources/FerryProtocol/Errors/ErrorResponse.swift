@@ -37,7 +37,7 @@ public struct ErrorResponse: Sendable, Hashable, Codable, Error {
         case rangeNotSatisfiable
         /// The body is not `application/json` (415).
         case unsupportedMediaType
-        /// Too many at once: more live streams than one user may hold (429).
+        /// Too many: more live streams than one user may hold, or more requests than the user's rate limit allows (429, with `Retry-After`).
         case tooManyRequests
         /// The server is shutting down or its store is unavailable (503).
         case unavailable

@@ -27,6 +27,8 @@ public struct FerryServerConfiguration: Sendable {
     public var limits = ServerLimits()
     /// Timeouts and caps on connections and live streams.
     public var connections = ConnectionLimits()
+    /// How fast one user may push, request and move attachment bytes.
+    public var rateLimits = RateLimits()
     /// How long a stopping server (SIGTERM, SIGINT) waits for requests in
     /// flight and its store before it exits anyway. Default 10 s.
     public var shutdownGracePeriod: Duration = .seconds(10)

@@ -16,11 +16,14 @@ public struct FerryServerError: Error, Sendable, Hashable, CustomStringConvertib
     public var message: String
     /// For `mutationGap`: the last id the server applied for the client.
     public var lastAppliedMutationID: Int64?
+    /// For `tooManyRequests` from a rate limit: when to try again (`Retry-After`).
+    public var retryAfter: Duration?
 
-    public init(_ code: Code, _ message: String, lastAppliedMutationID: Int64? = nil) {
+    public init(_ code: Code, _ message: String, lastAppliedMutationID: Int64? = nil, retryAfter: Duration? = nil) {
         self.code = code
         self.message = message
         self.lastAppliedMutationID = lastAppliedMutationID
+        self.retryAfter = retryAfter
     }
 
     /// The HTTP status this error answers with.

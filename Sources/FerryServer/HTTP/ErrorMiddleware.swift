@@ -80,8 +80,10 @@ struct ErrorMiddleware: RouterMiddleware {
         if error.code == .unauthorized {
             response.headers[.wwwAuthenticate] = "Bearer"
         }
-        if error.code == .tooManyRequests {
-            // A client over its cap gives the connection back too.
+        if let retryAfter = error.retryAfter {
+            response.headers[.retryAfter] = String(RateLimitMiddleware.retryAfterSeconds(retryAfter))
+        } else if error.code == .tooManyRequests {
+            // A client over its live-stream cap gives the connection back too.
             response.headers[.connection] = "close"
         }
         return response

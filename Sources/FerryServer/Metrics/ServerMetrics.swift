@@ -99,6 +99,16 @@ public final class ServerMetrics: Sendable {
         count("ferry_blob_uploads_resumed_total")
     }
 
+    /// A request refused by a user's rate limit (`push`, `request` or `blob_bytes`).
+    func recordRateLimited(_ kind: String) {
+        count("ferry_rate_limited_total", [("kind", kind)])
+    }
+
+    /// A request held because its client ignored the `Retry-After` it was given.
+    func recordRateLimitHold(_ kind: String) {
+        count("ferry_rate_limit_holds_total", [("kind", kind)])
+    }
+
     /// A webhook delivery attempt: `delivered` or `failed`.
     func recordWebhookDelivery(_ webhook: String, outcome: String, changes: Int) {
         count("ferry_webhook_deliveries_total", [("webhook", webhook), ("outcome", outcome)])

@@ -115,6 +115,9 @@ struct SyncStateMachine {
     private var identityChecked: Bool
     /// Transient failures so far in this sync.
     private(set) var failures = 0
+    /// Whether a push or a pull went through since the last wait: a server
+    /// that then asks for a pause (`Retry-After`) is pacing the sync, not failing it.
+    private var progressed = false
     private var refreshed = false
     private var gaps = 0
     private var limit: Int
@@ -160,6 +163,7 @@ struct SyncStateMachine {
             phase = .pushing
             return .push(limit: limit)
         case .pushed(let size, let renewed):
+            progressed = true
             gaps = 0
             headFailures = 0
             if renewed {
@@ -190,6 +194,7 @@ struct SyncStateMachine {
             oneAtATime = false
             return nextPull()
         case .pulled(let asked, let more, let renewed, let sentBack):
+            progressed = true
             self.renewed = self.renewed || renewed
             self.sentBack = self.sentBack || sentBack
             active = more + active.filter { !asked.contains($0) }
@@ -311,11 +316,18 @@ struct SyncStateMachine {
     }
 
     private mutating func backOff(retryAfter: Duration?, resumingPush: Bool) -> Action {
+        resumePush = resumingPush
+        // A rate limit (429 with Retry-After) met after requests that went through: wait it out
+        // without using up an attempt, so a long drain paced by the server never gives up.
+        if let retryAfter, progressed {
+            progressed = false
+            return .wait(settings.retry.delay(attempt: 0, retryAfter: retryAfter, unit: random()))
+        }
+        progressed = false
         failures += 1
         if let attempts = settings.attempts, failures >= attempts {
             return .fail(.gaveUp(attempts: failures))
         }
-        resumePush = resumingPush
         return .wait(settings.retry.delay(attempt: failures - 1, retryAfter: retryAfter, unit: random()))
     }
 
