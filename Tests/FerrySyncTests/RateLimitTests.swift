@@ -140,10 +140,11 @@ import FerryTestSupport
     }
 
     /// A device back with 12 edits pushes one a batch against a server that
-    /// allows two pushes a second: the sync waits out every 429 and ends
+    /// allows four pushes a second: the sync waits out every 429 and ends
     /// with everything on the server, none refused or set aside.
     @Test func theEngineWaitsOutARateLimitAndPushesEverything() async throws {
-        try await SyncServer.with(.sqlite, configure: { $0.rateLimits.pushes = RateLimit(perSecond: 4, burst: 4) }) { server in
+        let paced: (inout FerryServerConfiguration) -> Void = { $0.rateLimits.pushes = RateLimit(perSecond: 4, burst: 4) }
+        try await SyncServer.with(.sqlite, configure: paced) { server in
             let directory = try TemporaryDirectory()
             let device = try await Device.make("a", user: "alice", server: server, directory: directory) { $0.pushBatchSize = 1 }
             for index in 0..<12 { try device.execute("INSERT INTO note(id, title) VALUES (?, ?)", ["n\(index)", "paced"]) }
