@@ -13,9 +13,10 @@ struct Backup: AsyncParsableCommand {
     var to: String
 
     func run() async throws {
+        let settings = try await options.settings()
         do {
-            let report = try SQLiteSyncStore.backup(directory: options.dataDirectory, to: URL(filePath: to))
-            print("backed up the store of \(options.dataDir) at version \(report.version) to \(to) (\(report.bytes) bytes)")
+            let report = try SQLiteSyncStore.backup(directory: settings.dataDirectory, to: URL(filePath: to))
+            print("backed up the store of \(settings.dataDir) at version \(report.version) to \(to) (\(report.bytes) bytes)")
         } catch let error as FerryServerError {
             throw ValidationError(error.message)
         }
@@ -34,12 +35,13 @@ struct Restore: AsyncParsableCommand {
 
     func run() async throws {
         // Held while the store is replaced: a server started meanwhile refuses to start, and one running refuses this.
-        let lock = try DataDirectoryLock.acquire(options.dataDirectory)
+        let settings = try await options.settings()
+        let lock = try DataDirectoryLock.acquire(settings.dataDirectory)
         do {
-            let report = try SQLiteSyncStore.restore(directory: options.dataDirectory, from: URL(filePath: from))
+            let report = try SQLiteSyncStore.restore(directory: settings.dataDirectory, from: URL(filePath: from))
             print(
                 """
-                restored the store of \(options.dataDir) from \(from) (version \(report.version)); \
+                restored the store of \(settings.dataDir) from \(from) (version \(report.version)); \
                 devices that synced past it send back what it lacks at their next sync
                 """)
         } catch let error as FerryServerError {

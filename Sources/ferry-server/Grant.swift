@@ -30,7 +30,8 @@ struct Grant: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await storeOptions.withStore(dataDirectory: options.dataDirectory) { store in
+        let settings = try await options.settings(storeOptions.flags)
+        try await settings.withStore { store in
             do {
                 try await store.createScope(scope, owner: nil)
             } catch let error as FerryServerError where error.code == .alreadyExists {}

@@ -11,186 +11,158 @@ struct Serve: AsyncParsableCommand {
 
     @OptionGroup var options: ServerOptions
 
-    @Option(help: "The address to listen on.")
-    var host: String = "127.0.0.1"
+    @Option(help: ServerSettings.help("host"))
+    var host: String?
 
-    @Option(help: "The port to listen on (0 picks a free one).")
-    var port: Int = 8080
+    @Option(help: ServerSettings.help("port"))
+    var port: Int?
 
-    @Option(help: "A table's conflict policy, as table=policy (lastWriteWins, serverWins, clientWins, manual). Repeatable; other tables use lastWriteWins.")
+    @Option(help: ServerSettings.help("log.format"))
+    var logFormat: String?
+
+    @Option(help: ServerSettings.help("log.level"))
+    var logLevel: String?
+
+    @Option(help: ServerSettings.help("policies"))
     var policy: [String] = []
 
-    @Option(help: "Days a tombstone is kept before garbage collection.")
-    var tombstoneRetentionDays: Int = 30
+    @Option(help: ServerSettings.help("tombstoneRetentionDays"))
+    var tombstoneRetentionDays: Int?
 
-    @Option(help: "Seconds a request may take to send its headers.")
-    var headerTimeout: Double = 10
+    @Option(help: ServerSettings.help("garbageCollectionInterval"))
+    var gcInterval: Double?
 
-    @Option(help: "Seconds a request may take to send its body, after its headers.")
-    var bodyTimeout: Double = 30
+    @Option(help: ServerSettings.help("maxClockDrift"))
+    var maxClockDrift: Double?
 
-    @Option(help: "Seconds a kept-alive connection may wait for its next request.")
-    var idleTimeout: Double = 60
+    @Option(help: ServerSettings.help("liveHeartbeat"))
+    var liveHeartbeat: Double?
 
-    @Option(help: "Connections open at once (lowered to fit the open-file limit); more get 503.")
-    var maxConnections: Int = 4096
+    @Option(help: ServerSettings.help("connections.headerTimeout"))
+    var headerTimeout: Double?
 
-    @Option(help: "Live streams one user may hold open at once; more get 429.")
-    var maxLiveStreams: Int = 16
+    @Option(help: ServerSettings.help("connections.bodyTimeout"))
+    var bodyTimeout: Double?
 
-    @Option(help: "Pushes one user may send: PER_SECOND or PER_SECOND/BURST, or off; more get 429 with Retry-After.")
-    var pushRate = RateLimits().pushes!.description
+    @Option(help: ServerSettings.help("connections.idleTimeout"))
+    var idleTimeout: Double?
 
-    @Option(help: "Other requests (pulls, reads, blob requests) one user may send: PER_SECOND[/BURST], or off.")
-    var requestRate = RateLimits().requests!.description
+    @Option(help: ServerSettings.help("connections.maxConnections"))
+    var maxConnections: Int?
 
-    @Option(help: "Attachment bytes one user may move up and down: PER_SECOND[/BURST], or off.")
-    var blobByteRate = RateLimits().blobBytes!.description
+    @Option(help: ServerSettings.help("connections.maxLiveStreams"))
+    var maxLiveStreams: Int?
 
-    @Option(help: "The largest attachment (blob) upload, in bytes; larger ones get 413 before any byte is read.")
-    var maxBlobBytes: Int64 = 1 << 30
+    @Option(help: ServerSettings.help("limits.maxBodyBytes"))
+    var maxBodyBytes: Int?
 
-    @Option(help: "Seconds a stopping server waits for requests in flight and its store before it exits anyway.")
-    var shutdownGrace: Double = 10
+    @Option(help: ServerSettings.help("limits.maxBlobBytes"))
+    var maxBlobBytes: Int?
 
-    @Option(help: "Seconds a stopping server keeps serving with /readyz answering 503, so a load balancer moves traffic away first.")
-    var drainSeconds: Double = 0
+    @Option(help: ServerSettings.help("limits.maxMutationsPerPush"))
+    var maxMutationsPerPush: Int?
 
-    @Option(help: "Where the app's identity provider publishes its keys (a JWKS URL); its tokens are accepted beside the server's own. Repeatable.")
+    @Option(help: ServerSettings.help("limits.maxColumnsPerMutation"))
+    var maxColumnsPerMutation: Int?
+
+    @Option(help: ServerSettings.help("limits.maxScopesPerRequest"))
+    var maxScopesPerRequest: Int?
+
+    @Option(help: ServerSettings.help("limits.defaultPullLimit"))
+    var defaultPullLimit: Int?
+
+    @Option(help: ServerSettings.help("limits.maxPullLimit"))
+    var maxPullLimit: Int?
+
+    @Option(help: ServerSettings.help("rateLimits.pushes"))
+    var pushRate: String?
+
+    @Option(help: ServerSettings.help("rateLimits.requests"))
+    var requestRate: String?
+
+    @Option(help: ServerSettings.help("rateLimits.blobBytes"))
+    var blobByteRate: String?
+
+    @Option(help: ServerSettings.help("shutdownGrace"))
+    var shutdownGrace: Double?
+
+    @Option(help: ServerSettings.help("drainSeconds"))
+    var drainSeconds: Double?
+
+    @Option(help: ServerSettings.help("identityProvider.jwksUrls"))
     var jwksUrl: [String] = []
 
-    @Option(help: "A JWKS document on disk holding the identity provider's keys (for servers that cannot reach it). Repeatable.")
+    @Option(help: ServerSettings.help("identityProvider.jwksFiles"))
     var jwksFile: [String] = []
 
-    @Option(help: "The `iss` an identity provider's token must carry.")
+    @Option(help: ServerSettings.help("identityProvider.issuer"))
     var issuer: String?
 
-    @Option(help: "A value an identity provider's token's `aud` must hold.")
+    @Option(help: ServerSettings.help("identityProvider.audience"))
     var audience: String?
 
-    @Option(help: "The claim of an identity provider's token that holds the user id.")
-    var userClaim: String = "sub"
+    @Option(help: ServerSettings.help("identityProvider.userClaim"))
+    var userClaim: String?
 
-    @Option(help: "A claim of an identity provider's token holding {\"<scope>\": \"read\"|\"write\"|\"owner\"}: roles in shared scopes granted for as long as the token lives.")
+    @Option(help: ServerSettings.help("identityProvider.scopesClaim"))
     var scopesClaim: String?
 
-    @Option(help: "Seconds clocks may disagree when a token's exp, nbf and iat are checked.")
-    var tokenLeeway: Double = 60
+    @Option(help: ServerSettings.help("identityProvider.tokenLeeway"))
+    var tokenLeeway: Double?
 
     @OptionGroup var storeOptions: StoreOptions
 
     @OptionGroup var adminOptions: AdminOptions
 
-    /// The identity provider the JWKS flags describe, or `nil` with none.
-    func identityProvider() throws -> IdentityProviderConfiguration? {
-        guard !jwksUrl.isEmpty || !jwksFile.isEmpty else {
-            guard issuer == nil, audience == nil, userClaim == "sub", scopesClaim == nil else {
-                throw ValidationError("--issuer, --audience, --user-claim and --scopes-claim read identity provider tokens: name its keys with --jwks-url or --jwks-file")
-            }
-            return nil
-        }
-        var provider = IdentityProviderConfiguration()
-        provider.jwksURLs = try jwksUrl.map { text in
-            guard let url = URL(string: text), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
-                throw ValidationError("--jwks-url \(text) is not an http or https URL")
-            }
-            return url
-        }
-        provider.jwksFiles = jwksFile
-        provider.issuer = issuer
-        provider.audience = audience
-        provider.userClaim = userClaim
-        provider.scopesClaim = scopesClaim
-        provider.leeway = .seconds(tokenLeeway)
-        do {
-            try provider.validate()
-        } catch {
-            throw ValidationError(error.message)
-        }
-        return provider
-    }
-
-    func validate() throws {
-        guard (0...600).contains(tokenLeeway) else { throw ValidationError("--token-leeway must be 0–600 seconds") }
-        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0–65535") }
-        guard tombstoneRetentionDays >= 1 else { throw ValidationError("--tombstone-retention-days must be at least 1") }
-        for (flag, seconds) in [
-            ("--header-timeout", headerTimeout), ("--body-timeout", bodyTimeout),
-            ("--idle-timeout", idleTimeout), ("--shutdown-grace", shutdownGrace),
-        ]
-        where !(seconds > 0 && seconds <= 86_400) {
-            throw ValidationError("\(flag) must be more than 0 and at most 86400 seconds")
-        }
-        guard drainSeconds >= 0, drainSeconds <= 3600 else { throw ValidationError("--drain-seconds must be 0–3600") }
-        guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
-        guard maxLiveStreams >= 1 else { throw ValidationError("--max-live-streams must be at least 1") }
-        _ = try tables()
-        _ = try rateLimits()
-        _ = try adminOptions.admin()
-        _ = try adminOptions.webhooks()
-    }
-
-    func tables() throws -> ServerTables {
-        var tables = ServerTables()
-        for entry in policy {
-            let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
-            guard parts.count == 2, let policy = ConflictPolicy(rawValue: parts[1]) else {
-                throw ValidationError("--policy \(entry): write table=policy, policy one of \(ConflictPolicy.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-            tables.rules[parts[0]] = TableRule(policy: policy)
-        }
-        return tables
-    }
-
-    func rateLimits() throws -> RateLimits {
-        func parse(_ flag: String, _ text: String) throws -> RateLimit? {
-            do {
-                return try RateLimit.parse(text)
-            } catch {
-                throw ValidationError("--\(flag): \(error.message)")
-            }
-        }
-        var limits = RateLimits()
-        limits.pushes = try parse("push-rate", pushRate)
-        limits.requests = try parse("request-rate", requestRate)
-        limits.blobBytes = try parse("blob-byte-rate", blobByteRate)
-        return limits
+    /// The flags given, by setting key.
+    var flags: [String: ResolvedSettings.Content] {
+        let text: (String?) -> ResolvedSettings.Content? = { $0.map { .text($0) } }
+        let integer: (Int?) -> ResolvedSettings.Content? = { $0.map { .integer($0) } }
+        let seconds: (Double?) -> ResolvedSettings.Content? = { $0.map { .seconds($0) } }
+        let own = ServerOptions.given([
+            ("host", text(host)), ("port", integer(port)), ("log.format", text(logFormat)), ("log.level", text(logLevel)),
+            ("policies", ServerOptions.list(policy)), ("tombstoneRetentionDays", integer(tombstoneRetentionDays)),
+            ("garbageCollectionInterval", seconds(gcInterval)), ("maxClockDrift", seconds(maxClockDrift)),
+            ("liveHeartbeat", seconds(liveHeartbeat)), ("connections.headerTimeout", seconds(headerTimeout)),
+            ("connections.bodyTimeout", seconds(bodyTimeout)), ("connections.idleTimeout", seconds(idleTimeout)),
+            ("connections.maxConnections", integer(maxConnections)), ("connections.maxLiveStreams", integer(maxLiveStreams)),
+            ("limits.maxBodyBytes", integer(maxBodyBytes)), ("limits.maxBlobBytes", integer(maxBlobBytes)),
+            ("limits.maxMutationsPerPush", integer(maxMutationsPerPush)), ("limits.maxColumnsPerMutation", integer(maxColumnsPerMutation)),
+            ("limits.maxScopesPerRequest", integer(maxScopesPerRequest)), ("limits.defaultPullLimit", integer(defaultPullLimit)),
+            ("limits.maxPullLimit", integer(maxPullLimit)), ("rateLimits.pushes", text(pushRate)),
+            ("rateLimits.requests", text(requestRate)), ("rateLimits.blobBytes", text(blobByteRate)),
+            ("shutdownGrace", seconds(shutdownGrace)), ("drainSeconds", seconds(drainSeconds)),
+            ("identityProvider.jwksUrls", ServerOptions.list(jwksUrl)), ("identityProvider.jwksFiles", ServerOptions.list(jwksFile)),
+            ("identityProvider.issuer", text(issuer)), ("identityProvider.audience", text(audience)),
+            ("identityProvider.userClaim", text(userClaim)), ("identityProvider.scopesClaim", text(scopesClaim)),
+            ("identityProvider.tokenLeeway", seconds(tokenLeeway)),
+        ])
+        return own.merging(storeOptions.flags) { $1 }.merging(adminOptions.flags) { $1 }
     }
 
     func run() async throws {
-        LoggingSystem.bootstrap(StreamLogHandler.standardError)
+        let settings = try await options.settings(flags)
+        // Every setting checked before anything is started or written.
+        _ = try settings.serverConfiguration(secret: "")
+        let postgres = try settings.postgresConfiguration()
+        let drain = try settings.drain()
+        LoggingSystem.bootstrap(try ServerLogging.handler(format: settings.logFormat(), level: settings.logLevel()))
         // The embedded store's directory is this process's alone, for as long as it runs: taken before
         // anything in it is read or written (the secret a first start generates included).
-        let postgres = try storeOptions.postgresConfiguration()
-        var lock: DataDirectoryLock? = postgres == nil ? try DataDirectoryLock.acquire(options.dataDirectory) : nil
-        let secret = try options.secret()
-        var configuration = FerryServerConfiguration(jwtSecret: secret.value)
-        configuration.host = host
-        configuration.port = port
-        configuration.tables = try tables()
-        configuration.tombstoneRetention = .seconds(tombstoneRetentionDays * 24 * 3600)
-        configuration.connections.headerReadTimeout = .seconds(headerTimeout)
-        configuration.connections.bodyReadTimeout = .seconds(bodyTimeout)
-        configuration.connections.idleTimeout = .seconds(idleTimeout)
-        configuration.connections.maxConnections = maxConnections
-        configuration.limits.maxBlobBytes = maxBlobBytes
-        configuration.connections.maxLiveStreamsPerUser = maxLiveStreams
-        configuration.rateLimits = try rateLimits()
-        configuration.shutdownGracePeriod = .seconds(shutdownGrace)
-        configuration.identityProvider = try identityProvider()
-        configuration.admin = try adminOptions.admin()
-        configuration.webhooks = try adminOptions.webhooks()
+        var lock: DataDirectoryLock? = postgres == nil ? try DataDirectoryLock.acquire(settings.dataDirectory) : nil
+        let secret = try settings.secret()
+        let configuration = try settings.serverConfiguration(secret: secret.value)
         let store: any SyncStore
         let storeDescription: String
         if let postgres {
             store = PostgresSyncStore(configuration: postgres)
             storeDescription = "PostgreSQL at \(postgres.redactedURL), pool of \(postgres.poolSize)"
         } else {
-            let sqlite = try SQLiteSyncStore(directory: options.dataDirectory)
+            let sqlite = try SQLiteSyncStore(directory: settings.dataDirectory)
             store = sqlite
-            storeDescription = "SQLite in \(options.dataDir) (epoch \(sqlite.epoch))"
+            storeDescription = "SQLite in \(settings.dataDir) (epoch \(sqlite.epoch))"
         }
-        let dataDir = options.dataDir
+        let dataDir = settings.dataDir
         let readiness = ServerReadiness()
         let app = try await FerryApplication.build(
             configuration: configuration,
@@ -217,7 +189,6 @@ struct Serve: AsyncParsableCommand {
         var group = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [], logger: logger)
         // Seven tenths into the grace period, what still runs is cancelled...
         group.maximumGracefulShutdownDuration = configuration.shutdownGracePeriod * 0.7
-        let drain = Duration.milliseconds(Int64(drainSeconds * 1000))
         // ...and at its end, a store that ignores cancellation (its database gone) does not hold the process.
         let watchdog = ShutdownWatchdog(after: drain + configuration.shutdownGracePeriod, logger: logger)
         let services = ServiceGroup(configuration: group)

@@ -2,28 +2,39 @@ import ArgumentParser
 import FerryServer
 import Foundation
 
-/// Flags every subcommand shares: where the data and the secret are.
+/// Flags every subcommand shares: the settings file, where the data and the secret are.
 struct ServerOptions: ParsableArguments {
-    @Option(help: "The data directory: the SQLite store and the generated JWT secret.")
-    var dataDir: String = "./ferry-data"
+    @Option(
+        help: "A JSON or YAML file of settings (`ferry-server config table` lists its keys); FERRY_* variables and flags override it. Default: $FERRY_CONFIG."
+    )
+    var config: String?
 
-    @Option(help: "The HS256 secret for tokens (default: $FERRY_JWT_SECRET, else one generated in the data directory).")
+    @Option(help: ServerSettings.help("dataDir"))
+    var dataDir: String?
+
+    @Option(help: ServerSettings.help("jwtSecret"))
     var jwtSecret: String?
 
-    var dataDirectory: URL { URL(filePath: dataDir) }
+    @Option(help: ServerSettings.help("jwtSecretFile"))
+    var jwtSecretFile: String?
 
-    /// The JWT secret; with `create: false`, refused when the data
-    /// directory holds none (no server ever ran there).
-    func secret(create: Bool = true) throws -> JWTSecret {
-        do {
-            return try JWTSecret.resolve(
-                flag: jwtSecret,
-                environment: ProcessInfo.processInfo.environment,
-                dataDirectory: dataDirectory,
-                create: create
-            )
-        } catch let error as FerryServerError {
-            throw ValidationError(error.message)
-        }
+    var flags: [String: ResolvedSettings.Content] {
+        Self.given([("dataDir", dataDir.map(ResolvedSettings.Content.text)), ("jwtSecret", jwtSecret.map { .text($0) }), ("jwtSecretFile", jwtSecretFile.map { .text($0) })])
+    }
+
+    /// Every setting, from these flags and `more`, the environment and the `--config` file.
+    func settings(_ more: [String: ResolvedSettings.Content] = [:]) async throws(SettingsError) -> ResolvedSettings {
+        let environment = ProcessInfo.processInfo.environment
+        let file = config ?? environment["FERRY_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
+        return try await ResolvedSettings.resolve(flags: flags.merging(more) { $1 }, configFile: file, environment: environment)
+    }
+
+    /// The flags that were given, by setting key.
+    static func given(_ pairs: [(String, ResolvedSettings.Content?)]) -> [String: ResolvedSettings.Content] {
+        Dictionary(uniqueKeysWithValues: pairs.compactMap { key, value in value.map { (key, $0) } })
+    }
+
+    static func list(_ values: [String]) -> ResolvedSettings.Content? {
+        values.isEmpty ? nil : .list(values)
     }
 }

@@ -5,13 +5,17 @@ public final class ServerProcess: @unchecked Sendable {
     // @unchecked: `lines` is only touched under `lock`; the rest is set in init.
     public let process = Process()
     private let output = Pipe()
+    private let errors = Pipe()
     private let lock = NSLock()
     private var lines: [String] = []
+    private var errorLines: [String] = []
 
     /// Starts `ferry-server arguments…`; with `launcher` (such as
     /// `["/usr/bin/prlimit", "--nofile=256:256"]`), through it, which
     /// execs the server in its place.
-    public init(_ arguments: [String], environment: [String: String] = [:], launcher: [String] = []) throws {
+    ///
+    /// With `capturingErrors`, what it writes to standard error is kept in ``printedErrors``.
+    public init(_ arguments: [String], environment: [String: String] = [:], launcher: [String] = [], capturingErrors: Bool = false) throws {
         if let tool = launcher.first {
             process.executableURL = URL(filePath: tool)
             process.arguments = Array(launcher.dropFirst()) + [try Self.executable().path] + arguments
@@ -21,19 +25,31 @@ public final class ServerProcess: @unchecked Sendable {
         }
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        process.standardError = capturingErrors ? errors : FileHandle.nullDevice
         output.fileHandleForReading.readabilityHandler = { [weak self] handle in
             let data = handle.availableData
             guard let self, !data.isEmpty else { return }
-            self.lock.withLock {
-                let text = (self.lines.popLast() ?? "") + String(decoding: data, as: UTF8.self)
-                self.lines += text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            self.lock.withLock { Self.append(data, to: &self.lines) }
+        }
+        if capturingErrors {
+            errors.fileHandleForReading.readabilityHandler = { [weak self] handle in
+                let data = handle.availableData
+                guard let self, !data.isEmpty else { return }
+                self.lock.withLock { Self.append(data, to: &self.errorLines) }
             }
         }
         try process.run()
     }
 
     public var printed: [String] { lock.withLock { lines } }
+
+    /// What it wrote to standard error, by line (with `capturingErrors`).
+    public var printedErrors: [String] { lock.withLock { errorLines } }
+
+    private static func append(_ data: Data, to lines: inout [String]) {
+        let text = (lines.popLast() ?? "") + String(decoding: data, as: UTF8.self)
+        lines += text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    }
 
     /// Stops the server as an operator would (SIGTERM), kills it if it is
     /// still running after `grace`, and waits for it to be gone.
@@ -50,6 +66,7 @@ public final class ServerProcess: @unchecked Sendable {
         if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         output.fileHandleForReading.readabilityHandler = nil
+        errors.fileHandleForReading.readabilityHandler = nil
     }
 
     /// A test that forgot to stop its server, or failed before it could,
@@ -58,6 +75,7 @@ public final class ServerProcess: @unchecked Sendable {
         if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
         if process.processIdentifier != 0 { process.waitUntilExit() }
         output.fileHandleForReading.readabilityHandler = nil
+        errors.fileHandleForReading.readabilityHandler = nil
     }
 
     /// Waits (polling, bounded) for a printed line with `prefix`.
@@ -70,8 +88,12 @@ public final class ServerProcess: @unchecked Sendable {
         throw Timeout(waitingFor: prefix, printed: printed)
     }
 
-    /// Runs the executable to completion and returns what it printed.
-    public static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
+    /// Runs the executable to completion and returns what it printed; one
+    /// still running after `timeout` (a server that should have refused to
+    /// start) is killed.
+    public static func run(
+        _ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(120)
+    ) throws -> (status: Int32, output: String) {
         let process = Process()
         let pipe = Pipe()
         process.executableURL = try executable()
@@ -80,8 +102,12 @@ public final class ServerProcess: @unchecked Sendable {
         process.standardOutput = pipe
         process.standardError = pipe
         try process.run()
+        let pid = process.processIdentifier
+        let killer = DispatchWorkItem { Foundation.kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout.timeInterval, execute: killer)
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
+        killer.cancel()
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 
@@ -119,5 +145,11 @@ public final class ServerProcess: @unchecked Sendable {
             if FileManager.default.isExecutableFile(atPath: url.path) { return url }
         }
         throw Timeout(waitingFor: "ferry-server executable", printed: candidates.map(\.path))
+    }
+}
+
+extension Duration {
+    fileprivate var timeInterval: TimeInterval {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }

@@ -158,6 +158,8 @@ public enum FerryApplication {
 
         let router = Router(context: FerryRequestContext.self)
         router.add(middleware: MetricsMiddleware(metrics: metrics))
+        // At `--log-level debug`, a line a request, with the `hb.request.id` its other lines carry.
+        router.add(middleware: LogRequestsMiddleware(.debug))
         router.add(middleware: ErrorMiddleware(routes: table))
         for (method, path, handler) in open {
             router.on(RouterPath(path), method: method, use: handler)
