@@ -23,6 +23,9 @@ enum Prerequisites {
         return "the kernel has no netem and `iptables` is not installed (apt-get install iptables)"
     }()
 
+    /// Why nginx cannot run here, or `nil` (apt-get install nginx).
+    static let nginx: String? = Shell.status("command -v nginx") == 0 ? nil : "nginx is not installed (apt-get install nginx)"
+
     /// Why a tmpfs cannot be mounted here, or `nil`.
     static let mounts: String? = {
         guard let directory = try? TemporaryDirectory() else { return "no temporary directory" }

@@ -15,17 +15,19 @@ struct ServerInstances {
     let processes: [ServerProcess]
     let urls: [URL]
 
-    static func start(_ count: Int = 2, poolSize: Int = 10) async throws -> ServerInstances {
+    /// `arguments` go to every instance's `serve`.
+    static func start(_ count: Int = 2, poolSize: Int = 10, arguments: [String] = []) async throws -> ServerInstances {
         let database = try await PostgresTestDatabase.create()
         let directory = try TemporaryDirectory()
         var processes: [ServerProcess] = []
         var urls: [URL] = []
         do {
             for index in 0..<count {
-                let process = try ServerProcess([
-                    "serve", "--port", "0", "--postgres", database.url, "--pool-size", "\(poolSize)",
-                    "--jwt-secret", secret, "--data-dir", directory.path("instance-\(index)"),
-                ])
+                let process = try ServerProcess(
+                    [
+                        "serve", "--port", "0", "--postgres", database.url, "--pool-size", "\(poolSize)",
+                        "--jwt-secret", secret, "--data-dir", directory.path("instance-\(index)"),
+                    ] + arguments)
                 processes.append(process)
                 let line = try await process.waitForLine(startingWith: "Ferry server listening on ")
                 urls.append(try URL(string: String(line.dropFirst("Ferry server listening on ".count))).orThrow())
