@@ -157,6 +157,8 @@ public enum FerryApplication {
         let table = RouteTable(open.map { ($0.0, $0.1) } + authenticated.map { ($0.0, "/v1/" + $0.1) })
 
         let router = Router(context: FerryRequestContext.self)
+        // A span a request (W3C `traceparent` and the like read by the tracer the app bootstraps; a no-op without one).
+        router.add(middleware: TracingMiddleware())
         router.add(middleware: MetricsMiddleware(metrics: metrics))
         // At `--log-level debug`, a line a request, with the `hb.request.id` its other lines carry.
         router.add(middleware: LogRequestsMiddleware(.debug))

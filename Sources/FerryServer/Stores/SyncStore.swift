@@ -1,6 +1,7 @@
 import FerryProtocol
 import Foundation
 import ServiceLifecycle
+import Tracing
 
 /// The rules a store applies to a push, beyond its data.
 public struct PushRules: Sendable {
@@ -9,6 +10,9 @@ public struct PushRules: Sendable {
     public var maxClockDrift: Duration
     /// Server wall time now.
     public var now: Date
+    /// The trace the push belongs to, for the merge's span: a store plans
+    /// inside its database's own threads, where the task's context is not.
+    var serviceContext: ServiceContext?
 
     public init(tables: ServerTables = ServerTables(), maxClockDrift: Duration = .seconds(60), now: Date = Date()) {
         self.tables = tables
@@ -26,6 +30,9 @@ public struct PushRules: Sendable {
         _ request: PushRequest, userID: String, lastApplied: Int64, rows: [RowKey: StoredRow],
         version: Int64, allocated: [Int64]? = nil, horizon: Int64
     ) throws(FerryServerError) -> PushPlan {
+        let span = startSpan("ferry.merge", context: serviceContext ?? .topLevel)
+        span.attributes["ferry.mutations"] = request.mutations.count
+        defer { span.end() }
         do {
             return try planner.plan(
                 userID: userID, clientID: request.clientID, mutations: request.mutations, lastApplied: lastApplied,

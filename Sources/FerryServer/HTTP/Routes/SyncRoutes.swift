@@ -1,9 +1,14 @@
 import FerryProtocol
 import Hummingbird
+import Tracing
 
 /// `POST /v1/push` and `POST /v1/pull`.
 extension SyncAPI {
     func push(_ request: Request, context: FerryRequestContext) async throws -> Response {
+        try await withSpan("ferry.push") { span in try await push(request, context: context, span: span) }
+    }
+
+    private func push(_ request: Request, context: FerryRequestContext, span: any Span) async throws -> Response {
         let userID = try context.requireUser()
         let push = try await request.decodeJSON(PushRequest.self, schema: "PushRequest", schemas: schemas, limits: limits)
         try MutationCheck(tables: configuration.tables).check(push)
@@ -14,8 +19,12 @@ extension SyncAPI {
         for scope in Set(push.mutations.filter { $0.mutationID > applied }.map(\.scope)).sorted() {
             try await require(.write, in: scope, for: userID, grants: context.tokenGrants)
         }
-        let rules = PushRules(tables: configuration.tables, maxClockDrift: configuration.maxClockDrift, now: configuration.now())
-        let receipt = try await store.push(push, userID: userID, rules: rules)
+        span.attributes["ferry.mutations"] = push.mutations.count
+        var rules = PushRules(tables: configuration.tables, maxClockDrift: configuration.maxClockDrift, now: configuration.now())
+        let receipt = try await withSpan("ferry.store.push") { _ in
+            rules.serviceContext = ServiceContext.current
+            return try await store.push(push, userID: userID, rules: rules)
+        }
         metrics.recordPush(receipt.response)
         return JSONResponse.make(json: try StoreCoding.pushResponseJSON(receipt.response))
     }
@@ -28,7 +37,11 @@ extension SyncAPI {
         for followed in pull.scopes {
             try await require(.read, in: followed.scope, for: userID, grants: context.tokenGrants)
         }
-        let answer = try await store.pullEncoded(pull, userID: userID, limit: limit)
+        let answer = try await withSpan("ferry.store.pull") { span in
+            let answer = try await store.pullEncoded(pull, userID: userID, limit: limit)
+            span.attributes["ferry.rows"] = answer.rowCount
+            return answer
+        }
         metrics.recordPull(rows: answer.rowCount)
         return JSONResponse.make(json: try answer.json())
     }
