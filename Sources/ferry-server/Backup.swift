@@ -13,7 +13,7 @@ struct Backup: AsyncParsableCommand {
     var to: String
 
     func run() async throws {
-        let settings = try await options.settings()
+        let settings = try await options.settings(keys: ServerOptions.storeKeys)
         do {
             let report = try SQLiteSyncStore.backup(directory: settings.dataDirectory, to: URL(filePath: to))
             print("backed up the store of \(settings.dataDir) at version \(report.version) to \(to) (\(report.bytes) bytes)")
@@ -35,7 +35,7 @@ struct Restore: AsyncParsableCommand {
 
     func run() async throws {
         // Held while the store is replaced: a server started meanwhile refuses to start, and one running refuses this.
-        let settings = try await options.settings()
+        let settings = try await options.settings(keys: ServerOptions.storeKeys)
         let lock = try DataDirectoryLock.acquire(settings.dataDirectory)
         do {
             let report = try SQLiteSyncStore.restore(directory: settings.dataDirectory, from: URL(filePath: from))

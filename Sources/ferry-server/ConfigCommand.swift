@@ -22,6 +22,13 @@ struct ConfigCommand: AsyncParsableCommand {
         func run() async throws {
             let settings = try await serve.options.settings(serve.flags)
             _ = try settings.serverConfiguration(secret: "")
+            if let secret = settings.text("jwtSecret") {
+                do {
+                    try TokenAuthority.validate(secret: secret)
+                } catch {
+                    throw SettingsError("\(settings.name("jwtSecret")): \(error.message)")
+                }
+            }
             _ = try settings.postgresConfiguration()
             _ = try settings.drain()
             _ = try settings.logFormat()

@@ -30,7 +30,7 @@ struct Grant: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let settings = try await options.settings(storeOptions.flags)
+        let settings = try await options.settings(storeOptions.flags, keys: ServerOptions.storeKeys)
         try await settings.withStore { store in
             do {
                 try await store.createScope(scope, owner: nil)

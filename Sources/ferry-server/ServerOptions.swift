@@ -22,12 +22,17 @@ struct ServerOptions: ParsableArguments {
         Self.given([("dataDir", dataDir.map(ResolvedSettings.Content.text)), ("jwtSecret", jwtSecret.map { .text($0) }), ("jwtSecretFile", jwtSecretFile.map { .text($0) })])
     }
 
-    /// Every setting, from these flags and `more`, the environment and the `--config` file.
-    func settings(_ more: [String: ResolvedSettings.Content] = [:]) async throws(SettingsError) -> ResolvedSettings {
+    /// The settings, from these flags and `more`, the environment and the
+    /// `--config` file: all of them, or only `keys` (a command that is not
+    /// the server reads only what it uses).
+    func settings(_ more: [String: ResolvedSettings.Content] = [:], keys: Set<String>? = nil) async throws(SettingsError) -> ResolvedSettings {
         let environment = ProcessInfo.processInfo.environment
         let file = config ?? environment["FERRY_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
-        return try await ResolvedSettings.resolve(flags: flags.merging(more) { $1 }, configFile: file, environment: environment)
+        return try await ResolvedSettings.resolve(flags: flags.merging(more) { $1 }, configFile: file, environment: environment, keys: keys)
     }
+
+    /// What the commands beside the server read: where the data is, the secret, the store.
+    static let storeKeys: Set<String> = ["dataDir", "jwtSecret", "postgres.url", "postgres.poolSize", "postgres.statementTimeout"]
 
     /// The flags that were given, by setting key.
     static func given(_ pairs: [(String, ResolvedSettings.Content?)]) -> [String: ResolvedSettings.Content] {

@@ -32,7 +32,7 @@ struct Token: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let secret = try await options.settings().secret(create: false)
+        let secret = try await options.settings(keys: ServerOptions.storeKeys).secret(create: false)
         let authority = await TokenAuthority(secret: secret.value)
         do {
             print(try await authority.mint(userID: user, lifetime: try lifetime()))

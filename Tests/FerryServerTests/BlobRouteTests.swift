@@ -37,6 +37,29 @@ import Testing
         return try await client.execute(uri: path, method: method, headers: headers, body: nil)
     }
 
+    /// Attachment bytes are taken from the user's bucket by the route a
+    /// request matched (a `//` in the path changes nothing), an upload's
+    /// before its body is read and a download's before its first byte.
+    @Test func blobBytesAreTakenByRouteBeforeAnyByteMovesEitherWay() async throws {
+        let server = try await TestServer {
+            $0.rateLimits.blobBytes = RateLimit(perSecond: 1, burst: 1000)
+            $0.rateLimits.requests = nil
+        }
+        let alice = try await server.token("alice")
+        let (first, firstSHA) = Self.blob(800)
+        let (second, secondSHA) = Self.blob(801)
+        try await server.withClient { client in
+            let put = try await Self.put(client, "/v1/blobs/user:alice/\(firstSHA)", token: alice, first[...], length: 800)
+            #expect(put.status == .created)
+            // 200 bytes left: the next upload is refused, however its path is written.
+            let disguised = try await Self.put(client, "/v1//blobs/user:alice/\(secondSHA)", token: alice, second[...], length: 801)
+            #expect(disguised.status == .tooManyRequests && disguised.headers[.retryAfter] != nil, "\(disguised.status)")
+            // A download of 800 bytes is refused before its first byte.
+            let download = try await Self.get(client, "/v1/blobs/user:alice/\(firstSHA)", token: alice)
+            #expect(download.status == .tooManyRequests && download.body.readableBytes < 800, "\(download.status)")
+        }
+    }
+
     @Test func anUploadIsReadBackWholeOrByRange() async throws {
         let server = try await TestServer()
         let alice = try await server.token("alice")

@@ -19,6 +19,9 @@ import Testing
         #expect(decisions.failed(.observation, unit: 1) == .milliseconds(400))
         // Another source's backoff is its own.
         #expect(decisions.failed(.live, unit: 1) == .milliseconds(100))
+        // A rate limit's Retry-After (the live stream refused with 429) is a floor.
+        var limited = BackgroundDecisions(debounce: .zero, retry: Self.retry)
+        #expect(limited.failed(.live, unit: 1, retryAfter: .seconds(3)) == .seconds(3))
         #expect(decisions.failed(.observation, unit: 0.5) == .milliseconds(400))
         for _ in 0..<10 { _ = decisions.failed(.observation, unit: 1) }
         #expect(decisions.failed(.observation, unit: 1) == .seconds(1), "capped")

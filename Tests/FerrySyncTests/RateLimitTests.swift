@@ -129,7 +129,8 @@ import FerryTestSupport
         #expect(refusal["retryAfter"] == "1", "\(refusal)")
         let body = (refusal["body"] ?? nil) ?? ""
         #expect(body.contains(#""code":"tooManyRequests""#) && body.contains("100/100 a second/burst"), "\(body)")
-        #expect(floodedP99 <= quietP99 * 1.5, "alice's p99: \(quietP99) quiet, \(floodedP99) while mallory floods")
+        // 1.5× the quiet figure, with 5 ms for a scheduling blip on a shared two-core machine.
+        #expect(floodedP99 <= quietP99 * 1.5 + .milliseconds(5), "alice's p99: \(quietP99) quiet, \(floodedP99) while mallory floods")
 
         var metrics = HTTPClientRequest(url: "http://127.0.0.1:\(port)/metrics")
         metrics.method = .GET
@@ -146,7 +147,11 @@ import FerryTestSupport
         let paced: (inout FerryServerConfiguration) -> Void = { $0.rateLimits.pushes = RateLimit(perSecond: 4, burst: 4) }
         try await SyncServer.with(.sqlite, configure: paced) { server in
             let directory = try TemporaryDirectory()
-            let device = try await Device.make("a", user: "alice", server: server, directory: directory) { $0.pushBatchSize = 1 }
+            // Two attempts a sync: without the free wait after progress, the second 429 would end it.
+            let device = try await Device.make("a", user: "alice", server: server, directory: directory) {
+                $0.pushBatchSize = 1
+                $0.retry = RetryPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200), attemptsPerSync: 2)
+            }
             for index in 0..<12 { try device.execute("INSERT INTO note(id, title) VALUES (?, ?)", ["n\(index)", "paced"]) }
             let started = ContinuousClock.now
             let summary = try await device.engine.sync()

@@ -40,8 +40,19 @@ struct ErrorMiddleware: RouterMiddleware {
             if failure.code == .internalError {
                 context.logger.error("request failed", metadata: ["error": "\(String(reflecting: error))"])
             }
-            return Self.response(for: failure)
+            var response = Self.response(for: failure)
+            if failure.retryAfter != nil, Self.carriesLargeBody(request) {
+                // A refused upload's bytes would otherwise still be read, to keep the connection: close it instead.
+                response.headers[.connection] = "close"
+            }
+            return response
         }
+    }
+
+    /// A body the server would rather not read only to drop: chunked, or over 64 KiB.
+    static func carriesLargeBody(_ request: Request) -> Bool {
+        guard let length = request.headers[.contentLength] else { return request.headers[.transferEncoding] != nil }
+        return (Int(length) ?? .max) > 65_536
     }
 
     static func serverError(for error: any Error) -> FerryServerError {

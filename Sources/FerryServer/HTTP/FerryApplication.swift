@@ -167,7 +167,9 @@ public enum FerryApplication {
             router.on(RouterPath(path), method: method, use: handler)
         }
         let v1 = router.group("v1").add(middleware: AuthMiddleware(authority: authority))
-            .add(middleware: RateLimitMiddleware(limiter: UserRateLimiter(configuration.rateLimits), metrics: metrics))
+            .add(
+                middleware: RateLimitMiddleware(
+                    limiter: UserRateLimiter(configuration.rateLimits), metrics: metrics, maxBlobBytes: configuration.limits.maxBlobBytes))
         for (method, path, handler) in authenticated {
             v1.on(RouterPath(path), method: method, use: handler)
         }

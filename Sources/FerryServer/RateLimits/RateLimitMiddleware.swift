@@ -5,11 +5,14 @@ import Hummingbird
 /// the user is known, and before any handler, so a request over its bucket
 /// costs the server no store work. It is answered 429 with `Retry-After`.
 ///
-/// `POST /v1/push` takes from the push bucket; every other request from the
-/// request bucket; a blob `PUT` also takes its bytes (`Content-Length`, or
-/// what `Upload-Length` leaves after `Upload-Offset`) from the blob-byte
-/// bucket before it is read, and a blob `GET` is charged the bytes it sent.
-/// A request sent while its client was told to wait is held (at most
+/// Requests are told apart by the route they matched (never by the raw
+/// path, which `//` would disguise). `POST /v1/push` takes from the push
+/// bucket; every other request from the request bucket; a blob `PUT` also
+/// takes its bytes (`Content-Length`, or what `Upload-Length` leaves after
+/// `Upload-Offset`, at most the largest blob the server takes) from the
+/// blob-byte bucket before its body is read, and a blob `GET` takes the
+/// bytes it is about to send (its `Content-Length`) before the first one
+/// goes. A request sent while its client was told to wait is held (at most
 /// ``maxHold``) and then asked again, instead of answered at once.
 struct RateLimitMiddleware: RouterMiddleware {
     typealias Context = FerryRequestContext
@@ -19,6 +22,11 @@ struct RateLimitMiddleware: RouterMiddleware {
 
     let limiter: UserRateLimiter
     let metrics: ServerMetrics
+    /// The largest blob the server takes: no upload is charged more.
+    let maxBlobBytes: Int64
+
+    static let pushRoute = "/v1/push"
+    static let blobRoute = "/v1/blobs/{scope}/{sha256}"
 
     func handle(
         _ request: Request,
@@ -26,19 +34,19 @@ struct RateLimitMiddleware: RouterMiddleware {
         next: (Request, Context) async throws -> Response
     ) async throws -> Response {
         guard let user = context.userID else { return try await next(request, context) }
-        let path = request.uri.path
-        let push = request.method == .post && path == "/v1/push"
-        try await admit(push ? .push : .request, user: user)
-        guard path.hasPrefix("/v1/blobs/") else { return try await next(request, context) }
+        let route = context.endpointPath
+        try await admit(request.method == .post && route == Self.pushRoute ? .push : .request, user: user)
+        guard route == Self.blobRoute else { return try await next(request, context) }
         switch request.method {
         case .put:
-            try await admit(.blobBytes, user: user, cost: Self.uploadBytes(request.headers))
+            let bytes = min(Self.uploadBytes(request.headers), Double(maxBlobBytes))
+            try await admit(.blobBytes, user: user, cost: bytes)
             return try await next(request, context)
         case .get:
-            try await admit(.blobBytes, user: user)
+            // The body streams after this returns: its bytes are taken before the first one is sent.
             let response = try await next(request, context)
-            let sent = response.headers[.contentLength].flatMap(Double.init) ?? 0
-            limiter.charge(.blobBytes, user: user, cost: sent - 1)
+            guard let bytes = response.headers[.contentLength].flatMap(Double.init), bytes > 0 else { return response }
+            try await admit(.blobBytes, user: user, cost: bytes)
             return response
         default:
             return try await next(request, context)

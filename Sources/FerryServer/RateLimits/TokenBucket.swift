@@ -10,9 +10,9 @@
 /// costs the server almost nothing.
 ///
 /// ```swift
-/// var bucket = TokenBucket(RateLimit(perSecond: 2, burst: 4), at: .zero)
-/// bucket.take(1, at: .zero)                       // .admitted
-/// bucket.take(10, at: .zero)                      // .refused(retryAfter: .seconds(1)): wait for a full bucket
+/// var bucket = TokenBucket(RateLimit(perSecond: 2, burst: 2), at: .zero)
+/// bucket.take(2, at: .zero)                       // .admitted
+/// bucket.take(1, at: .zero)                       // .refused(retryAfter: .seconds(1))
 /// bucket.take(1, at: .milliseconds(10))           // .hold(.milliseconds(990)): it was told to wait
 /// ```
 struct TokenBucket: Sendable, Equatable {

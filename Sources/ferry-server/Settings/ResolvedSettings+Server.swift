@@ -80,11 +80,13 @@ extension ResolvedSettings {
     /// Seconds in `range`, as a `Duration`.
     private func duration(_ key: String, in range: ClosedRange<Double>, excludingLower: Bool = true) throws(SettingsError) -> Duration {
         let value = seconds(key) ?? 0
-        guard value.isFinite, range.contains(value), !(excludingLower && value == range.lowerBound) else {
-            let lower = excludingLower ? "more than \(Self.format(range.lowerBound))" : "at least \(Self.format(range.lowerBound))"
+        // Checked as used: in whole milliseconds.
+        let milliseconds = value.isFinite ? (value * 1000).rounded() : .nan
+        guard range.contains(value), !(excludingLower && milliseconds <= range.lowerBound * 1000) else {
+            let lower = "at least \(Self.format(range.lowerBound + (excludingLower ? 0.001 : 0)))"
             throw SettingsError("\(name(key)) must be \(lower) and at most \(Self.format(range.upperBound)) seconds")
         }
-        return .milliseconds(Int64((value * 1000).rounded()))
+        return .milliseconds(Int64(milliseconds))
     }
 
     private func count(_ key: String, in range: ClosedRange<Int>) throws(SettingsError) -> Int {
@@ -166,8 +168,9 @@ extension ResolvedSettings {
         let files = list("identityProvider.jwksFiles")
         let leeway = try duration("identityProvider.tokenLeeway", in: 0...600, excludingLower: false)
         guard !urls.isEmpty || !files.isEmpty else {
+            // The user claim's default, given explicitly, asks for nothing.
             for key in ["identityProvider.issuer", "identityProvider.audience", "identityProvider.userClaim", "identityProvider.scopesClaim"]
-            where isGiven(key) {
+            where isGiven(key) && !(key == "identityProvider.userClaim" && text(key) == "sub") {
                 throw SettingsError("\(name(key)) reads identity provider tokens: name its keys with --jwks-url or --jwks-file")
             }
             return nil

@@ -70,9 +70,12 @@ extension ResolvedSettings {
     ///   - flags: the flags given, by setting key.
     ///   - configFile: a `.json`, `.yaml` or `.yml` file; a key it holds that is no setting is an error.
     ///   - environment: the process's environment; an empty variable counts as unset.
+    ///   - keys: the settings a command uses (with their file twins); `nil` for all. The
+    ///     others are not read, so a command never fails on a setting it does not use.
     /// - Throws: ``SettingsError`` naming the first setting that cannot be used.
     static func resolve(
-        flags: [String: Content], configFile: String? = nil, environment: [String: String] = ProcessInfo.processInfo.environment
+        flags: [String: Content], configFile: String? = nil, environment: [String: String] = ProcessInfo.processInfo.environment,
+        keys: Set<String>? = nil
     ) async throws(SettingsError) -> ResolvedSettings {
         let environment = environment.filter { !$0.value.isEmpty }
         var providers: [any ConfigProvider] = [
@@ -85,7 +88,8 @@ extension ResolvedSettings {
         let reporter = LookupRecorder()
         let reader = ConfigReader(providers: providers, accessReporter: reporter)
         var values: [String: Value] = [:]
-        for setting in ServerSettings.all {
+        let used = keys.map { keys in Set(keys.flatMap { [$0, $0 + "File"] }) }
+        for setting in ServerSettings.all where used?.contains(setting.key) ?? true {
             let key = ConfigKey(setting.key)
             let content: Content?
             switch setting.kind {

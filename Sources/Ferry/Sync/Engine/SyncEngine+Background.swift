@@ -52,6 +52,7 @@ extension SyncEngine {
     private func supervise(_ source: BackgroundDecisions.Source, _ body: () async throws -> Void) async {
         while !Task.isCancelled {
             let failure: String
+            var retryAfter: Duration?
             do {
                 try await body()
                 failure = "ended"
@@ -59,10 +60,11 @@ extension SyncEngine {
                 return
             } catch {
                 failure = "\(error)"
+                if case .transient(let after) = SyncFailure(error) { retryAfter = after }
             }
             if Task.isCancelled { return }
             report(source, failure)
-            let delay = decisions.failed(source, unit: random())
+            let delay = decisions.failed(source, unit: random(), retryAfter: retryAfter)
             try? await clock.sleep(for: delay)
         }
     }

@@ -38,11 +38,12 @@ struct BackgroundDecisions: Sendable {
     }
 
     /// A source failed (or ended): how long until it runs again. `unit` is
-    /// the jitter, drawn from the engine's random source.
-    mutating func failed(_ source: Source, unit: Double) -> Duration {
+    /// the jitter, drawn from the engine's random source; a server's
+    /// `Retry-After` (a rate limit on opening the live stream) is a floor.
+    mutating func failed(_ source: Source, unit: Double, retryAfter: Duration? = nil) -> Duration {
         let attempt = failures[source, default: 0]
         failures[source] = attempt + 1
-        return retry.delay(attempt: attempt, unit: unit)
+        return retry.delay(attempt: attempt, retryAfter: retryAfter, unit: unit)
     }
 
     /// A source ran as it should (the observation yielded, the live stream

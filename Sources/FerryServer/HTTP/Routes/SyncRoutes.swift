@@ -20,6 +20,7 @@ extension SyncAPI {
             try await require(.write, in: scope, for: userID, grants: context.tokenGrants)
         }
         span.attributes["ferry.mutations"] = push.mutations.count
+        span.attributes["ferry.client"] = push.clientID
         var rules = PushRules(tables: configuration.tables, maxClockDrift: configuration.maxClockDrift, now: configuration.now())
         let receipt = try await withSpan("ferry.store.push") { _ in
             rules.serviceContext = ServiceContext.current
