@@ -32,6 +32,21 @@ struct AdminOptions: ParsableArguments {
     @Option(help: ServerSettings.help("webhooks.tables"))
     var webhookTable: [String] = []
 
+    @Option(help: ServerSettings.help("webhooks.batchSize"))
+    var webhookBatchSize: Int?
+
+    @Option(help: ServerSettings.help("webhooks.maxFailures"))
+    var webhookMaxFailures: Int?
+
+    @Option(help: ServerSettings.help("webhooks.initialBackoff"))
+    var webhookInitialBackoff: Double?
+
+    @Option(help: ServerSettings.help("webhooks.maxBackoff"))
+    var webhookMaxBackoff: Double?
+
+    @Option(help: ServerSettings.help("webhooks.timeout"))
+    var webhookTimeout: Double?
+
     var flags: [String: ResolvedSettings.Content] {
         ServerOptions.given([
             ("admin.port", adminPort.map { .integer($0) }), ("admin.host", adminHost.map { .text($0) }),
@@ -39,6 +54,9 @@ struct AdminOptions: ParsableArguments {
             ("webhooks.endpoints", ServerOptions.list(webhook)), ("webhooks.secret", webhookSecret.map { .text($0) }),
             ("webhooks.secretFile", webhookSecretFile.map { .text($0) }),
             ("webhooks.scopes", ServerOptions.list(webhookScope)), ("webhooks.tables", ServerOptions.list(webhookTable)),
+            ("webhooks.batchSize", webhookBatchSize.map { .integer($0) }), ("webhooks.maxFailures", webhookMaxFailures.map { .integer($0) }),
+            ("webhooks.initialBackoff", webhookInitialBackoff.map { .seconds($0) }), ("webhooks.maxBackoff", webhookMaxBackoff.map { .seconds($0) }),
+            ("webhooks.timeout", webhookTimeout.map { .seconds($0) }),
         ])
     }
 }

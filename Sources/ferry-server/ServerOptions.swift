@@ -32,7 +32,10 @@ struct ServerOptions: ParsableArguments {
     }
 
     /// What the commands beside the server read: where the data is, the secret, the store.
-    static let storeKeys: Set<String> = ["dataDir", "jwtSecret", "postgres.url", "postgres.poolSize", "postgres.statementTimeout"]
+    static let storeKeys: Set<String> = [
+        "dataDir", "jwtSecret", "postgres.url", "postgres.poolSize", "postgres.statementTimeout", "postgres.connectionTimeout",
+        "postgres.lockTimeout", "postgres.maxPageBytes",
+    ]
 
     /// The flags that were given, by setting key.
     static func given(_ pairs: [(String, ResolvedSettings.Content?)]) -> [String: ResolvedSettings.Content] {

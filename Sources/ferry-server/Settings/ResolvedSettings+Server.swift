@@ -32,18 +32,24 @@ extension ResolvedSettings {
 
     /// The PostgreSQL store's configuration, if one was asked for.
     func postgresConfiguration() throws(SettingsError) -> PostgresStoreConfiguration? {
-        guard let url = text("postgres.url") else { return nil }
+        // Checked whether or not PostgreSQL is used: a bad value is never silently ignored.
         let poolSize = integer("postgres.poolSize") ?? 20
         guard (1...1000).contains(poolSize) else { throw SettingsError("\(name("postgres.poolSize")) must be 1–1000") }
         let timeout = seconds("postgres.statementTimeout") ?? 30
         guard timeout.isFinite, (0.001...86_400).contains(timeout) else {
             throw SettingsError("\(name("postgres.statementTimeout")) must be 0.001–86400 seconds")
         }
+        let connectionTimeout = try duration("postgres.connectionTimeout", in: 0...3600)
+        let lockTimeout = try duration("postgres.lockTimeout", in: 0...86_400)
+        let maxPageBytes = try count("postgres.maxPageBytes", in: 65_536...(1 << 30))
+        guard let url = text("postgres.url") else { return nil }
         do {
             var configuration = try PostgresStoreConfiguration(url: url)
             configuration.poolSize = poolSize
             configuration.statementTimeout = .milliseconds(Int64(timeout * 1000))
-            configuration.lockTimeout = min(configuration.lockTimeout, configuration.statementTimeout)
+            configuration.connectionTimeout = connectionTimeout
+            configuration.lockTimeout = min(lockTimeout, configuration.statementTimeout)
+            configuration.maxPageBytes = maxPageBytes
             return configuration
         } catch let error as FerryServerError {
             throw SettingsError("\(name("postgres.url")): \(error.message)")
@@ -229,6 +235,11 @@ extension ResolvedSettings {
         }
         let scopes = try pairs("webhooks.scopes")
         let tables = try pairs("webhooks.tables")
+        let batchSize = try count("webhooks.batchSize", in: 1...10_000)
+        let maxFailures = try count("webhooks.maxFailures", in: 1...1000)
+        let initialBackoff = try duration("webhooks.initialBackoff", in: 0...3600)
+        let maxBackoff = try duration("webhooks.maxBackoff", in: 0...86_400)
+        let timeout = try duration("webhooks.timeout", in: 0...3600)
         var hooks: [WebhookConfiguration] = []
         for (hookName, text) in try pairs("webhooks.endpoints") {
             guard let url = URL(string: text), url.host != nil else { throw SettingsError("\(name("webhooks.endpoints")) \(hookName)=\(text): not a URL") }
@@ -237,6 +248,8 @@ extension ResolvedSettings {
                 var hook = try WebhookConfiguration(name: hookName, url: url, secret: secret)
                 hook.scope = scopes.first { $0.0 == hookName }?.1
                 hook.table = tables.first { $0.0 == hookName }?.1
+                (hook.batchSize, hook.maxFailures, hook.timeout) = (batchSize, maxFailures, timeout)
+                (hook.initialBackoff, hook.maxBackoff) = (initialBackoff, max(initialBackoff, maxBackoff))
                 hooks.append(hook)
             } catch let error as FerryServerError {
                 throw SettingsError("\(name("webhooks.endpoints")): \(error.message)")

@@ -36,6 +36,15 @@ enum ServerSettings {
         Setting(
             "postgres.statementTimeout", flag: "statement-timeout", .seconds, default: "30",
             "Seconds one PostgreSQL statement may run, or wait for a lock, before its request answers 503."),
+        Setting(
+            "postgres.connectionTimeout", flag: "connection-timeout", .seconds, default: "5",
+            "Seconds to wait for a PostgreSQL connection before a request answers 503."),
+        Setting(
+            "postgres.lockTimeout", flag: "lock-timeout", .seconds, default: "10",
+            "Seconds a PostgreSQL statement may wait for a lock (at most the statement timeout) before its request answers 503."),
+        Setting(
+            "postgres.maxPageBytes", flag: "max-page-bytes", .integer, default: String(8 << 20),
+            "The most bytes of rows one pulled page holds on PostgreSQL; a page stops early past it."),
         Setting("log.format", flag: "log-format", .text, default: "text", "How log lines are written to standard error: text, or json (one object a line)."),
         Setting("log.level", flag: "log-level", .text, default: "info", "The least severe log level written: trace, debug, info, notice, warning, error or critical."),
         // Sync rules
@@ -136,6 +145,15 @@ enum ServerSettings {
         Setting("webhooks.secret", flag: "webhook-secret", .text, secret: true, "The secret that signs webhook deliveries (at least 16 bytes)."),
         Setting("webhooks.scopes", flag: "webhook-scope", .list, "Only this scope's changes for a webhook, as name=scope. Repeatable."),
         Setting("webhooks.tables", flag: "webhook-table", .list, "Only this table's changes for a webhook, as name=table. Repeatable."),
+        Setting("webhooks.batchSize", flag: "webhook-batch-size", .integer, default: "100", "The most changes in one webhook delivery."),
+        Setting(
+            "webhooks.maxFailures", flag: "webhook-max-failures", .integer, default: "10",
+            "Failed deliveries in a row after which a webhook is parked."),
+        Setting(
+            "webhooks.initialBackoff", flag: "webhook-initial-backoff", .seconds, default: "0.5",
+            "Seconds after a webhook's first failed delivery; the wait doubles with each failure."),
+        Setting("webhooks.maxBackoff", flag: "webhook-max-backoff", .seconds, default: "60", "The longest wait between failed webhook deliveries, in seconds."),
+        Setting("webhooks.timeout", flag: "webhook-timeout", .seconds, default: "10", "Seconds one webhook delivery (a POST) may take."),
     ]
 
     /// Every setting, each secret followed by its file twin.
