@@ -76,12 +76,14 @@ import FerryTestSupport
 
         // A JSON file reads the same keys.
         let json = directory.path("ferry.json")
-        try #"{"limits": {"maxBodyBytes": 2048}, "identityProvider": {"tokenLeeway": 5}, "webhooks": {"endpoints": []}}"#
+        try #"{"limits": {"maxBodyBytes": 2048}, "identityProvider": {"tokenLeeway": 5}, "webhooks": {"endpoints": []}, "rateLimits": {"pushes": 30}}"#
             .write(toFile: json, atomically: true, encoding: .utf8)
         let fromJSON = try Self.check(["--config", json], environment: ["FERRY_JWT_SECRET": ""])
         #expect(fromJSON.status == 0, "\(fromJSON.output)")
         #expect(fromJSON.settings["limits.maxBodyBytes"]?.value == "2048" && fromJSON.settings["limits.maxBodyBytes"]?.origin == "limits.maxBodyBytes in \(json)")
         #expect(fromJSON.settings["identityProvider.tokenLeeway"]?.value == "5")
+        // A rate written as a JSON number reads as its text: 30 a second, the default burst of ten seconds.
+        #expect(fromJSON.settings["rateLimits.pushes"]?.value == "30" && fromJSON.settings["rateLimits.pushes"]?.origin == "rateLimits.pushes in \(json)")
     }
 
     @Test func anUnknownKeyOrABadValueIsOneLineNamingItAndTheServerDoesNotStart() throws {

@@ -84,7 +84,12 @@ extension ResolvedSettings {
                 values: Dictionary(uniqueKeysWithValues: flags.map { (AbsoluteConfigKey(ConfigKey($0.key)), $0.value.configValue) })),
             EnvironmentVariablesProvider(environmentVariables: environment).prefixKeys(with: "ferry"),
         ]
-        if let configFile { providers.append(try await fileProvider(configFile)) }
+        var file: ConfigReader?
+        if let configFile {
+            let provider = try await fileProvider(configFile)
+            providers.append(provider)
+            file = ConfigReader(provider: provider)
+        }
         let reporter = LookupRecorder()
         let reader = ConfigReader(providers: providers, accessReporter: reporter)
         var values: [String: Value] = [:]
@@ -100,6 +105,12 @@ extension ResolvedSettings {
             }
             let lookup = reporter.last
             let origin: SettingOrigin = lookup.map { Self.origin(of: $0, setting: setting, configFile: configFile) } ?? .defaultValue
+            // A number in a JSON file where text is read (a rate written `30`): the text of the number.
+            if setting.kind == .text, lookup?.failure?.provider == 2, let number = file?.double(forKey: key), number.isFinite {
+                let text = number.rounded() == number && abs(number) < 1e15 ? String(Int64(number)) : String(number)
+                values[setting.key] = Value(content: .text(text), origin: origin)
+                continue
+            }
             if let failure = lookup?.failure {
                 throw SettingsError("\(origin): \(expected(setting, got: setting.secret ? nil : raw(failure, environment: environment)))")
             }
