@@ -94,6 +94,7 @@ import FerryTestSupport
             ("connections:\n  idleTimeout: soon\n", [:], [], "connections.idleTimeout in %FILE%: expected a number of seconds"),
             ("rateLimits:\n  pushes: fast\n", [:], [], "rateLimits.pushes in %FILE%: a rate is PER_SECOND or PER_SECOND/BURST"),
             ("- port\n", [:], [], "--config %FILE%: the file must be a mapping of settings"),
+            ("rateLimits:\n  pushes: true\n", [:], [], "rateLimits.pushes in %FILE%: a rate is PER_SECOND"),
             (nil, ["FERRY_LIMITS_MAX_BODY_BYTES": "4M"], [], "FERRY_LIMITS_MAX_BODY_BYTES: expected a whole number, got `4M`"),
             (nil, ["FERRY_CONNECTIONS_MAX_CONNECTIONS": "0"], [], "FERRY_CONNECTIONS_MAX_CONNECTIONS must be 1–1000000"),
             (nil, ["FERRY_JWT_SECRET": Self.secret, "FERRY_JWT_SECRET_FILE": "/dev/null"], [], "FERRY_JWT_SECRET and FERRY_JWT_SECRET_FILE both set jwtSecret"),

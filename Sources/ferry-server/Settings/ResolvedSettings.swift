@@ -106,7 +106,9 @@ extension ResolvedSettings {
             let lookup = reporter.last
             let origin: SettingOrigin = lookup.map { Self.origin(of: $0, setting: setting, configFile: configFile) } ?? .defaultValue
             // A number in a JSON file where text is read (a rate written `30`): the text of the number.
-            if setting.kind == .text, lookup?.failure?.provider == 2, let number = file?.double(forKey: key), number.isFinite {
+            if setting.kind == .text, lookup?.failure?.provider == 2, let configFile, isNumber(setting.key, in: configFile),
+                let number = file?.double(forKey: key), number.isFinite
+            {
                 let text = number.rounded() == number && abs(number) < 1e15 ? String(Int64(number)) : String(number)
                 values[setting.key] = Value(content: .text(text), origin: origin)
                 continue
@@ -170,6 +172,16 @@ extension ResolvedSettings {
             }
             try checkKeys(child, prefix: key, path: path)
         }
+    }
+
+    /// Whether the file holds a number (not `true` or `false`, which swift-configuration also reads as one) at `key`.
+    private static func isNumber(_ key: String, in path: String) -> Bool {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8), var node = try? Yams.load(yaml: text) else { return false }
+        for component in key.split(separator: ".") {
+            guard let child = mapping(node)?[String(component)] else { return false }
+            node = child
+        }
+        return (node is Int || node is Double) && !(node is Bool)
     }
 
     /// A mapping as JSON or YAML reads it, with text keys.
