@@ -34,6 +34,9 @@ struct ConfigCommand: AsyncParsableCommand {
             _ = try settings.logFormat()
             _ = try settings.logLevel()
             print(Self.report(settings))
+            for (given, meant) in ResolvedSettings.mistypedVariables(in: ProcessInfo.processInfo.environment) {
+                print("warning: \(given) is not a setting and is ignored; did you mean \(meant)?")
+            }
         }
 
         /// One line a setting: key, value (or `<redacted>`), origin.

@@ -185,6 +185,9 @@ struct Serve: AsyncParsableCommand {
             }
         )
         let logger = Logger(label: "ferry-server")
+        for (given, meant) in ResolvedSettings.mistypedVariables(in: ProcessInfo.processInfo.environment) {
+            logger.warning("\(given) is not a setting and is ignored; did you mean \(meant)?")
+        }
         // SIGTERM and SIGINT are handled below: the server drains first, then shuts down.
         var group = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [], logger: logger)
         // Seven tenths into the grace period, what still runs is cancelled...

@@ -63,6 +63,11 @@ import FerryTestSupport
         #expect(settings["jwtSecret"]?.value == "<redacted>" && settings["jwtSecret"]?.origin == "FERRY_JWT_SECRET_FILE")
         #expect(!checked.output.contains(Self.secret), "the secret is never printed")
 
+        // A mistyped variable is no setting: said, and ignored.
+        let mistyped = try Self.check(["--config", file], environment: environment.merging(["FERRY_CONNECTIONS_IDLE_TIMOUT": "9"]) { $1 })
+        #expect(mistyped.output.contains("warning: FERRY_CONNECTIONS_IDLE_TIMOUT is not a setting and is ignored; did you mean FERRY_CONNECTIONS_IDLE_TIMEOUT?"))
+        #expect(mistyped.settings["connections.idleTimeout"]?.value == "25")
+
         // The same file runs the server: the body limit is the environment's, the secret the file's.
         let server = try ServerProcess(["serve", "--config", file], environment: environment)
         defer { server.stop() }

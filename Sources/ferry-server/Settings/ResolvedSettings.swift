@@ -191,6 +191,16 @@ extension ResolvedSettings {
         return Dictionary(uniqueKeysWithValues: mapping.map { ("\($0.key)", $0.value) })
     }
 
+    /// `FERRY_*` variables that are no setting but look like a mistyped one,
+    /// each with the variable meant. (Others, such as a test harness's, are left alone.)
+    static func mistypedVariables(in environment: [String: String]) -> [(given: String, meant: String)] {
+        let known = Set(ServerSettings.all.map(\.environment) + ["FERRY_CONFIG"])
+        return environment.keys.sorted().compactMap { name in
+            guard name.hasPrefix("FERRY_"), !known.contains(name), let meant = suggestion(for: name, among: known) else { return nil }
+            return (name, meant)
+        }
+    }
+
     /// The known key closest to a mistyped one, if any is close.
     static func suggestion(for key: String, among known: Set<String>) -> String? {
         func distance(_ a: String, _ b: String) -> Int {
