@@ -32,13 +32,7 @@ import FerryTestSupport
             }
             #expect(try await eventually(within: .seconds(10)) { b.engine.status.liveConnected })
 
-            var latencies: [Duration] = []
-            for index in 0..<5 {
-                let start = ContinuousClock.now
-                try a.execute("INSERT INTO note(id, title) VALUES (?, 'live')", ["n\(index)"])
-                #expect(try await eventually(within: .seconds(10)) { try b.note("n\(index)") != nil })
-                latencies.append(ContinuousClock.now - start)
-            }
+            let latencies = try await a.latencies(to: b, count: 5, title: "live")
             #expect(latencies.sorted()[2] < .seconds(1), "\(latencies)")
             #expect(latencies.allSatisfy { $0 < .seconds(5) }, "\(latencies)")
             print("write on a to row on b, live: \(latencies)")

@@ -77,13 +77,7 @@ struct ReverseProxyTests {
                 }
             }
             #expect(try await eventually(within: .seconds(10)) { b.engine.status.liveConnected })
-            var latencies: [Duration] = []
-            for index in 0..<3 {
-                let start = ContinuousClock.now
-                try a.execute("INSERT INTO note(id, title) VALUES (?, 'through nginx')", ["n\(index)"])
-                #expect(try await eventually(within: .seconds(10)) { try b.note("n\(index)") != nil })
-                latencies.append(ContinuousClock.now - start)
-            }
+            let latencies = try await a.latencies(to: b, count: 3, title: "through nginx")
             // Each change arrives at once, not at the next heartbeat.
             #expect(latencies.allSatisfy { $0 < .seconds(5) }, "\(latencies)")
             print("write on a to row on b, live through nginx: \(latencies)")

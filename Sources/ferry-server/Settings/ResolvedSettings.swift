@@ -106,15 +106,17 @@ extension ResolvedSettings {
             let lookup = reporter.last
             let origin: SettingOrigin = lookup.map { Self.origin(of: $0, setting: setting, configFile: configFile) } ?? .defaultValue
             // A number in a JSON file where text is read (a rate written `30`): the text of the number.
-            if setting.kind == .text, lookup?.failure?.provider == 2, let configFile, isNumber(setting.key, in: configFile),
+            if setting.kind == .text, lookup?.failed == true, lookup?.provider == 2, let configFile, isNumber(setting.key, in: configFile),
                 let number = file?.double(forKey: key), number.isFinite
             {
                 let text = number.rounded() == number && abs(number) < 1e15 ? String(Int64(number)) : String(number)
                 values[setting.key] = Value(content: .text(text), origin: origin)
                 continue
             }
-            if let failure = lookup?.failure {
-                throw SettingsError("\(origin): \(expected(setting, got: setting.secret ? nil : raw(failure, environment: environment)))")
+            if let lookup, lookup.failed {
+                // Only the environment's raw text is the user's own to show back.
+                let raw = lookup.provider == 1 && !setting.secret ? environment[setting.environment] : nil
+                throw SettingsError("\(origin): \(expected(setting, got: raw))")
             }
             if let content {
                 values[setting.key] = Value(content: content, origin: origin)
@@ -237,10 +239,6 @@ extension ResolvedSettings {
         }
     }
 
-    private static func raw(_ failure: LookupRecorder.Failure, environment: [String: String]) -> String? {
-        failure.provider == 1 ? environment[failure.encodedKey ?? ""] : nil
-    }
-
     private static func expected(_ setting: Setting, got raw: String?) -> String {
         let what =
             switch setting.kind {
@@ -303,15 +301,11 @@ extension ResolvedSettings.Content {
 /// Which provider answered the last lookup, or failed it: swift-configuration
 /// reports every lookup to its access reporter.
 private final class LookupRecorder: AccessReporter, Sendable {
-    struct Failure: Sendable {
-        var provider: Int
-        var encodedKey: String?
-    }
-
     struct Lookup: Sendable {
         /// The index of the provider that answered (0 flags, 1 environment, 2 file).
         var provider: Int
-        var failure: Failure?
+        /// Whether it answered with an error: a value that is not of the setting's kind.
+        var failed: Bool
     }
 
     private let lookup = Mutex<Lookup?>(nil)
@@ -319,22 +313,13 @@ private final class LookupRecorder: AccessReporter, Sendable {
     var last: Lookup? { lookup.withLock { $0 } }
 
     func report(_ event: AccessEvent) {
-        var found: Lookup?
-        for (index, result) in event.providerResults.enumerated() {
-            switch result.result {
-            case .success(let answer) where answer.value != nil:
-                found = Lookup(provider: index, failure: nil)
-            case .failure:
-                let encoded = index == 1 ? ServerSettings.all.first { event.metadata.key.components == ConfigKey($0.key).components }?.environment : nil
-                found = Lookup(provider: index, failure: Failure(provider: index, encodedKey: encoded))
-            default:
-                continue
+        // The first provider that had a value for the key, or failed on it.
+        let found = event.providerResults.enumerated().lazy.compactMap { index, answer -> Lookup? in
+            switch answer.result {
+            case .success(let result): result.value == nil ? nil : Lookup(provider: index, failed: false)
+            case .failure: Lookup(provider: index, failed: true)
             }
-            break
-        }
-        if found == nil, event.conversionError != nil, let index = event.providerResults.firstIndex(where: { (try? $0.result.get().value) != nil }) {
-            found = Lookup(provider: index, failure: Failure(provider: index, encodedKey: nil))
-        }
+        }.first
         lookup.withLock { $0 = found }
     }
 }

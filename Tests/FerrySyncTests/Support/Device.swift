@@ -3,6 +3,7 @@ import FerryHTTPClient
 import FerryProtocol
 import Foundation
 import GRDB
+import Testing
 import FerryTestSupport
 
 /// The app schema the end-to-end tests sync: private notes, a list of items
@@ -105,6 +106,19 @@ struct Device {
 
     func note(_ id: String) throws -> Note? {
         try notes()[id]
+    }
+
+    /// `count` notes written here, one at a time, each waited for on
+    /// `reader` (at most 10 s): how long each took to show there.
+    func latencies(to reader: Device, count: Int, title: String) async throws -> [Duration] {
+        var latencies: [Duration] = []
+        for index in 0..<count {
+            let start = ContinuousClock.now
+            try execute("INSERT INTO note(id, title) VALUES (?, ?)", ["n\(index)", title])
+            #expect(try await eventually(within: .seconds(10)) { try reader.note("n\(index)") != nil })
+            latencies.append(ContinuousClock.now - start)
+        }
+        return latencies
     }
 }
 
