@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "FerryAttachmentEncryption", targets: ["FerryAttachmentEncryption"]),
         .library(name: "FerryTesting", targets: ["FerryTesting"]),
         .library(name: "FerryServer", targets: ["FerryServer"]),
+        .library(name: "FerryPostgres", targets: ["FerryPostgres"]),
         .executable(name: "ferry-server", targets: ["ferry-server"]),
         .executable(name: "ferry-bench", targets: ["ferry-bench"]),
         .executable(name: "ferry-notes", targets: ["ferry-notes"]),
@@ -101,17 +102,33 @@ let package = Package(
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
                 // Fetches the identity provider's keys (JWKS).
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
             ],
             resources: [.copy("OpenAPI/openapi.json")]
         ),
+        // The PostgreSQL store, for many server instances: a driver of its
+        // own, as Hummingbird's are, so a server on the embedded store links
+        // no PostgresNIO.
+        .target(
+            name: "FerryPostgres",
+            dependencies: [
+                "FerryServer",
+                "FerryProtocol",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .executableTarget(
             name: "ferry-server",
             dependencies: [
                 "FerryServer",
+                "FerryPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Yams", package: "Yams"),
@@ -153,6 +170,7 @@ let package = Package(
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 "FerryHTTPClient",
                 "FerryServer",
+                "FerryPostgres",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -185,6 +203,7 @@ let package = Package(
             name: "FerryServerTests",
             dependencies: [
                 "FerryServer",
+                "FerryPostgres",
                 "FerryTestSupport",
                 "ferry-server",
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -223,6 +242,7 @@ let package = Package(
                 "FerryHTTPClient",
                 "FerryTestSupport",
                 "FerryServer",
+                "FerryPostgres",
                 "ferry-server",
                 "ferry-test-worker",
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -1,4 +1,5 @@
 import FerryProtocol
+import FerryPostgres
 import FerryServer
 import Foundation
 import Logging

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FerryProtocol
+import FerryPostgres
 import FerryServer
 import Foundation
 import Logging

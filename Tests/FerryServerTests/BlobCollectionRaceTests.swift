@@ -1,4 +1,5 @@
 import Crypto
+@testable import FerryPostgres
 @testable import FerryServer
 import FerryTestSupport
 import Foundation

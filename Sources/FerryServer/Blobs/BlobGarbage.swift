@@ -12,18 +12,18 @@ import Foundation
 /// let doomed = BlobGarbageRules.collectable(try await blobs.list(), referenced: try await store.blobReferences(),
 ///                                           before: cutoff)
 /// ```
-enum BlobGarbageRules {
+package enum BlobGarbageRules {
     /// The synced table in which clients record attachments (Ferry's
     /// `ferry_attachments`), and its column naming the blob.
-    static let attachmentTable = "ferry_attachments"
-    static let hashColumn = "sha256"
+    package static let attachmentTable = "ferry_attachments"
+    package static let hashColumn = "sha256"
 
-    static func collectable(_ blobs: [StoredBlob], referenced: Set<BlobKey>, before cutoff: Date) -> [BlobKey] {
+    package static func collectable(_ blobs: [StoredBlob], referenced: Set<BlobKey>, before cutoff: Date) -> [BlobKey] {
         blobs.filter { !referenced.contains($0.key) && $0.modified < cutoff }.map(\.key).sorted { $0.description < $1.description }
     }
 
     /// The blob an attachment row's `sha256` value names, if it is one.
-    static func key(scope: String, hash: ColumnValue?) -> BlobKey? {
+    package static func key(scope: String, hash: ColumnValue?) -> BlobKey? {
         guard case .text(let text)? = hash else { return nil }
         return try? BlobKey(scope: scope, sha256: text)
     }
@@ -42,7 +42,7 @@ enum BlobGarbageRules {
     ///   - blobs: the blob store.
     ///   - cutoff: blobs last written or touched before it may go.
     ///   - afterListing: tests only: runs between the listing and the removals.
-    static func collect(
+    package static func collect(
         store: any SyncStore, blobs: any BlobStore, before cutoff: Date,
         afterListing: (@Sendable () async throws -> Void)? = nil
     ) async throws -> Int {

@@ -8,7 +8,8 @@ import NIOCore
 /// ends) and becomes readable only once all its bytes are in and hash to
 /// its name; until then no reader sees any of it. Two implementations:
 /// ``FileBlobStore`` (files in the data directory, the embedded default)
-/// and ``PostgresBlobStore`` (chunks in a table, shared by every instance).
+/// and `PostgresBlobStore` (chunks in a table shared by every instance, in
+/// the `FerryPostgres` product).
 ///
 /// ```swift
 /// let blobs = try FileBlobStore(directory: dataDirectory.appending(path: "blobs"))
@@ -93,7 +94,7 @@ public struct BlobKey: Hashable, Sendable, CustomStringConvertible {
         self.sha256 = sha256.lowercased()
     }
 
-    static func isDigest(_ text: String) -> Bool {
+    package static func isDigest(_ text: String) -> Bool {
         text.utf8.count == 64 && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0 | 0x20) }
     }
 
@@ -123,6 +124,12 @@ public struct StoredBlob: Hashable, Sendable {
     public var key: BlobKey
     public var complete: Bool
     public var modified: Date
+
+    package init(key: BlobKey, complete: Bool, modified: Date) {
+        self.key = key
+        self.complete = complete
+        self.modified = modified
+    }
 }
 
 /// The bytes of a blob, pulled chunk by chunk: each `next()` reads one
@@ -133,15 +140,15 @@ public struct BlobBytes: AsyncSequence, Sendable {
 
     /// How many bytes the sequence yields.
     public let count: Int64
-    let nextChunk: @Sendable () async throws -> ByteBuffer?
+    package let nextChunk: @Sendable () async throws -> ByteBuffer?
 
-    init(count: Int64, nextChunk: @escaping @Sendable () async throws -> ByteBuffer?) {
+    package init(count: Int64, nextChunk: @escaping @Sendable () async throws -> ByteBuffer?) {
         self.count = count
         self.nextChunk = nextChunk
     }
 
     public struct AsyncIterator: AsyncIteratorProtocol {
-        let nextChunk: @Sendable () async throws -> ByteBuffer?
+        package let nextChunk: @Sendable () async throws -> ByteBuffer?
 
         public mutating func next() async throws -> ByteBuffer? {
             try await nextChunk()

@@ -10,15 +10,15 @@ import NIOCore
 /// case .alreadyComplete: ...   // nothing to do
 /// }
 /// ```
-enum BlobUploadRules {
-    enum Decision: Equatable {
+package enum BlobUploadRules {
+    package enum Decision: Equatable {
         /// Append from the offset.
         case append
         /// The blob is already whole: the bytes are not needed.
         case alreadyComplete(size: Int64)
     }
 
-    static func check(state: BlobState, offset: Int64, length: Int64, limit: Int64) throws(FerryServerError) -> Decision {
+    package static func check(state: BlobState, offset: Int64, length: Int64, limit: Int64) throws(FerryServerError) -> Decision {
         guard length >= 0, offset >= 0 else {
             throw .badRequest("Upload-Length and Upload-Offset are byte counts, at least 0")
         }
@@ -45,13 +45,13 @@ enum BlobUploadRules {
         return .append
     }
 
-    static func offsetMismatch(_ held: Int64) -> FerryServerError {
+    package static func offsetMismatch(_ held: Int64) -> FerryServerError {
         FerryServerError(.uploadOffsetMismatch, "the server holds \(held) bytes of this blob; continue from Upload-Offset \(held)")
     }
 }
 
 /// The store-specific half of an upload: where the bytes go.
-protocol BlobUploadTarget: Sendable {
+package protocol BlobUploadTarget: Sendable {
     /// The bytes already held, to hash before continuing a resumed upload.
     func heldBytes(count: Int64) async throws -> BlobBytes
     /// Writes `chunk` at `position` (where the held bytes end).
@@ -68,10 +68,10 @@ protocol BlobUploadTarget: Sendable {
 /// Runs an append for either store: checks it, hashes the bytes held and
 /// the bytes arriving, writes them in chunks of `chunkSize`, and completes
 /// or discards the blob when the last byte is in.
-enum BlobUpload {
-    static let chunkSize = 1 << 20
+package enum BlobUpload {
+    package static let chunkSize = 1 << 20
 
-    static func append(
+    package static func append(
         to key: BlobKey, state: BlobState, length: Int64, offset: Int64, limit: Int64,
         bytes: some AsyncSequence<ByteBuffer, any Error>, target: some BlobUploadTarget
     ) async throws -> BlobState {

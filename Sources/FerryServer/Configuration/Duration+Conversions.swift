@@ -2,12 +2,12 @@ import Foundation
 
 extension Duration {
     /// The duration in seconds, for `Date` arithmetic.
-    var timeInterval: TimeInterval {
+    package var timeInterval: TimeInterval {
         Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 
     /// The duration in whole milliseconds, for HLC wall-time comparisons.
-    var wholeMilliseconds: Int64 {
+    package var wholeMilliseconds: Int64 {
         components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
     }
 }

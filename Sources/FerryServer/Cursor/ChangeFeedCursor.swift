@@ -8,16 +8,16 @@ import FerryProtocol
 /// let start = try ChangeFeedCursor.start(text, codec: codec, end: end)   // .start for nil or lost history
 /// let next = ChangeFeedCursor.encode(position, codec: codec)
 /// ```
-enum ChangeFeedCursor {
+package enum ChangeFeedCursor {
     /// The cursor's scope field; `*` is in no scope name.
-    static let name = "*changes*"
+    package static let name = "*changes*"
 
     /// Where a feed read starts: after the cursor, or from the beginning
     /// when there is none or it points into history this store lost
     /// (another epoch, an unknown generation, or ahead of the store). The
     /// tombstone horizon does not matter: a collected tombstone stays as
     /// its deletion record, which the feed delivers.
-    static func start(_ text: String?, codec: PullCursorCodec, end: ChangePosition) throws(FerryServerError) -> ChangePosition {
+    package static func start(_ text: String?, codec: PullCursorCodec, end: ChangePosition) throws(FerryServerError) -> ChangePosition {
         guard let text else { return .start }
         let decoded: PullCursorCodec.Decoded
         do {
@@ -31,14 +31,14 @@ enum ChangeFeedCursor {
         return position
     }
 
-    static func encode(_ position: ChangePosition, codec: PullCursorCodec) -> String {
+    package static func encode(_ position: ChangePosition, codec: PullCursorCodec) -> String {
         codec.encode(PullCursor(epoch: codec.epoch, scope: name, position: position.major, subposition: position.minor))
     }
 
     /// A page from the rows a store read after `start` (at most `limit + 1`,
     /// in change order): the first `limit`, and a cursor past the last one
     /// returned, or at `end` when nothing more is readable.
-    static func page(_ rows: [(entry: ChangeFeedEntry, position: ChangePosition)], limit: Int, end: ChangePosition, codec: PullCursorCodec)
+    package static func page(_ rows: [(entry: ChangeFeedEntry, position: ChangePosition)], limit: Int, end: ChangePosition, codec: PullCursorCodec)
         -> ChangeFeedPage
     {
         let hasMore = rows.count > limit

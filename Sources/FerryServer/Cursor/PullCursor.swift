@@ -9,11 +9,18 @@ import Foundation
 /// the PostgreSQL store uses both parts). It is signed
 /// with the store's cursor key, so a forged or garbled cursor is refused
 /// instead of silently skipping changes.
-struct PullCursor: Hashable, Sendable {
-    var epoch: String
-    var scope: String
-    var position: Int64
-    var subposition: Int64 = 0
+package struct PullCursor: Hashable, Sendable {
+    package var epoch: String
+    package var scope: String
+    package var position: Int64
+    package var subposition: Int64 = 0
+
+    package init(epoch: String, scope: String, position: Int64, subposition: Int64 = 0) {
+        self.epoch = epoch
+        self.scope = scope
+        self.position = position
+        self.subposition = subposition
+    }
 }
 
 /// Encodes and checks cursors for one store epoch. Cursors it encodes name
@@ -24,18 +31,24 @@ struct PullCursor: Hashable, Sendable {
 /// let text = codec.encode(PullCursor(epoch: "e1", scope: "user:alice", position: 42))
 /// let decoded = try codec.decode(text, scope: "user:alice")   // .position(42, 0, generation: "")
 /// ```
-struct PullCursorCodec: Sendable {
-    let epoch: String
-    let key: SymmetricKey
-    var history: StoreHistory = .continuous
+package struct PullCursorCodec: Sendable {
+    package let epoch: String
+    package let key: SymmetricKey
+    package var history: StoreHistory = .continuous
 
-    enum Decoded: Hashable, Sendable {
+    package init(epoch: String, key: SymmetricKey, history: StoreHistory = .continuous) {
+        self.epoch = epoch
+        self.key = key
+        self.history = history
+    }
+
+    package enum Decoded: Hashable, Sendable {
         case position(Int64, Int64, generation: String)
         /// The cursor is from another epoch of the server: the client starts over.
         case otherEpoch
     }
 
-    enum Invalid: Error, Equatable {
+    package enum Invalid: Error, Equatable {
         case garbled
         case forged
         case wrongScope
@@ -45,7 +58,7 @@ struct PullCursorCodec: Sendable {
     /// were kept) names the empty one.
     private static let version = "c2"
 
-    func encode(_ cursor: PullCursor) -> String {
+    package func encode(_ cursor: PullCursor) -> String {
         let payload = [
             Self.version, cursor.epoch, cursor.scope, String(cursor.position), String(cursor.subposition),
             history.current,
@@ -55,7 +68,7 @@ struct PullCursorCodec: Sendable {
         return Self.base64URL(bytes) + "." + Self.base64URL(mac)
     }
 
-    func decode(_ text: String, scope: String) throws(Invalid) -> Decoded {
+    package func decode(_ text: String, scope: String) throws(Invalid) -> Decoded {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         guard text.utf8.count <= 1024, parts.count == 2,
             let payload = Self.data(base64URL: parts[0]),

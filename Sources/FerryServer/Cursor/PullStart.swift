@@ -3,13 +3,18 @@ import FerryProtocol
 /// A place in a store's change order, compared field by field: for the
 /// SQLite store the version alone, for the PostgreSQL store the writing
 /// transaction's id, then the version.
-struct ChangePosition: Hashable, Comparable, Sendable {
-    var major: Int64
-    var minor: Int64 = 0
+package struct ChangePosition: Hashable, Comparable, Sendable {
+    package var major: Int64
+    package var minor: Int64 = 0
 
-    static let start = ChangePosition(major: 0)
+    package init(major: Int64, minor: Int64 = 0) {
+        self.major = major
+        self.minor = minor
+    }
 
-    static func < (lhs: ChangePosition, rhs: ChangePosition) -> Bool {
+    package static let start = ChangePosition(major: 0)
+
+    package static func < (lhs: ChangePosition, rhs: ChangePosition) -> Bool {
         (lhs.major, lhs.minor) < (rhs.major, rhs.minor)
     }
 }
@@ -23,11 +28,11 @@ struct ChangePosition: Hashable, Comparable, Sendable {
 /// from a generation the store does not know, or ahead of the store points
 /// into history the store *lost* (restored from a backup, wiped, or another
 /// server): the client keeps every row and sends back what the store lacks.
-enum PullStart: Hashable, Sendable {
+package enum PullStart: Hashable, Sendable {
     case after(ChangePosition)
     case fromScratch(Reason)
 
-    enum Reason: Hashable, Sendable {
+    package enum Reason: Hashable, Sendable {
         /// No cursor: a first pull.
         case firstPull
         /// The cursor is older than the tombstone horizon.
@@ -39,7 +44,7 @@ enum PullStart: Hashable, Sendable {
     /// - Parameters:
     ///   - horizon: the newest position of a collected tombstone.
     ///   - end: the furthest position a cursor of this store can hold.
-    init(cursor text: String, scope: String, codec: PullCursorCodec, horizon: ChangePosition, end: ChangePosition) throws(FerryServerError) {
+    package init(cursor text: String, scope: String, codec: PullCursorCodec, horizon: ChangePosition, end: ChangePosition) throws(FerryServerError) {
         let decoded: PullCursorCodec.Decoded
         do {
             decoded = try codec.decode(text, scope: scope)
@@ -66,7 +71,7 @@ enum PullStart: Hashable, Sendable {
     /// Refuses a push whose ``PushRequest/seen`` cursor points into history
     /// this store lost: its mutations were made on rows the store may not
     /// have, so the client pulls (and sends those back whole) first.
-    static func checkHistory(seen: PushRequest.Seen?, codec: PullCursorCodec, end: ChangePosition) throws(FerryServerError) {
+    package static func checkHistory(seen: PushRequest.Seen?, codec: PullCursorCodec, end: ChangePosition) throws(FerryServerError) {
         // A cursor this store cannot read (another scope's, garbled) says nothing of its history.
         guard let seen, let start = try? PullStart(cursor: seen.cursor, scope: seen.scope, codec: codec, horizon: .start, end: end)
         else { return }
@@ -75,19 +80,19 @@ enum PullStart: Hashable, Sendable {
         }
     }
 
-    var position: ChangePosition {
+    package var position: ChangePosition {
         if case .after(let position) = self { position } else { .start }
     }
 
-    var isFromScratch: Bool {
+    package var isFromScratch: Bool {
         if case .fromScratch = self { true } else { false }
     }
 
-    var isReset: Bool {
+    package var isReset: Bool {
         if case .fromScratch(let reason) = self { reason != .firstPull } else { false }
     }
 
-    var isLostHistory: Bool {
+    package var isLostHistory: Bool {
         self == .fromScratch(.lostHistory)
     }
 }

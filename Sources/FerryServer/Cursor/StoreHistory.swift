@@ -16,19 +16,19 @@
 /// history.holds(generation: "g1", position: ChangePosition(major: 41))   // false: lost
 /// history.holds(generation: "g0", position: ChangePosition(major: 1))    // false: unknown
 /// ```
-struct StoreHistory: Hashable, Sendable {
+package struct StoreHistory: Hashable, Sendable {
     /// The generation new cursors name.
-    var current: String
+    package var current: String
     /// Every earlier generation this store knows, with the furthest
     /// position a cursor it issued can hold.
-    var ended: [String: ChangePosition]
+    package var ended: [String: ChangePosition]
 
     /// One generation that never ends (the PostgreSQL store, and tests).
-    static let continuous = StoreHistory(current: "", ended: [:])
+    package static let continuous = StoreHistory(current: "", ended: [:])
 
     /// Whether a cursor of `generation` at `position` points into history
     /// this store still holds.
-    func holds(generation: String, position: ChangePosition) -> Bool {
+    package func holds(generation: String, position: ChangePosition) -> Bool {
         if generation == current { return true }
         guard let end = ended[generation] else { return false }
         return position <= end

@@ -10,27 +10,27 @@ import Foundation
 /// let payloads = ChangeNotice.payloads(xid: 812, scopes: ["user:alice", "team:7"])
 /// let notice = try ChangeNotice(payload: payloads[0])   // xid 812, both scopes
 /// ```
-struct ChangeNotice: Codable, Hashable, Sendable {
-    var xid: Int64
-    var scopes: [String]
+package struct ChangeNotice: Codable, Hashable, Sendable {
+    package var xid: Int64
+    package var scopes: [String]
 
-    static let maxPayloadBytes = 7900
+    package static let maxPayloadBytes = 7900
 
-    init(xid: Int64, scopes: [String]) {
+    package init(xid: Int64, scopes: [String]) {
         self.xid = xid
         self.scopes = scopes
     }
 
-    init(payload: String) throws {
+    package init(payload: String) throws {
         self = try JSONDecoder().decode(Self.self, from: Data(payload.utf8))
     }
 
-    var payload: String {
+    package var payload: String {
         String(decoding: (try? JSONEncoder().encode(self)) ?? Data(), as: UTF8.self)
     }
 
     /// The payloads announcing `scopes`, each under ``maxPayloadBytes``.
-    static func payloads(xid: Int64, scopes: [String], maxBytes: Int = maxPayloadBytes) -> [String] {
+    package static func payloads(xid: Int64, scopes: [String], maxBytes: Int = maxPayloadBytes) -> [String] {
         var payloads: [String] = []
         var batch: [String] = []
         var bytes = 0

@@ -5,58 +5,58 @@ import FerryProtocol
 /// A store loads the client's last applied id and the rows the push touches,
 /// asks ``PushPlanner`` for a plan, and writes the plan in the same
 /// transaction. The decisions are all here, shared by every store.
-struct PushPlan: Sendable {
+package struct PushPlan: Sendable {
     /// A conflict to record, with the mutation it came from.
-    struct RecordedConflict: Sendable, Hashable {
-        var key: RowKey
-        var mutationID: Int64
-        var version: Int64?
-        var conflict: Conflict
+    package struct RecordedConflict: Sendable, Hashable {
+        package var key: RowKey
+        package var mutationID: Int64
+        package var version: Int64?
+        package var conflict: Conflict
     }
 
     /// A notice to record for the writer of a value this push discarded.
-    struct RecordedNotice: Sendable, Hashable {
-        var key: RowKey
+    package struct RecordedNotice: Sendable, Hashable {
+        package var key: RowKey
         /// The pushed mutation that overrode the value.
-        var mutationID: Int64
+        package var mutationID: Int64
         /// Who receives it: every device of this user.
-        var userID: String
+        package var userID: String
         /// The writer whose push overrode the value: that device already
         /// holds the conflict from its own reply.
-        var byUserID: String
-        var byClientID: String
-        var conflict: Conflict
+        package var byUserID: String
+        package var byClientID: String
+        package var conflict: Conflict
         /// The row after the overriding write.
-        var row: ServerRow?
+        package var row: ServerRow?
         /// The policy that chose the other value; `nil` when a delete won.
-        var policy: ConflictPolicy?
+        package var policy: ConflictPolicy?
         /// The version of the overriding write.
-        var version: Int64
+        package var version: Int64
     }
 
     /// A rejection to record.
-    struct RecordedRejection: Sendable, Hashable {
-        var mutation: Mutation
-        var reason: String
+    package struct RecordedRejection: Sendable, Hashable {
+        package var mutation: Mutation
+        package var reason: String
     }
 
-    var lastAppliedMutationID: Int64
+    package var lastAppliedMutationID: Int64
     /// The store's version counter after the push.
-    var version: Int64
+    package var version: Int64
     /// Results of the mutations applied now, in order (replayed ones are not here).
-    var results: [MutationResult]
+    package var results: [MutationResult]
     /// Ids at or below the last applied id: acknowledged without effect.
-    var replayedIDs: [Int64]
+    package var replayedIDs: [Int64]
     /// The final state of every row that changed.
-    var rows: [RowKey: StoredRow]
+    package var rows: [RowKey: StoredRow]
     /// Values overwritten, per row, to append to its history.
-    var overwritten: [RowKey: [HistoricValue]]
-    var conflicts: [RecordedConflict]
-    var rejections: [RecordedRejection]
-    var notices: [RecordedNotice] = []
+    package var overwritten: [RowKey: [HistoricValue]]
+    package var conflicts: [RecordedConflict]
+    package var rejections: [RecordedRejection]
+    package var notices: [RecordedNotice] = []
 
     /// Scopes whose rows changed: their live subscribers hear of it.
-    var changedScopes: Set<String> {
+    package var changedScopes: Set<String> {
         Set(rows.keys.map(\.scope))
     }
 }
@@ -75,7 +75,7 @@ extension PushPlan {
     /// - Parameters:
     ///   - ids: the store's id of each of ``notices``, in order.
     ///   - name: the public id of a notice the store numbered `id`.
-    mutating func linkNotices(ids: [Int64], name: (Int64) -> String) {
+    package mutating func linkNotices(ids: [Int64], name: (Int64) -> String) {
         var named: [NoticeLink: String] = [:]
         for (notice, id) in zip(notices, ids) where notice.userID == notice.byUserID {
             named[NoticeLink(mutationID: notice.mutationID, column: notice.conflict.column)] = name(id)
@@ -95,7 +95,7 @@ extension PushPlan {
     }
 
     private struct NoticeLink: Hashable {
-        var mutationID: Int64
-        var column: String?
+        package var mutationID: Int64
+        package var column: String?
     }
 }

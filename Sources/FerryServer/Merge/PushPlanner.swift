@@ -2,14 +2,14 @@ import FerryProtocol
 
 /// Decides a whole push: idempotency, ordering, validation, clock drift and
 /// the merge of each mutation (ARCHITECTURE.md server semantics 1–4).
-struct PushPlanner: Sendable {
-    var tables: ServerTables
+package struct PushPlanner: Sendable {
+    package var tables: ServerTables
     /// How far ahead of server time a last-write-wins stamp may be.
-    var maxClockDriftMilliseconds: Int64
+    package var maxClockDriftMilliseconds: Int64
     /// The most columns a stored row may hold.
-    var maxColumnsPerRow = 1024
+    package var maxColumnsPerRow = 1024
 
-    enum Refusal: Error, Equatable {
+    package enum Refusal: Error, Equatable {
         /// A fresh mutation id does not follow the last applied one.
         case gap(lastApplied: Int64, found: Int64)
     }
@@ -25,7 +25,7 @@ struct PushPlanner: Sendable {
     ///     for a store whose counter is a database sequence (at least one per
     ///     fresh mutation). `nil` gives `version + 1`, `version + 2`, …
     ///   - nowMilliseconds: server wall time, for the drift limit.
-    func plan(
+    package func plan(
         userID: String,
         clientID: String,
         mutations: [Mutation],

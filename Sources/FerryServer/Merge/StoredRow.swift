@@ -2,50 +2,70 @@ import FerryProtocol
 
 /// Identifies a row in a store: rows are keyed by scope, so one scope can
 /// never see, overwrite or learn of a row in another.
-struct RowKey: Hashable, Sendable, Comparable {
-    var scope: String
-    var table: String
-    var rowID: String
+package struct RowKey: Hashable, Sendable, Comparable {
+    package var scope: String
+    package var table: String
+    package var rowID: String
 
-    static func < (lhs: RowKey, rhs: RowKey) -> Bool {
+    package init(scope: String, table: String, rowID: String) {
+        self.scope = scope
+        self.table = table
+        self.rowID = rowID
+    }
+
+    package static func < (lhs: RowKey, rhs: RowKey) -> Bool {
         (lhs.scope, lhs.table, lhs.rowID) < (rhs.scope, rhs.table, rhs.rowID)
     }
 }
 
 /// A column's current value and who last changed it.
-struct StoredCell: Hashable, Sendable, Codable {
-    var value: ColumnValue
+package struct StoredCell: Hashable, Sendable, Codable {
+    package var value: ColumnValue
     /// The server version of the mutation that set this value.
-    var version: Int64
+    package var version: Int64
     /// The writer's hybrid logical clock stamp, for last-write-wins.
-    var hlc: HLCTimestamp
+    package var hlc: HLCTimestamp
     /// The client that wrote it: a client's later mutation never conflicts with its own earlier one.
-    var clientID: String
+    package var clientID: String
 }
 
 /// A value a column held before it was overwritten, kept so a conflict can
 /// report the value at the mutation's base.
-struct HistoricValue: Hashable, Sendable {
-    var column: String
+package struct HistoricValue: Hashable, Sendable {
+    package var column: String
     /// The version that set this value.
-    var version: Int64
-    var value: ColumnValue
+    package var version: Int64
+    package var value: ColumnValue
+
+    package init(column: String, version: Int64, value: ColumnValue) {
+        self.column = column
+        self.version = version
+        self.value = value
+    }
 }
 
 /// A row as a store holds it: the input and output of a merge.
-struct StoredRow: Hashable, Sendable {
+package struct StoredRow: Hashable, Sendable {
     /// The version of the last change to the row (its delete, for a tombstone).
-    var version: Int64
-    var deleted: Bool
-    var cells: [String: StoredCell]
+    package var version: Int64
+    package var deleted: Bool
+    package var cells: [String: StoredCell]
     /// The client that made the last change.
-    var clientID: String
+    package var clientID: String
     /// Older values of the row's columns, oldest first.
-    var history: [HistoricValue] = []
+    package var history: [HistoricValue] = []
+
+    package init(version: Int64, deleted: Bool, cells: [String: StoredCell], clientID: String, history: [HistoricValue] = []) {
+        self.version = version
+        self.deleted = deleted
+        self.cells = cells
+        self.clientID = clientID
+        self.history = history
+    }
 
     /// The column's value as of `version`, or `nil` when it had none or the
     /// store no longer knows it (history older than the tombstone horizon).
-    func value(of column: String, at version: Int64) -> ColumnValue? {
+    package func value(of column: String, at version: Int64) -> ColumnValue? {
         if let cell = cells[column], cell.version <= version {
             return cell.value
         }
@@ -57,18 +77,18 @@ struct StoredRow: Hashable, Sendable {
     }
 
     /// Current values, as a pull returns them.
-    var values: [String: ColumnValue] {
+    package var values: [String: ColumnValue] {
         cells.mapValues(\.value)
     }
 
     /// The newest edit stamp among the row's values.
-    var newestStamp: HLCTimestamp? {
+    package var newestStamp: HLCTimestamp? {
         cells.values.map(\.hlc).max()
     }
 
     /// The row as a client sees it in a conflict, a rejection or a notice:
     /// a tombstone carries the values it held when deleted, from history.
-    var serverRow: ServerRow {
+    package var serverRow: ServerRow {
         guard deleted else { return ServerRow(version: version, deleted: false, values: values) }
         var last: [String: HistoricValue] = [:]
         for old in history where old.version < version && (last[old.column]?.version ?? .min) < old.version {

@@ -11,15 +11,15 @@
 /// let start = try NoticeCursor.position(from: "e1/0.17", epoch: "e1")   // ChangePosition(major: 0, minor: 17)
 /// NoticeCursor.text(start, epoch: "e1")                                 // "e1/0.17"
 /// ```
-enum NoticeCursor {
-    static func text(_ position: ChangePosition, epoch: String) -> String {
+package enum NoticeCursor {
+    package static func text(_ position: ChangePosition, epoch: String) -> String {
         "\(epoch)/\(position.major).\(position.minor)"
     }
 
     /// The position a cursor names; the start when it comes from another
     /// epoch of the store (restored from a backup, or replaced), where its
     /// numbers mean nothing.
-    static func position(from text: String?, epoch: String) throws(FerryServerError) -> ChangePosition {
+    package static func position(from text: String?, epoch: String) throws(FerryServerError) -> ChangePosition {
         guard let text else { return .start }
         let halves = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         let parts = halves.count == 2 ? halves[1].split(separator: ".", omittingEmptySubsequences: false) : []
@@ -34,14 +34,14 @@ enum NoticeCursor {
     /// restore that numbers notices again (the store generation it was
     /// recorded in), so a client that keeps the ids it holds never confuses
     /// a new notice with an old one.
-    static func id(_ id: Int64, epoch: String, generation: String = "") -> String {
+    package static func id(_ id: Int64, epoch: String, generation: String = "") -> String {
         generation.isEmpty ? "\(epoch)/\(id)" : "\(epoch)/\(generation).\(id)"
     }
 
     /// The store id and generation a public notice id names, or `nil` for
     /// an id of another epoch (a notice this store does not hold) or one it
     /// never issued.
-    static func parse(id text: String, epoch: String) -> (generation: String, id: Int64)? {
+    package static func parse(id text: String, epoch: String) -> (generation: String, id: Int64)? {
         guard let slash = text.firstIndex(of: "/"), text[..<slash] == epoch else { return nil }
         let rest = text[text.index(after: slash)...]
         guard let dot = rest.lastIndex(of: ".") else { return Int64(rest).map { ("", $0) } }

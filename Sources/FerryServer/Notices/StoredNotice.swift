@@ -2,15 +2,15 @@ import FerryProtocol
 
 /// A conflict notice as a store keeps it: the JSON body of a row of its
 /// notices table, turned into a ``ConflictNotice`` when a pull delivers it.
-struct StoredNotice: Codable, Sendable, Hashable {
-    var table: String
-    var rowID: String
-    var conflict: Conflict
-    var row: ServerRow?
-    var overriddenBy: String
-    var policy: ConflictPolicy?
+package struct StoredNotice: Codable, Sendable, Hashable {
+    package var table: String
+    package var rowID: String
+    package var conflict: Conflict
+    package var row: ServerRow?
+    package var overriddenBy: String
+    package var policy: ConflictPolicy?
 
-    init(_ recorded: PushPlan.RecordedNotice) {
+    package init(_ recorded: PushPlan.RecordedNotice) {
         table = recorded.key.table
         rowID = recorded.key.rowID
         conflict = recorded.conflict
@@ -19,14 +19,14 @@ struct StoredNotice: Codable, Sendable, Hashable {
         policy = recorded.policy
     }
 
-    func notice(id: Int64, epoch: String, generation: String = "") -> ConflictNotice {
+    package func notice(id: Int64, epoch: String, generation: String = "") -> ConflictNotice {
         ConflictNotice(
             id: NoticeCursor.id(id, epoch: epoch, generation: generation), table: table, rowID: rowID, conflict: conflict, row: row,
             overriddenBy: overriddenBy, policy: policy
         )
     }
 
-    static func decode(_ json: String) throws -> StoredNotice {
+    package static func decode(_ json: String) throws -> StoredNotice {
         try StoreCoding.decode(StoredNotice.self, from: json)
     }
 }

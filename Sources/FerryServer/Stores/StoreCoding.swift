@@ -3,8 +3,8 @@ import Foundation
 
 /// How stores write rows, history, results and conflicts as JSON text, and
 /// cut pull pages: the same in every store, so they hold the same bytes.
-enum StoreCoding {
-    static func json(_ value: some Encodable) throws -> String {
+package enum StoreCoding {
+    package static func json(_ value: some Encodable) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         return String(decoding: try encoder.encode(value), as: UTF8.self)
@@ -12,7 +12,7 @@ enum StoreCoding {
 
     /// A row's cells as JSON, written directly: the push path's hottest
     /// encoding. The same JSON `json(_:)` gives, but for the escaping of `/`.
-    static func cellsJSON(_ cells: [String: StoredCell]) -> String {
+    package static func cellsJSON(_ cells: [String: StoredCell]) -> String {
         var out = "{"
         out.reserveCapacity(cells.count * 96)
         for (index, key) in cells.keys.sorted().enumerated() {
@@ -31,14 +31,14 @@ enum StoreCoding {
 
     /// A result as JSON, written directly in the common case (no conflicts,
     /// no reason, no row); otherwise through `JSONEncoder`.
-    static func resultJSON(_ result: MutationResult) throws -> String {
+    package static func resultJSON(_ result: MutationResult) throws -> String {
         guard result.conflicts.isEmpty, result.reason == nil, result.row == nil else { return try json(result) }
         let version = result.version.map { ",\"version\":\($0)" } ?? ""
         return "{\"conflicts\":[],\"mutationID\":\(result.mutationID),\"replayed\":\(result.replayed),\"status\":\"\(result.status.rawValue)\"\(version)}"
     }
 
     /// A push answer as JSON, each result written as ``resultJSON(_:)`` writes it.
-    static func pushResponseJSON(_ response: PushResponse) throws -> String {
+    package static func pushResponseJSON(_ response: PushResponse) throws -> String {
         var out = "{\"lastAppliedMutationID\":\(response.lastAppliedMutationID),\"results\":["
         out.reserveCapacity(response.results.count * 96 + 48)
         for (index, result) in response.results.enumerated() {
@@ -49,7 +49,7 @@ enum StoreCoding {
         return out
     }
 
-    static func appendValue(_ value: ColumnValue, to out: inout String) {
+    package static func appendValue(_ value: ColumnValue, to out: inout String) {
         switch value {
         case .null: out += "null"
         case .integer(let integer): out += String(integer)
@@ -66,7 +66,7 @@ enum StoreCoding {
     }
 
     /// A JSON string literal: quotes, backslashes and control characters escaped.
-    static func appendString(_ text: String, to out: inout String) {
+    package static func appendString(_ text: String, to out: inout String) {
         out += "\""
         var needsEscape = false
         for byte in text.utf8 where byte < 0x20 || byte == 0x22 || byte == 0x5C {
@@ -94,18 +94,18 @@ enum StoreCoding {
         out += "\""
     }
 
-    static func decode<T: Decodable>(_ type: T.Type, from json: String) throws -> T {
+    package static func decode<T: Decodable>(_ type: T.Type, from json: String) throws -> T {
         try JSONDecoder().decode(T.self, from: Data(json.utf8))
     }
 
     /// A row's `cells` column: per column, value, version, stamp and writer.
-    static func cells(_ json: String) throws -> [String: StoredCell] {
+    package static func cells(_ json: String) throws -> [String: StoredCell] {
         try decode([String: StoredCell].self, from: json)
     }
 
     /// How many of a page's rows, of these JSON sizes, fit in `limit` rows
     /// and `maxBytes`: at least one, so a page always advances.
-    static func pageLength(sizes: some Sequence<Int>, limit: Int, maxBytes: Int) -> Int {
+    package static func pageLength(sizes: some Sequence<Int>, limit: Int, maxBytes: Int) -> Int {
         var kept = 0
         var bytes = 0
         for size in sizes.prefix(limit) {

@@ -12,7 +12,7 @@ public struct PushRules: Sendable {
     public var now: Date
     /// The trace the push belongs to, for the merge's span: a store plans
     /// inside its database's own threads, where the task's context is not.
-    var serviceContext: ServiceContext?
+    package var serviceContext: ServiceContext?
 
     public init(tables: ServerTables = ServerTables(), maxClockDrift: Duration = .seconds(60), now: Date = Date()) {
         self.tables = tables
@@ -20,13 +20,13 @@ public struct PushRules: Sendable {
         self.now = now
     }
 
-    var planner: PushPlanner {
+    package var planner: PushPlanner {
         PushPlanner(tables: tables, maxClockDriftMilliseconds: maxClockDrift.wholeMilliseconds)
     }
 
     /// Plans a push under these rules (see ``PushPlanner``), turning a gap
     /// into the `mutationGap` error a store answers with.
-    func plan(
+    package func plan(
         _ request: PushRequest, userID: String, lastApplied: Int64, rows: [RowKey: StoredRow],
         version: Int64, allocated: [Int64]? = nil, horizon: Int64
     ) throws(FerryServerError) -> PushPlan {
@@ -50,7 +50,7 @@ public struct PushRules: Sendable {
         }
     }
 
-    var nowMilliseconds: Int64 {
+    package var nowMilliseconds: Int64 {
         Int64((now.timeIntervalSince1970 * 1000).rounded(.down))
     }
 }
@@ -60,6 +60,11 @@ public struct PushReceipt: Sendable, Hashable {
     public var response: PushResponse
     /// Scopes whose rows changed.
     public var changedScopes: Set<String>
+
+    public init(response: PushResponse, changedScopes: Set<String>) {
+        self.response = response
+        self.changedScopes = changedScopes
+    }
 }
 
 /// What a garbage collection removed.
@@ -67,6 +72,11 @@ public struct GarbageReport: Sendable, Hashable {
     /// The tombstone horizon now: cursors older than it get a reset.
     public var horizon: Int64
     public var tombstonesRemoved: Int
+
+    public init(horizon: Int64, tombstonesRemoved: Int) {
+        self.horizon = horizon
+        self.tombstonesRemoved = tombstonesRemoved
+    }
 }
 
 /// Where the server keeps rows, versions, client state and scopes: the seam
@@ -76,7 +86,8 @@ public struct GarbageReport: Sendable, Hashable {
 /// last applied mutation id advance in one transaction; a pull page and the
 /// last applied id are read from one snapshot; versions never let a pull
 /// skip a committed change. ``SQLiteSyncStore`` runs on one machine;
-/// ``PostgresSyncStore`` serves many instances.
+/// `PostgresSyncStore` (in `FerryPostgres`) serves many
+/// instances.
 ///
 /// Callers check access and the shape of requests first (the HTTP layer
 /// does); a store trusts that `userID` may write every scope of a push and

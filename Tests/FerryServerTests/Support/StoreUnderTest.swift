@@ -1,3 +1,4 @@
+@testable import FerryPostgres
 @testable import FerryServer
 import FerryProtocol
 import Foundation

@@ -1,4 +1,5 @@
 import FerryProtocol
+@testable import FerryPostgres
 @testable import FerryServer
 import Foundation
 import GRDB

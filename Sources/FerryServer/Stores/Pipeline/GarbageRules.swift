@@ -23,9 +23,9 @@ import Foundation
 /// ```swift
 /// let cutoff = GarbageRules.milliseconds(Date().addingTimeInterval(-30 * 86_400))
 /// ```
-enum GarbageRules {
+package enum GarbageRules {
     /// A cutoff as the stores compare it with `changed_at` and `created_at`.
-    static func milliseconds(_ cutoff: Date) -> Int64 {
+    package static func milliseconds(_ cutoff: Date) -> Int64 {
         Int64((cutoff.timeIntervalSince1970 * 1000).rounded(.down))
     }
 }

@@ -2,28 +2,47 @@ import FerryProtocol
 
 /// One row a store's page query read: what the page sends, and its place in
 /// the store's change order.
-struct PageQueryRow: Sendable {
-    var table: String
-    var rowID: String
-    var version: Int64
-    var deleted: Bool
+package struct PageQueryRow: Sendable {
+    package var table: String
+    package var rowID: String
+    package var version: Int64
+    package var deleted: Bool
     /// The stored `cells` column.
-    var cells: String
-    var position: ChangePosition
+    package var cells: String
+    package var position: ChangePosition
+
+    package init(table: String, rowID: String, version: Int64, deleted: Bool, cells: String, position: ChangePosition) {
+        self.table = table
+        self.rowID = rowID
+        self.version = version
+        self.deleted = deleted
+        self.cells = cells
+        self.position = position
+    }
 }
 
 /// One conflict notice a store's notice query read.
-struct NoticeQueryRow: Sendable {
-    var id: Int64
-    var position: ChangePosition
-    var byUser: String
-    var byClient: String
+package struct NoticeQueryRow: Sendable {
+    package var id: Int64
+    package var position: ChangePosition
+    package var byUser: String
+    package var byClient: String
     /// The stored ``StoredNotice`` JSON.
-    var json: String
+    package var json: String
     /// The store generation it was recorded in (the SQLite store's; empty otherwise).
-    var generation = ""
+    package var generation = ""
     /// For a settlement: the public id of the notice the user settled.
-    var settles: String? = nil
+    package var settles: String? = nil
+
+    package init(id: Int64, position: ChangePosition, byUser: String, byClient: String, json: String, generation: String = "", settles: String? = nil) {
+        self.id = id
+        self.position = position
+        self.byUser = byUser
+        self.byClient = byClient
+        self.json = json
+        self.generation = generation
+        self.settles = settles
+    }
 }
 
 /// Everything a pull does but read: where each scope starts, how a page's
@@ -32,7 +51,7 @@ struct NoticeQueryRow: Sendable {
 /// pages are assembled by one rule (ARCHITECTURE.md server semantics 5 and 6).
 ///
 /// ```swift
-/// let assembler = PullAssembler(request: request, userID: "alice", limit: 500, maxPageBytes: 8 << 20,
+/// let assembler = PullAssembler(clientID: request.clientID, userID: "alice", limit: 500, maxPageBytes: 8 << 20,
 ///                               cursors: codec, horizon: horizon, end: end)
 /// for followed in request.scopes {
 ///     let start = try assembler.start(of: followed)
@@ -41,37 +60,50 @@ struct NoticeQueryRow: Sendable {
 ///     pages.append(try assembler.page(followed.scope, start: start, rows: rows, notices: notices))
 /// }
 /// ```
-struct PullAssembler: Sendable {
+package struct PullAssembler: Sendable {
     /// Where a scope's page starts: its rows, and its notices.
-    struct Start: Sendable {
-        var rows: PullStart
-        var notices: ChangePosition
+    package struct Start: Sendable {
+        package var rows: PullStart
+        package var notices: ChangePosition
     }
 
-    var clientID: String
-    var userID: String
-    var limit: Int
-    var maxPageBytes: Int
-    var cursors: PullCursorCodec
+    package var clientID: String
+    package var userID: String
+    package var limit: Int
+    package var maxPageBytes: Int
+    package var cursors: PullCursorCodec
     /// The newest position of a collected tombstone: a cursor behind it gets a reset.
-    var horizon: ChangePosition
+    package var horizon: ChangePosition
     /// The furthest position a page can reach now: a finished scope's
     /// cursor moves here, so a quiet scope never falls behind the horizon.
-    var end: ChangePosition
+    package var end: ChangePosition
     /// Where a scope's notices start for a client that sends no notice
     /// cursor: where they stood when it first pushed, or, for a client that
     /// never pushed, now. A new device is not handed its user's old
     /// conflicts, which belong to the devices that saw them.
-    var noticeStart = ChangePosition.start
+    package var noticeStart = ChangePosition.start
+
+    package init(
+        clientID: String, userID: String, limit: Int, maxPageBytes: Int, cursors: PullCursorCodec,
+        horizon: ChangePosition, end: ChangePosition
+    ) {
+        self.clientID = clientID
+        self.userID = userID
+        self.limit = limit
+        self.maxPageBytes = maxPageBytes
+        self.cursors = cursors
+        self.horizon = horizon
+        self.end = end
+    }
 
     /// How many rows and notices a store's queries read: one more than a
     /// page holds, to tell whether more follow.
-    var queryLimit: Int { limit + 1 }
+    package var queryLimit: Int { limit + 1 }
 
     /// Where the scope's rows and notices start, from its cursors.
     ///
     /// - Throws: ``FerryServerError`` `badRequest` for a garbled or forged cursor.
-    func start(of followed: PullRequest.ScopeCursor) throws(FerryServerError) -> Start {
+    package func start(of followed: PullRequest.ScopeCursor) throws(FerryServerError) -> Start {
         var rows = PullStart.fromScratch(.firstPull)
         if let text = followed.cursor {
             rows = try PullStart(cursor: text, scope: followed.scope, codec: cursors, horizon: horizon, end: end)
@@ -89,7 +121,7 @@ struct PullAssembler: Sendable {
     }
 
     /// The page of `scope` from what the store's queries read after `start`.
-    func page(_ scope: String, start: Start, rows: [PageQueryRow], notices: [NoticeQueryRow]) throws -> EncodedPullPage {
+    package func page(_ scope: String, start: Start, rows: [PageQueryRow], notices: [NoticeQueryRow]) throws -> EncodedPullPage {
         let (changes, hasMore) = try EncodedRow.page(rows, limit: limit, maxBytes: maxPageBytes)
         let position = hasMore ? rows[changes.count - 1].position : end
         let delivered = try self.notices(notices, after: start.notices)

@@ -14,7 +14,7 @@ extension PushPlan {
     /// let recorded = …   // mutation id → stored result JSON, for plan.replayedIDs
     /// return try plan.receipt(recorded: recorded)
     /// ```
-    func receipt(recorded: [Int64: String]) throws -> PushReceipt {
+    package func receipt(recorded: [Int64: String]) throws -> PushReceipt {
         let replayed = try replayedIDs.map { id in
             var result =
                 try recorded[id].map { try StoreCoding.decode(MutationResult.self, from: $0) }

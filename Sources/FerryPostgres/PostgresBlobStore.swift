@@ -1,3 +1,4 @@
+import FerryServer
 import Foundation
 import Logging
 import NIOConcurrencyHelpers

@@ -1,3 +1,4 @@
+import FerryServer
 import Crypto
 import Foundation
 import PostgresNIO
@@ -6,7 +7,7 @@ extension PostgresSyncStore {
     /// Runs the migrations this database lacks, under an advisory lock so
     /// instances starting together migrate once, and returns the cursor codec.
     ///
-    /// - Throws: ``FerryServerError`` `internalError` (fatal) when the
+    /// - Throws: `FerryServerError` `internalError` (fatal) when the
     ///   database was migrated by a newer Ferry.
     func migrate() async throws -> PullCursorCodec {
         let logger = self.logger

@@ -1,3 +1,4 @@
+import FerryServer
 import Foundation
 import NIOConcurrencyHelpers
 import PostgresNIO

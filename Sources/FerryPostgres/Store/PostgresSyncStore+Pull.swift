@@ -1,4 +1,5 @@
 import FerryProtocol
+import FerryServer
 import Foundation
 import PostgresNIO
 

@@ -1,3 +1,4 @@
+import FerryServer
 /// The PostgreSQL store's schema, as numbered migrations. Each shipped
 /// migration is frozen; changes go in new ones. Every instance runs the
 /// missing ones on start, one instance at a time (an advisory lock), and

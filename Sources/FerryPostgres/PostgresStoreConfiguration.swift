@@ -1,3 +1,4 @@
+import FerryServer
 import Foundation
 
 /// Where the PostgreSQL store connects and how it behaves.
@@ -49,7 +50,7 @@ public struct PostgresStoreConfiguration: Sendable, Hashable {
 
     /// Parses a libpq-style URL: `postgres://user[:password]@host[:port]/database[?sslmode=disable|prefer|require]`.
     ///
-    /// - Throws: ``FerryServerError`` `badRequest` naming what is missing or wrong.
+    /// - Throws: `FerryServerError` `badRequest` naming what is missing or wrong.
     public init(url text: String) throws {
         guard let components = URLComponents(string: text),
             let scheme = components.scheme, ["postgres", "postgresql"].contains(scheme)

@@ -1,5 +1,6 @@
 import Crypto
 import FerryProtocol
+import FerryServer
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
@@ -18,7 +19,7 @@ import ServiceLifecycle
 ///   commits late is never skipped (server semantic 5).
 /// - A push notifies the `ferry_changes` channel; every instance listens and
 ///   tells its live subscribers once the change is readable.
-/// - A lost database answers 503 (``FerryServerError`` `unavailable`); the
+/// - A lost database answers 503 (`FerryServerError` `unavailable`); the
 ///   connection pool reconnects by itself.
 ///
 /// The store is a `Service`: ``run()`` keeps its connections, creates or
@@ -126,7 +127,7 @@ public final class PostgresSyncStore: SyncStore {
 
     /// Waits until the schema is ready.
     ///
-    /// - Throws: ``FerryServerError`` `unavailable` after `timeout`, or when the store failed or closed.
+    /// - Throws: `FerryServerError` `unavailable` after `timeout`, or when the store failed or closed.
     public func waitUntilReady(timeout: Duration = .seconds(30)) async throws {
         _ = try await readyCodec(timeout: timeout)
     }
@@ -183,7 +184,7 @@ public final class PostgresSyncStore: SyncStore {
     }
 
     /// Runs `body` in a transaction, retried on serialization failures and
-    /// deadlocks; database outages become ``FerryServerError`` `unavailable`.
+    /// deadlocks; database outages become `FerryServerError` `unavailable`.
     func transaction<T: Sendable>(
         _ isolation: Isolation,
         _ body: @escaping @Sendable (PostgresConnection, PullCursorCodec) async throws -> T
