@@ -77,11 +77,21 @@ let package = Package(
             ]
         ),
         // What an app's tests use, as HummingbirdTesting is Hummingbird's:
-        // transports that misbehave on purpose or watch blob transfers, and
-        // a seeded generator. Kept out of `Ferry`, so an app ships none of it.
+        // the real server without a socket (`InMemorySyncServer`), transports
+        // that misbehave on purpose or watch blob transfers, and a seeded
+        // generator. Kept out of `Ferry`, so an app ships none of it.
         .target(
             name: "FerryTesting",
-            dependencies: ["Ferry", "FerryProtocol"]
+            dependencies: [
+                "Ferry",
+                "FerryProtocol",
+                // The in-memory server double: the real server's router, answered without a socket.
+                "FerryServer",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .target(
             name: "FerryServer",

@@ -5,7 +5,7 @@ import Testing
 /// The server loses data — its data directory restored from a backup or
 /// deleted, its PostgreSQL database restored from a `pg_dump` — and the
 /// notes are put back by the devices that hold them, never deleted from them.
-@Suite(.serialized) struct NotesLostServerTests {
+@Suite(.postgresTurns, .serialized) struct NotesLostServerTests {
     let directory: TemporaryDirectory
 
     init() throws {

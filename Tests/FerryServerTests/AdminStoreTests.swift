@@ -7,7 +7,7 @@ import FerryTestSupport
 /// What the admin API reads and changes in a store, the same on both:
 /// scopes and members, a table's rows by id, users and devices, and the
 /// webhook lease that gives each webhook one deliverer.
-@Suite struct AdminStoreTests {
+@Suite(.postgresTurns) struct AdminStoreTests {
     /// The server's time now, as each push takes it.
     static var rules: PushRules { PushRules() }
 

@@ -11,7 +11,7 @@ import Testing
 /// listing and its removals, on both blob stores: each interleaving is
 /// forced through the collector's `afterListing` hook, so none depends on
 /// timing. Blobs are made old by moving their time back an hour.
-@Suite struct BlobCollectionRaceTests {
+@Suite(.postgresTurns) struct BlobCollectionRaceTests {
     static func cutoff() -> Date { Date().addingTimeInterval(-60) }
 
     /// Moves a blob's last-write time an hour back, as if written then.

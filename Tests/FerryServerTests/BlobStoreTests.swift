@@ -7,7 +7,7 @@ import Testing
 
 /// The ``BlobStore`` contract, on both implementations: files beside the
 /// real SQLite store, and chunks in the real PostgreSQL store.
-@Suite struct BlobStoreTests {
+@Suite(.postgresTurns) struct BlobStoreTests {
     static func bytes(_ count: Int, seed: UInt8 = 7) -> [UInt8] {
         (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) }
     }

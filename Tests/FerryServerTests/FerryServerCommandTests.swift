@@ -5,7 +5,7 @@ import Testing
 import FerryTestSupport
 
 /// `ferry-server` as a user runs it: a real process, a real port, real signals.
-@Suite(.serialized) struct FerryServerCommandTests {
+@Suite(.postgresTurns, .serialized) struct FerryServerCommandTests {
     static func port(from line: String) throws -> Int {
         try #require(line.split(separator: ":").last.flatMap { Int($0) })
     }

@@ -6,7 +6,7 @@ import FerryTestSupport
 /// What an operator relies on, against the real `ferry-server` process: one
 /// server per data directory, a token only from a directory a server ran
 /// in, and probes that tell a load balancer when to send traffic.
-@Suite(.serialized) struct OperationsCommandTests {
+@Suite(.postgresTurns, .serialized) struct OperationsCommandTests {
     static func start(_ arguments: [String], environment: [String: String] = ["FERRY_JWT_SECRET": ""]) async throws -> (ServerProcess, Int) {
         let server = try ServerProcess(["serve", "--port", "0"] + arguments, environment: environment)
         let line = try await server.waitForLine(startingWith: "Ferry server listening on http://127.0.0.1:")

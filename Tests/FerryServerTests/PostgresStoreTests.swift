@@ -10,7 +10,7 @@ import FerryTestSupport
 /// What only the PostgreSQL store has: transactions that commit out of
 /// order, query plans, schema versions, and a database that can go away.
 /// (The rules every store keeps are in ``SyncStoreConformanceTests``.)
-@Suite(.enabled(if: PostgresTestDatabase.shouldRun), .serialized)
+@Suite(.postgresTurns, .enabled(if: PostgresTestDatabase.shouldRun), .serialized)
 struct PostgresStoreTests {
     static let rules = PushRules()
 
@@ -263,7 +263,7 @@ struct PostgresStoreTests {
 }
 
 /// PostgreSQL URLs, as `ferry-server serve --postgres` takes them.
-@Suite struct PostgresStoreConfigurationTests {
+@Suite(.postgresTurns) struct PostgresStoreConfigurationTests {
     @Test func aFullURLIsRead() throws {
         let configuration = try PostgresStoreConfiguration(url: "postgres://ferry:s%40cret@db.internal:6543/sync?sslmode=require")
         #expect(configuration.host == "db.internal")

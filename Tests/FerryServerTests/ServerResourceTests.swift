@@ -7,7 +7,7 @@ import FerryTestSupport
 /// `ferry-server` as a separate process, as an operator runs it, under
 /// exhausted resources: a low open-file limit, thousands of live streams
 /// opened and closed, a database that goes away before SIGTERM.
-@Suite struct ServerResourceTests {
+@Suite(.postgresTurns) struct ServerResourceTests {
     static let secret = "resource-test-secret-0123456789abcdef-01"
 
     struct Running {

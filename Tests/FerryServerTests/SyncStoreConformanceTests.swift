@@ -7,7 +7,7 @@ import FerryTestSupport
 
 /// ARCHITECTURE.md server semantics 1–6, on every store: the real SQLite store,
 /// and the real PostgreSQL store in the cluster `scripts/with-postgres` starts.
-@Suite struct SyncStoreConformanceTests {
+@Suite(.postgresTurns) struct SyncStoreConformanceTests {
     static let rules = PushRules()
 
     func pullAll(_ store: any SyncStore, client: String = "c1", scope: String = "user:alice", cursor: String? = nil, limit: Int = 1000) async throws -> PullPage {

@@ -12,7 +12,7 @@ import Testing
 /// maintenance and checks that no metadata is left without its file (unless
 /// marked missing), no file without its metadata, and that an interrupted
 /// transfer continues where it stopped.
-@Suite(.serialized) struct AttachmentCrashTests {
+@Suite(.postgresTurns, .serialized) struct AttachmentCrashTests {
     static let roundsPerStep = 3
 
     @Test func aKilledAddLeavesNoMetadataWithoutItsFileAndNoOrphanFile() async throws {

@@ -9,7 +9,7 @@ import Testing
 
 /// Attachments end to end: devices with their own files, a real
 /// `ferry-server` on loopback, on both stores.
-@Suite struct AttachmentSyncTests {
+@Suite(.postgresTurns) struct AttachmentSyncTests {
     let directory: TemporaryDirectory
 
     init() throws {

@@ -8,7 +8,7 @@ import FerryTestSupport
 /// The app's backend through the admin API, against the real server on a
 /// real socket: its writes reach devices through the same merge as a push,
 /// and override a device's edit the way another device would.
-@Suite(.serialized)
+@Suite(.postgresTurns, .serialized)
 struct BackendTests {
     static func note(_ requestID: String, _ rowID: String, scope: String = "user:alice", base: Int64? = nil, _ columns: [String: ColumnValue])
         -> BackendWriteRequest

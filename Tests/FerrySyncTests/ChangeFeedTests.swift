@@ -8,7 +8,7 @@ import FerryTestSupport
 /// The admin change feed under a concurrent workload: on SQLite, and on
 /// PostgreSQL with two instances taking writes while a reader tails the
 /// other, every row's changes arrive in order, and none is missing.
-@Suite(.serialized)
+@Suite(.postgresTurns, .serialized)
 struct ChangeFeedTests {
     static let rows = (0..<12).map { "r\($0)" }
     static let scopes = ["user:alice", "user:bob"]

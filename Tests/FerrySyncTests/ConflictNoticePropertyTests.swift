@@ -18,7 +18,7 @@ import FerryTestSupport
 /// on the wire: every written value is unique and names its device, and
 /// every row id names the device that inserted it (rows are never
 /// re-created), so each discarded value has one known writer.
-@Suite struct ConflictNoticePropertyTests {
+@Suite(.postgresTurns) struct ConflictNoticePropertyTests {
     static let seeds: [UInt64] = [1, 2, 3, 4, 5]
 
     @Test(arguments: StoreKind.available, ConflictPolicy.allCases)

@@ -10,7 +10,7 @@ import FerryTestSupport
 /// The writer whose applied value the server later discards is told, on
 /// every device, once: by a conflict notice on its next pull. Run on both
 /// stores, through the real HTTP server.
-@Suite struct ConflictNoticeTests {
+@Suite(.postgresTurns) struct ConflictNoticeTests {
     let directory: TemporaryDirectory
 
     init() throws {

@@ -9,7 +9,7 @@ import FerryTestSupport
 
 /// Lost requests, lost replies, duplicates, a server that dies mid-sync,
 /// refusals and expired tokens: every edit still lands exactly once.
-@Suite struct FailureTests {
+@Suite(.postgresTurns) struct FailureTests {
     let directory: TemporaryDirectory
 
     init() throws {

@@ -11,7 +11,7 @@ import FerryTestSupport
 /// loaded from a dump into another database — is refilled by its devices,
 /// never mirrored (ARCHITECTURE.md server semantic 6): every device keeps every
 /// row, the server holds them all again, and a new device receives them.
-@Suite struct LostServerHistoryTests {
+@Suite(.postgresTurns) struct LostServerHistoryTests {
     let directory: TemporaryDirectory
 
     init() throws {

@@ -12,7 +12,7 @@ import FerryTestSupport
 /// `ENOSPC` from the kernel. (``DiskFullTests`` does the same with SQLite's
 /// page cap, on any machine.) Where mounting is not permitted the tests say
 /// so and skip, except under `CI=true`.
-@Suite(.serialized, .enabled(if: Prerequisites.runs(Prerequisites.mounts), "needs root to mount a tmpfs"))
+@Suite(.postgresTurns, .serialized, .enabled(if: Prerequisites.runs(Prerequisites.mounts), "needs root to mount a tmpfs"))
 struct RealDiskFullTests {
     let directory: TemporaryDirectory
 

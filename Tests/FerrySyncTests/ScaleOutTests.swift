@@ -8,7 +8,7 @@ import FerryTestSupport
 
 /// Two `ferry-server` processes on one PostgreSQL database: instances keep
 /// nothing of their own, so clients may use either at any moment.
-@Suite(.enabled(if: PostgresTestDatabase.shouldRun), .serialized)
+@Suite(.postgresTurns, .enabled(if: PostgresTestDatabase.shouldRun), .serialized)
 struct ScaleOutTests {
     /// Three devices edit the same notes and sync, each request to an
     /// instance picked at random; afterwards every device, and a fresh one,

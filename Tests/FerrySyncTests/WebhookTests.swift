@@ -8,7 +8,7 @@ import FerryTestSupport
 /// once, signed; a receiver down for a while gets everything once back; a
 /// restart resumes from the stored cursor; one that keeps failing is
 /// parked, visible, and replayed.
-@Suite(.serialized)
+@Suite(.postgresTurns, .serialized)
 struct WebhookTests {
     static func hook(_ receiver: WebhookReceiver, maxFailures: Int = 1000) -> (inout FerryServerConfiguration) -> Void {
         { configuration in

@@ -41,9 +41,12 @@ public struct PostgresTestDatabase: Sendable {
         }
     }
 
-    /// Creates an empty database with a fresh name.
+    /// Creates an empty database with a fresh name, once the test case has
+    /// the cluster's turn (its suite carries ``PostgresTurns``).
     public static func create() async throws -> PostgresTestDatabase {
         guard isConfigured, let host = environment["POSTGRES_HOST"] else { throw NotConfigured() }
+        guard let turn = PostgresTurns.Turn.current else { throw NoTurn() }
+        await turn.take()
         let database = PostgresTestDatabase(
             name: "ferry_test_\(UUID().uuidString.prefix(13).lowercased().replacingOccurrences(of: "-", with: "_"))",
             host: host,
@@ -75,6 +78,12 @@ public struct PostgresTestDatabase: Sendable {
                 lines.append(row.map { cell in cell.bytes.map { String(buffer: $0) } ?? "NULL" }.joined(separator: "|"))
             }
             return lines
+        }
+    }
+
+    public struct NoTurn: Error, CustomStringConvertible {
+        public var description: String {
+            "a test created a PostgreSQL database outside a test case that takes the cluster's turn: add .postgresTurns to its suite"
         }
     }
 

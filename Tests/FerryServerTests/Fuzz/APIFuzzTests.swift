@@ -21,7 +21,7 @@ import FerryTestSupport
 /// - At the end, every seeded row, blob and membership is as seeded.
 ///
 /// `FERRY_FUZZ_SEED` picks another seed; `FERRY_FUZZ_ROUNDS` sets the count.
-@Suite struct APIFuzzTests {
+@Suite(.postgresTurns) struct APIFuzzTests {
     static let seed = ProcessInfo.processInfo.environment["FERRY_FUZZ_SEED"].flatMap(UInt64.init) ?? 20_261_123
     static let rounds = ProcessInfo.processInfo.environment["FERRY_FUZZ_ROUNDS"].flatMap(Int.init) ?? 1500
 

@@ -5,14 +5,15 @@ import Foundation
 import Testing
 
 /// The seeded simulation (``Simulation``), on each store: 200 seeds on
-/// SQLite and 50 on PostgreSQL with two server instances.
+/// SQLite and 50 on PostgreSQL with two server instances, in parts that
+/// run side by side with the rest of the suite (`scripts/test`).
 ///
 /// `FERRY_SIM_SEED=<seed>` replays one seed exactly; `FERRY_SIM_SEEDS=<n>`
 /// runs `n` seeds on each store and `FERRY_SIM_SEED_BASE=<k>` starts at
 /// seed `k`, so any fresh range can be tried:
 ///
 ///     FERRY_SIM_SEEDS=2000 FERRY_SIM_SEED_BASE=5000 scripts/test --filter Simulation
-@Suite(.serialized) struct SimulationTests {
+@Suite(.postgresTurns) struct SimulationTests {
     static func seeds(defaultCount: UInt64) -> [UInt64] {
         let environment = ProcessInfo.processInfo.environment
         if let seed = environment["FERRY_SIM_SEED"].flatMap(UInt64.init) { return [seed] }
@@ -21,17 +22,22 @@ import Testing
         return Array(base..<(base + count))
     }
 
+    /// The `part`th of `parts` interleaved shares of ``seeds(defaultCount:)``.
+    static func seeds(defaultCount: UInt64, part: Int, of parts: Int) -> [UInt64] {
+        seeds(defaultCount: defaultCount).enumerated().filter { $0.offset % parts == part }.map(\.element)
+    }
+
     /// Seeds 129, 131 and 132 found a bug, fixed since
     /// (`FailureTests.anEditAfterARejectedInsertSendsTheWholeRow`): an edit
     /// made after the server refused a row's creation was pushed alone and
     /// made a partial row there.
-    @Test func replicasConvergeUnderFaultsOnSQLite() async throws {
-        try await Self.run(.sqlite, seeds: Self.seeds(defaultCount: 200))
+    @Test(arguments: 0..<4) func replicasConvergeUnderFaultsOnSQLite(part: Int) async throws {
+        try await Self.run(.sqlite, seeds: Self.seeds(defaultCount: 200, part: part, of: 4))
     }
 
-    @Test(.enabled(if: PostgresTestDatabase.shouldRun))
-    func replicasConvergeUnderFaultsOnPostgresWithTwoInstances() async throws {
-        try await Self.run(.postgres, seeds: Self.seeds(defaultCount: 50))
+    @Test(.enabled(if: PostgresTestDatabase.shouldRun), arguments: 0..<2)
+    func replicasConvergeUnderFaultsOnPostgresWithTwoInstances(part: Int) async throws {
+        try await Self.run(.postgres, seeds: Self.seeds(defaultCount: 50, part: part, of: 2))
     }
 
     /// Consecutive seeds open differently: no draw of the first ten of any

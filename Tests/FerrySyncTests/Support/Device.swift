@@ -1,6 +1,7 @@
 import Ferry
 import FerryHTTPClient
 import FerryProtocol
+import FerryTesting
 import Foundation
 import GRDB
 import Testing
@@ -61,6 +62,18 @@ struct Device {
             name, user: user, baseURL: server.baseURL, directory: directory, withPriority: withPriority,
             configure: configure, configureDatabase: configureDatabase, transport: transport,
             token: token ?? minted, tokenRefresher: tokenRefresher)
+    }
+
+    /// A device syncing with `server` through its in-process transport.
+    static func make(
+        _ name: String, user: String, server: InMemorySyncServer, directory: TemporaryDirectory,
+        configure: (inout SyncConfiguration) -> Void = { _ in },
+        configureDatabase: (inout FerryConfiguration) -> Void = { _ in }
+    ) async throws -> Device {
+        let token = try await server.token(for: user)
+        return try await make(
+            name, user: user, baseURL: URL(string: "http://unused")!, directory: directory, configure: configure,
+            configureDatabase: configureDatabase, transport: { _ in server.transport }, token: token)
     }
 
     static func make(
