@@ -114,12 +114,9 @@ public struct HTTPSyncTransport: SyncTransport {
         let deadline = self.deadline()
         return try await Self.mapErrors {
             let response = try await client.execute(request, deadline: deadline)
-            if response.status == .notFound { return nil }
-            guard response.status == .ok else { throw Self.failure(response, body: nil) }
-            guard let offset = response.headers.first(name: "Upload-Offset").flatMap(Int64.init) else {
-                throw SyncTransportError.invalidResponse("HEAD /v1/blobs answered no Upload-Offset")
-            }
-            return offset
+            return try SyncAPIRequests.heldBytes(
+                status: Int(response.status.code), uploadOffset: response.headers.first(name: "Upload-Offset"),
+                failure: { Self.failure(response, body: nil) })
         }
     }
 

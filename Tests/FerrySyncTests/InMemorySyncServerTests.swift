@@ -76,7 +76,7 @@ import Testing
             "b", user: "alice", server: server, directory: directory,
             configureDatabase: { $0.attachmentDownloads = ["note": .eager] })
         try a.execute("INSERT INTO note(id, title) VALUES ('n1', 'with a scan')")
-        // Larger than a window, so the upload takes several requests.
+        // Several of the store's 1 MiB chunks, streamed in one request.
         var random = SplitMix64(seed: 9)
         let scan = Data((0..<(9 << 20 + 17)).map { _ in UInt8(truncatingIfNeeded: random.next()) })
         let added = try await a.database.attachments.add(data: scan, to: "note", row: "n1", name: "scan.pdf")

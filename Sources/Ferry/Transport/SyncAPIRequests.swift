@@ -14,4 +14,17 @@ package enum SyncAPIRequests {
         let error = body.flatMap { try? JSONDecoder().decode(ErrorResponse.self, from: $0) }
         return .http(status: status, error: error, retryAfter: header.flatMap { RetryAfter.delay($0, now: Date()) })
     }
+
+    /// What `HEAD /v1/blobs/{scope}/{sha256}` answered: the bytes the
+    /// server holds (its `Upload-Offset`), or `nil` when it holds none (404).
+    package static func heldBytes(
+        status: Int, uploadOffset: String?, failure: () -> SyncTransportError
+    ) throws(SyncTransportError) -> Int64? {
+        if status == 404 { return nil }
+        guard status == 200 else { throw failure() }
+        guard let offset = uploadOffset.flatMap(Int64.init) else {
+            throw .invalidResponse("HEAD /v1/blobs answered no Upload-Offset")
+        }
+        return offset
+    }
 }

@@ -111,12 +111,9 @@ public struct URLSessionSyncTransport: SyncTransport {
     public func blobOffset(scope: String, sha256: String, token: String?) async throws -> Int64? {
         let request = try blobRequest(.head, scope: scope, sha256: sha256, token: token)
         let (body, response) = try await send(request)
-        if response.statusCode == 404 { return nil }
-        guard response.statusCode == 200 else { throw Self.failure(response, body: body) }
-        guard let offset = response.value(forHTTPHeaderField: "Upload-Offset").flatMap(Int64.init) else {
-            throw SyncTransportError.invalidResponse("HEAD /v1/blobs answered no Upload-Offset")
-        }
-        return offset
+        return try SyncAPIRequests.heldBytes(
+            status: response.statusCode, uploadOffset: response.value(forHTTPHeaderField: "Upload-Offset"),
+            failure: { Self.failure(response, body: body) })
     }
 
     /// Sends the blob in windows of up to 4 MiB, one `PUT` each at its

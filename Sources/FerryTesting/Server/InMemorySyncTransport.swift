@@ -7,6 +7,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOEmbedded
+import Synchronization
 
 /// The transport of ``InMemorySyncServer``: each call becomes the HTTP
 /// request the socket transports send (the same `SyncEndpoint` addresses,
@@ -74,33 +75,31 @@ public struct InMemorySyncTransport: SyncTransport {
 
     public func blobOffset(scope: String, sha256: String, token: String?) async throws -> Int64? {
         let reply = try await send(.blob(.head, scope: scope, sha256: sha256), token: token)
-        if reply.status == 404 { return nil }
-        guard reply.status == 200 else { throw reply.failure }
-        guard let offset = reply.headers[Self.uploadOffset].flatMap(Int64.init) else {
-            throw SyncTransportError.invalidResponse("HEAD /v1/blobs answered no Upload-Offset")
-        }
-        return offset
+        return try SyncAPIRequests.heldBytes(status: reply.status, uploadOffset: reply.headers[Self.uploadOffset], failure: { reply.failure })
     }
 
-    /// Sends the blob in windows of up to 4 MiB, one `PUT` each, as
-    /// `URLSessionSyncTransport` does.
+    /// Streams the blob from the reader's offset in one `PUT`, as
+    /// `HTTPSyncTransport` does, telling `progress` as each chunk goes.
     public func uploadBlob(
         scope: String, sha256: String, from reader: BlobReader, size: Int64, token: String?,
         progress: @escaping BlobProgress
     ) async throws -> Int64 {
-        var offset = reader.offset
-        while true {
-            var window = Data()
-            while window.count < Self.blobWindow, let chunk = try reader.next() { window.append(chunk) }
-            let reply = try await send(
-                .blob(.put, scope: scope, sha256: sha256), token: token, body: ByteBuffer(bytes: window),
-                headers: [.contentType: "application/octet-stream", Self.uploadOffset: String(offset), Self.uploadLength: String(size)])
-            guard [200, 201, 204].contains(reply.status) else { throw reply.failure }
-            let held = reply.headers[Self.uploadOffset].flatMap(Int64.init) ?? offset + Int64(window.count)
-            progress(held)
-            guard reply.status == 204, !window.isEmpty, held == offset + Int64(window.count), held < size else { return held }
-            offset = held
+        let offset = reader.offset
+        let sent = Counter(offset)
+        let chunks = AsyncThrowingStream<ByteBuffer, any Error> {
+            guard let chunk = try reader.next() else { return nil }
+            progress(sent.add(Int64(chunk.count)))
+            return ByteBuffer(bytes: chunk)
         }
+        let response = try await respond(
+            to: .blob(.put, scope: scope, sha256: sha256), token: token, body: RequestBody(asyncSequence: chunks),
+            headers: [
+                .contentType: "application/octet-stream", .contentLength: String(size - offset),
+                Self.uploadOffset: String(offset), Self.uploadLength: String(size),
+            ])
+        let reply = try await Reply(response, method: .put)
+        guard [200, 201, 204].contains(reply.status) else { throw reply.failure }
+        return reply.headers[Self.uploadOffset].flatMap(Int64.init) ?? offset
     }
 
     /// Fetches the rest of the blob in one `GET` with a `Range` from the
@@ -132,7 +131,6 @@ public struct InMemorySyncTransport: SyncTransport {
 
     // MARK: - Requests
 
-    static let blobWindow = 4 << 20
     static let uploadOffset = HTTPField.Name("Upload-Offset")!
     static let uploadLength = HTTPField.Name("Upload-Length")!
 
@@ -141,6 +139,15 @@ public struct InMemorySyncTransport: SyncTransport {
         var status: Int
         var headers: HTTPFields
         var body: Data
+
+        /// Reads `response` whole; a reply to HEAD carries no body on the wire.
+        init(_ response: Response, method: SyncEndpoint.Method) async throws {
+            let collected = CollectingWriter()
+            try await response.body.write(collected)
+            status = response.status.code
+            headers = response.headers
+            body = method == .head ? Data() : collected.bytes.value
+        }
 
         var failure: SyncTransportError { InMemorySyncTransport.failure(status: status, body: body, headers: headers) }
 
@@ -161,25 +168,23 @@ public struct InMemorySyncTransport: SyncTransport {
     }
 
     private func send(_ endpoint: SyncEndpoint, token: String?, body: ByteBuffer? = nil, headers: HTTPFields = [:]) async throws -> Reply {
-        let response = try await respond(to: endpoint, token: token, body: body, headers: headers)
-        let collected = CollectingWriter()
-        try await response.body.write(collected)
-        // A reply to HEAD carries no body on the wire.
-        let bytes = endpoint.method == .head ? Data() : collected.bytes.value
-        return Reply(status: response.status.code, headers: response.headers, body: bytes)
+        var headers = headers
+        if let body { headers[.contentLength] = String(body.readableBytes) }
+        let response = try await respond(
+            to: endpoint, token: token, body: RequestBody(buffer: body ?? ByteBuffer()), headers: headers)
+        return try await Reply(response, method: endpoint.method)
     }
 
     private func respond(
-        to endpoint: SyncEndpoint, token: String?, body: ByteBuffer? = nil, headers: HTTPFields = [:],
+        to endpoint: SyncEndpoint, token: String?, body: RequestBody = RequestBody(buffer: ByteBuffer()), headers: HTTPFields = [:],
         channel: NIOAsyncTestingChannel = NIOAsyncTestingChannel()
     ) async throws -> Response {
         var fields = headers
         if let token { fields[.authorization] = "Bearer \(token)" }
-        if let body { fields[.contentLength] = String(body.readableBytes) }
         let head = HTTPRequest(
             method: HTTPRequest.Method(endpoint.method.rawValue)!, scheme: "http", authority: "in-memory",
             path: endpoint.url(base: ""), headerFields: fields)
-        let request = Request(head: head, body: RequestBody(buffer: body ?? ByteBuffer()))
+        let request = Request(head: head, body: body)
         let context = FerryRequestContext(source: ApplicationRequestContextSource(channel: channel, logger: logger))
         do {
             return try await responder.respond(to: request, context: context)
@@ -191,6 +196,20 @@ public struct InMemorySyncTransport: SyncTransport {
 
     private static func failure(status: Int, body: Data, headers: HTTPFields) -> SyncTransportError {
         SyncAPIRequests.failure(status: status, body: body, retryAfter: headers[.retryAfter])
+    }
+}
+
+/// The bytes an upload has handed over so far.
+private final class Counter: Sendable {
+    private let value: Mutex<Int64>
+
+    init(_ start: Int64) { value = Mutex(start) }
+
+    func add(_ count: Int64) -> Int64 {
+        value.withLock {
+            $0 += count
+            return $0
+        }
     }
 }
 
