@@ -100,3 +100,9 @@ public struct PostgresStoreConfiguration: Sendable, Hashable {
         return components.string ?? "(unparseable)"
     }
 }
+
+extension PostgresStoreConfiguration: CustomStringConvertible, CustomDebugStringConvertible {
+    /// Every setting but the password.
+    public var description: String { redactedDescription(of: self, hiding: ["password"]) }
+    public var debugDescription: String { description }
+}

@@ -18,6 +18,12 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ServerSettings.help("port"))
     var port: Int?
 
+    @Option(name: .customLong("tls-cert"), help: ServerSettings.help("tls.certificate"))
+    var tlsCertificate: String?
+
+    @Option(name: .customLong("tls-key"), help: ServerSettings.help("tls.key"))
+    var tlsKey: String?
+
     @Option(help: ServerSettings.help("log.format"))
     var logFormat: String?
 
@@ -121,7 +127,8 @@ struct Serve: AsyncParsableCommand {
         let integer: (Int?) -> ResolvedSettings.Content? = { $0.map { .integer($0) } }
         let seconds: (Double?) -> ResolvedSettings.Content? = { $0.map { .seconds($0) } }
         let own = ServerOptions.given([
-            ("host", text(host)), ("port", integer(port)), ("log.format", text(logFormat)), ("log.level", text(logLevel)),
+            ("host", text(host)), ("port", integer(port)), ("tls.certificate", text(tlsCertificate)), ("tls.key", text(tlsKey)),
+            ("log.format", text(logFormat)), ("log.level", text(logLevel)),
             ("policies", ServerOptions.list(policy)), ("tombstoneRetentionDays", integer(tombstoneRetentionDays)),
             ("garbageCollectionInterval", seconds(gcInterval)), ("maxClockDrift", seconds(maxClockDrift)),
             ("liveHeartbeat", seconds(liveHeartbeat)), ("connections.headerTimeout", seconds(headerTimeout)),
@@ -143,8 +150,8 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let settings = try await options.settings(flags)
-        // Every setting checked before anything is started or written.
-        _ = try settings.serverConfiguration(secret: "")
+        // Every setting checked before anything is started or written, the TLS files read.
+        let tls = try settings.serverConfiguration(secret: "").tls.map { files throws(FerryServerError) in try ServerTLS(files: files) }
         let postgres = try settings.postgresConfiguration()
         let drain = try settings.drain()
         LoggingSystem.bootstrap(try ServerLogging.handler(format: settings.logFormat(), level: settings.logLevel()))
@@ -165,16 +172,18 @@ struct Serve: AsyncParsableCommand {
         }
         let dataDir = settings.dataDir
         let readiness = ServerReadiness()
+        let scheme = tls == nil ? "http" : "https"
         let app = try await FerryApplication.build(
             configuration: configuration,
             store: store,
             readiness: readiness,
+            tls: tls,
             onServerRunning: { host, port in
                 // Written unbuffered, so it shows at once even when piped.
                 FileHandle.standardOutput.write(
                     Data(
                         """
-                        Ferry server listening on http://\(host):\(port)
+                        Ferry server listening on \(scheme)://\(host):\(port)
                         Store: \(storeDescription)
                         JWT secret: \(secret.origin)
                         Get a token: swift run ferry-server token --user alice --data-dir \(dataDir)
@@ -198,7 +207,21 @@ struct Serve: AsyncParsableCommand {
         let services = ServiceGroup(configuration: group)
         // Trapped before any service starts: a SIGTERM right after "listening" drains and stops, never kills.
         let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
+            if let tls {
+                // A renewed certificate: new connections get it; open ones (live streams) keep theirs.
+                tasks.addTask {
+                    for await _ in hangups {
+                        do {
+                            try tls.reload()
+                            logger.info("TLS certificate reloaded", metadata: ["certificate": "\(tls.files.certificateChain)"])
+                        } catch {
+                            logger.error("TLS certificate not reloaded; the one in use stays", metadata: ["error": "\(error)"])
+                        }
+                    }
+                }
+            }
             tasks.addTask {
                 for await _ in signals {
                     // From the first signal the whole stop is bounded, drain included.

@@ -19,6 +19,8 @@
 //                                                   (pull) or settles an outbox entry from a push
 //                                                   reply (push), inside that transaction; k = 0
 //                                                   never kills, and prints `synced` at the end
+//   ferry-test-worker urlsession-sync <path> <server> <token> <user>
+//                                                   write one item and sync it over URLSessionSyncTransport
 @_spi(Testing) import Ferry
 import FerryHTTPClient
 import Foundation
@@ -175,6 +177,25 @@ do {
             _ = try await engine.open(attachment)
         }
         emit("synced uploaded=\(summary.attachmentsUploaded)")
+    case "urlsession-sync":
+        // Writes an item and syncs it through URLSessionSyncTransport (libcurl
+        // on Linux), which trusts only the system's CA bundle: the TLS test
+        // runs this in a mount namespace where that bundle is its own CA.
+        guard arguments.count >= 5, let server = URL(string: arguments[arguments.startIndex + 2]) else {
+            fail("urlsession-sync needs <path> <server> <token> <user>")
+        }
+        let database = try FerryDatabase(path: path, schema: schema)
+        try database.write { db in
+            try db.execute(sql: "INSERT INTO item(id, writer, revision) VALUES ('over-urlsession', 'worker', 1)")
+        }
+        var syncConfiguration = SyncConfiguration(userID: arguments[arguments.startIndex + 4])
+        syncConfiguration.periodicInterval = nil
+        syncConfiguration.retry = RetryPolicy(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(100), attemptsPerSync: 1)
+        let engine = try SyncEngine(
+            database: database, transport: URLSessionSyncTransport(baseURL: server, requestTimeout: .seconds(10)),
+            configuration: syncConfiguration, token: arguments[arguments.startIndex + 3])
+        let summary = try await engine.sync()
+        emit("synced pushed=\(summary.pushed) pending=\(try database.outbox.pendingCount())")
     case "sync-kill":
         guard arguments.count >= 7, let server = URL(string: arguments[arguments.startIndex + 2]),
             let killAt = Int(arguments[arguments.startIndex + 6])

@@ -104,6 +104,8 @@ import FerryTestSupport
             (nil, ["FERRY_CONNECTIONS_MAX_CONNECTIONS": "0"], [], "FERRY_CONNECTIONS_MAX_CONNECTIONS must be 1–1000000"),
             (nil, ["FERRY_JWT_SECRET": Self.secret, "FERRY_JWT_SECRET_FILE": "/dev/null"], [], "FERRY_JWT_SECRET and FERRY_JWT_SECRET_FILE both set jwtSecret"),
             (nil, [:], ["--admin-port", "0"], "--admin-port needs the admin token"),
+            (nil, [:], ["--tls-key", "/etc/hostname"], "--tls-key needs --tls-cert too"),
+            (nil, [:], ["--tls-cert", "/etc/hostname", "--tls-key", "/etc/hostname"], "badRequest: cannot read a PEM certificate from /etc/hostname"),
         ]
         for (index, item) in cases.enumerated() {
             let file = directory.path("bad-\(index).yaml")
@@ -142,11 +144,18 @@ import FerryTestSupport
     }
 
     /// `--log-format json`: every line standard error gets is one JSON
-    /// object; a request's lines carry its id.
+    /// object; a request's lines carry its id. No line, even at debug (where
+    /// the service lifecycle describes every service), carries a secret.
     @Test func jsonLogsParseLineByLineWithTheRequestID() async throws {
         let directory = try TemporaryDirectory()
+        let adminToken = "admin-token-never-logged-0123456789"
+        let webhookSecret = "webhook-secret-never-logged-0123"
         let server = try ServerProcess(
-            ["serve", "--port", "0", "--data-dir", directory.path("data"), "--jwt-secret", Self.secret, "--log-format", "json", "--log-level", "debug"],
+            [
+                "serve", "--port", "0", "--data-dir", directory.path("data"), "--jwt-secret", Self.secret, "--log-format", "json",
+                "--log-level", "debug", "--admin-port", "0", "--admin-token", adminToken,
+                "--webhook", "hook=http://127.0.0.1:9/hook", "--webhook-secret", webhookSecret,
+            ],
             capturingErrors: true)
         defer { server.stop() }
         let line = try await server.waitForLine(startingWith: "Ferry server listening on http://127.0.0.1:")
@@ -163,5 +172,8 @@ import FerryTestSupport
             if object?["hb.request.id"] != nil { requestIDs += 1 }
         }
         #expect(requestIDs >= 1, "no line carries a request id: \(lines)")
+        for secret in [Self.secret, adminToken, webhookSecret] {
+            #expect(!lines.contains { $0.contains(secret) }, "a log line carries a secret: \(lines.filter { $0.contains(secret) })")
+        }
     }
 }

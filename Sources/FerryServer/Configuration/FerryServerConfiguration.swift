@@ -14,6 +14,9 @@ public struct FerryServerConfiguration: Sendable {
     public var host = "127.0.0.1"
     /// The port to listen on; `0` picks a free one.
     public var port = 8080
+    /// TLS on the API's port (HTTP/2 and HTTP/1.1, chosen by ALPN); `nil`
+    /// serves plain HTTP/1.1, as behind a proxy that ends TLS.
+    public var tls: TLSFiles?
     /// The HS256 secret that signs bearer tokens.
     public var jwtSecret: String
     /// Tokens from the app's identity provider (JWKS), accepted beside the

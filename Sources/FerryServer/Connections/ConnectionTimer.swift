@@ -28,7 +28,16 @@ final class ConnectionTimer {
         scheduled = nil
     }
 
+    /// Disarms the timer for good: the connection turned HTTP/2.
+    func stop() {
+        stopped = true
+        cancel()
+    }
+
+    private var stopped = false
+
     private func apply(_ action: ConnectionDeadline.Action) {
+        guard !stopped else { return }
         switch action {
         case .none:
             return
@@ -53,7 +62,7 @@ final class RawBytesWatcher: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
 
-    private let timer: ConnectionTimer
+    let timer: ConnectionTimer
     private var inputClosed = false
     private var onInputClosed: [@Sendable () -> Void] = []
 
@@ -112,16 +121,24 @@ final class RequestPartsWatcher: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundIn = HTTPResponsePart
     typealias OutboundOut = HTTPResponsePart
 
-    private let timer: ConnectionTimer
+    private var timer: ConnectionTimer?
 
-    init(_ timer: ConnectionTimer) {
+    /// - Parameter timer: the connection's timer; `nil` finds it in the
+    ///   pipeline (its ``RawBytesWatcher``'s) once added. An HTTP/2 stream,
+    ///   whose connection is on another pipeline, has none: HTTP/2 keeps its
+    ///   own idle timeout.
+    init(_ timer: ConnectionTimer? = nil) {
         self.timer = timer
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if timer == nil { timer = try? context.pipeline.syncOperations.handler(type: RawBytesWatcher.self).timer }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
-        case .head: timer.headReceived()
-        case .end: timer.requestEnded()
+        case .head: timer?.headReceived()
+        case .end: timer?.requestEnded()
         case .body: break
         }
         context.fireChannelRead(data)
@@ -136,7 +153,7 @@ final class RequestPartsWatcher: ChannelDuplexHandler, RemovableChannelHandler {
         case .body:
             context.write(data, promise: promise)
         case .end:
-            timer.responseEnded()
+            timer?.responseEnded()
             guard closeAfterResponse else {
                 context.write(data, promise: promise)
                 return

@@ -4,33 +4,54 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import Logging
+import HummingbirdHTTP2
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTPTypes
+import NIOSSL
 
-/// Hummingbird's HTTP/1.1 channel with Ferry's connection limits around
-/// it: a connection past the cap is answered 503 and closed at once
-/// (cheaply, never a spin), and every connection is under one deadline at
-/// a time (``ConnectionDeadline``): idle, reading a head, reading a body.
+/// Hummingbird's HTTP channel with Ferry's connection limits around it: a
+/// connection past the cap is answered 503 and closed at once (cheaply,
+/// never a spin), and every connection is under one deadline at a time
+/// (``ConnectionDeadline``): idle, reading a head, reading a body.
+///
+/// With ``ServerTLS``, connections are TLS and choose HTTP/2 or HTTP/1.1 by
+/// ALPN (Hummingbird's `HTTP2UpgradeChannel`, built again after each
+/// reload of the certificate). HTTP/1.1 over TLS keeps the deadlines; an
+/// HTTP/2 connection leaves them for HTTP/2's idle timeout once it has
+/// chosen. A TLS connection past the cap is closed without a handshake.
 struct FerryHTTPChannel: ServerChildChannel {
-    struct Value: ServerChildChannelValue {
-        let http: HTTP1Channel.Value
-        let admitted: Bool
-        var channel: any Channel { http.channel }
+    enum Value: ServerChildChannelValue {
+        case plain(HTTP1Channel.Value, admitted: Bool)
+        case secure(HTTP2UpgradeChannel.Value, HTTP2UpgradeChannel)
+        case refused(any Channel)
+
+        var channel: any Channel {
+            switch self {
+            case .plain(let http, _): http.channel
+            case .secure(let value, _): value.channel
+            case .refused(let channel): channel
+            }
+        }
     }
 
     let responder: HTTPChannelHandler.Responder
     let limits: ConnectionLimits
     let open: OpenConnections
     let metrics: ServerMetrics
+    let tls: SecureChannels?
 
     /// The server builder an `Application` takes.
-    static func builder(limits: ConnectionLimits, open: OpenConnections, metrics: ServerMetrics) -> HTTPServerBuilder {
+    static func builder(limits: ConnectionLimits, open: OpenConnections, metrics: ServerMetrics, tls: ServerTLS? = nil) -> HTTPServerBuilder {
         HTTPServerBuilder { responder in
-            FerryHTTPChannel(responder: responder, limits: limits, open: open, metrics: metrics)
+            FerryHTTPChannel(
+                responder: responder, limits: limits, open: open, metrics: metrics,
+                tls: tls.map { SecureChannels(tls: $0, limits: limits, responder: responder) })
         }
     }
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        if let tls { return setupSecure(channel: channel, tls: tls, logger: logger) }
         let admitted = open.open()
         let open = self.open
         let metrics = self.metrics
@@ -41,7 +62,7 @@ struct FerryHTTPChannel: ServerChildChannel {
         metrics.recordOpenConnections(open.current)
         guard admitted else {
             metrics.recordRefusedConnection()
-            return HTTP1Channel(responder: responder).setup(channel: channel, logger: logger).map { Value(http: $0, admitted: false) }
+            return HTTP1Channel(responder: responder).setup(channel: channel, logger: logger).map { .plain($0, admitted: false) }
         }
         let timer: NIOLoopBound<ConnectionTimer>
         do {
@@ -58,15 +79,58 @@ struct FerryHTTPChannel: ServerChildChannel {
             responder: responder,
             configuration: .init(additionalChannelHandlers: [RequestPartsWatcher(timer.value)])
         )
-        return http.setup(channel: channel, logger: logger).map { Value(http: $0, admitted: true) }
+        return http.setup(channel: channel, logger: logger).map { .plain($0, admitted: true) }
+    }
+
+    /// TLS, then HTTP/2 or HTTP/1.1 as the client chose, under the same cap
+    /// and, until a connection turns HTTP/2, the same deadlines.
+    private func setupSecure(channel: any Channel, tls: SecureChannels, logger: Logger) -> EventLoopFuture<Value> {
+        guard open.open() else {
+            metrics.recordRefusedConnection()
+            open.close()
+            metrics.recordOpenConnections(open.current)
+            return channel.close().map { .refused(channel) }
+        }
+        let open = self.open
+        let metrics = self.metrics
+        channel.closeFuture.whenComplete { _ in
+            open.close()
+            metrics.recordOpenConnections(open.current)
+        }
+        metrics.recordOpenConnections(open.current)
+        let secure: HTTP2UpgradeChannel
+        let timer: ConnectionTimer
+        do {
+            secure = try tls.current()
+            timer = ConnectionTimer(channel: channel, limits: limits) { phase in
+                metrics.recordConnectionTimeout(phase: phase.rawValue)
+                logger.debug("closing a connection that stayed too long", metadata: ["phase": "\(phase.rawValue)"])
+            }
+            try channel.pipeline.syncOperations.addHandler(RawBytesWatcher(timer), position: .first)
+        } catch {
+            return channel.eventLoop.makeFailedFuture(error)
+        }
+        let bound = NIOLoopBound(timer, eventLoop: channel.eventLoop)
+        return secure.setup(channel: channel, logger: logger).flatMapThrowing { value in
+            let handshake = try channel.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self)
+            try channel.pipeline.syncOperations.addHandler(ALPNWatcher(bound.value), position: .after(handshake))
+            return .secure(value, secure)
+        }
     }
 
     func handle(value: Value, logger: Logger) async {
-        guard value.admitted else {
-            await refuse(value.http, logger: logger)
+        switch value {
+        case .plain(let http, let admitted):
+            guard admitted else {
+                await refuse(http, logger: logger)
+                return
+            }
+            await HTTP1Channel(responder: responder).handle(value: http, logger: logger)
+        case .secure(let value, let channel):
+            await channel.handle(value: value, logger: logger)
+        case .refused:
             return
         }
-        await HTTP1Channel(responder: responder).handle(value: value.http, logger: logger)
     }
 
     /// A 503 written before reading anything, then the connection closes.
@@ -87,5 +151,35 @@ struct FerryHTTPChannel: ServerChildChannel {
         } catch {
             logger.debug("a refused connection went away first", metadata: ["error": "\(error)"])
         }
+    }
+}
+
+/// The TLS channel for the certificate in use: built once per reload of
+/// ``ServerTLS`` (its SSL context is the costly part), shared by every
+/// connection opened until the next.
+final class SecureChannels: Sendable {
+    let tls: ServerTLS
+    let limits: ConnectionLimits
+    let responder: HTTPChannelHandler.Responder
+    private let built = NIOLockedValueBox<(generation: Int, channel: HTTP2UpgradeChannel)?>(nil)
+
+    init(tls: ServerTLS, limits: ConnectionLimits, responder: @escaping HTTPChannelHandler.Responder) {
+        self.tls = tls
+        self.limits = limits
+        self.responder = responder
+    }
+
+    func current() throws -> HTTP2UpgradeChannel {
+        let (generation, configuration) = tls.configuration
+        if let built = built.withLockedValue({ $0 }), built.generation == generation { return built.channel }
+        let channel = try HTTP2UpgradeChannel(
+            tlsConfiguration: configuration,
+            configuration: HTTP2ChannelConfiguration(
+                idleTimeout: limits.idleTimeout,
+                // HTTP/1.1 over TLS: the connection's deadlines, found through its pipeline.
+                streamConfiguration: HTTP1Channel.Configuration(additionalChannelHandlers: [RequestPartsWatcher()])),
+            responder: responder)
+        self.built.withLockedValue { $0 = (generation, channel) }
+        return channel
     }
 }

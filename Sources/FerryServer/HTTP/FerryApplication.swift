@@ -32,6 +32,8 @@ public enum FerryApplication {
     ///   - logger: the server's log.
     ///   - readiness: what `/readyz` answers besides the store: draining
     ///     once ``ServerReadiness/drain()`` is called.
+    ///   - tls: the certificate to serve, to reload later (see ``ServerTLS``);
+    ///     by default read from ``FerryServerConfiguration/tls``, if set.
     ///   - onServerRunning: called with the bound address once the
     ///     server listens (useful with port `0`).
     ///   - onAdminServerRunning: the same for the admin API's listener
@@ -43,10 +45,12 @@ public enum FerryApplication {
         metrics: ServerMetrics = ServerMetrics(),
         logger: Logger = Logger(label: "ferry-server"),
         readiness: ServerReadiness = ServerReadiness(),
+        tls: ServerTLS? = nil,
         onServerRunning: (@Sendable (String, Int) async -> Void)? = nil,
         onAdminServerRunning: (@Sendable (String, Int) async -> Void)? = nil
     ) async throws -> some ApplicationProtocol {
         let blobs = try blobs ?? store.makeBlobStore(maxBlobBytes: configuration.limits.maxBlobBytes)
+        let tls = try tls ?? configuration.tls.map { files throws(FerryServerError) in try ServerTLS(files: files) }
         try configuration.identityProvider?.validate()
         let provider = configuration.identityProvider.map { IdentityProviderKeys(configuration: $0, metrics: metrics) }
         await provider?.load()
@@ -87,7 +91,7 @@ public enum FerryApplication {
         }
         return Application(
             router: router,
-            server: FerryHTTPChannel.builder(limits: connections, open: open, metrics: metrics),
+            server: FerryHTTPChannel.builder(limits: connections, open: open, metrics: metrics, tls: tls),
             configuration: .init(
                 address: .hostname(configuration.host, port: configuration.port),
                 serverName: "ferry",

@@ -116,6 +116,12 @@ extension ResolvedSettings {
         var configuration = FerryServerConfiguration(jwtSecret: secret)
         configuration.host = text("host") ?? configuration.host
         configuration.port = try count("port", in: 0...65535)
+        switch (text("tls.certificate"), text("tls.key")) {
+        case (nil, nil): break
+        case (let certificate?, let key?): configuration.tls = TLSFiles(certificateChain: certificate, privateKey: key)
+        case (nil, _): throw SettingsError("\(name("tls.key")) needs \(name("tls.certificate")) too")
+        case (_, nil): throw SettingsError("\(name("tls.certificate")) needs \(name("tls.key")) too")
+        }
         configuration.tables = try tables()
         configuration.tombstoneRetention = .seconds(try count("tombstoneRetentionDays", in: 1...36_500) * 24 * 3600)
         configuration.garbageCollectionInterval = try duration("garbageCollectionInterval", in: 0...30 * 86_400)

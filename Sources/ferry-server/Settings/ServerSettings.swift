@@ -24,6 +24,10 @@ enum ServerSettings {
         // Where and what
         Setting("host", flag: "host", .text, default: defaults.host, "The address to listen on."),
         Setting("port", flag: "port", .integer, default: String(defaults.port), "The port to listen on (0 picks a free one)."),
+        Setting(
+            "tls.certificate", flag: "tls-cert", .text,
+            "Serve TLS (HTTP/2 and HTTP/1.1 by ALPN) with this PEM certificate chain; with tls.key. Read again on SIGHUP."),
+        Setting("tls.key", flag: "tls-key", .text, "The PEM private key of tls.certificate. Read again on SIGHUP."),
         Setting("dataDir", flag: "data-dir", .text, default: "./ferry-data", "The data directory: the SQLite store and the generated JWT secret."),
         Setting(
             "jwtSecret", flag: "jwt-secret", .text, secret: true,
