@@ -207,9 +207,10 @@ struct Serve: AsyncParsableCommand {
         let services = ServiceGroup(configuration: group)
         // Trapped before any service starts: a SIGTERM right after "listening" drains and stops, never kills.
         let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
-        let hangups = await UnixSignalsSequence(trapping: .sighup)
+        // SIGHUP is taken only to reload a certificate; without TLS it stops the process, as before.
+        let hangups = tls == nil ? nil : await UnixSignalsSequence(trapping: .sighup)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
-            if let tls {
+            if let tls, let hangups {
                 // A renewed certificate: new connections get it; open ones (live streams) keep theirs.
                 tasks.addTask {
                     for await _ in hangups {

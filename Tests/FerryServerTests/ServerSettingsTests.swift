@@ -172,6 +172,7 @@ import FerryTestSupport
             if object?["hb.request.id"] != nil { requestIDs += 1 }
         }
         #expect(requestIDs >= 1, "no line carries a request id: \(lines)")
+        #expect(lines.contains { $0.contains("jwtSecret: <redacted>") }, "the services' descriptions were logged, redacted")
         for secret in [Self.secret, adminToken, webhookSecret] {
             #expect(!lines.contains { $0.contains(secret) }, "a log line carries a secret: \(lines.filter { $0.contains(secret) })")
         }

@@ -181,6 +181,46 @@ struct TLSTests {
         }
     }
 
+    /// An HTTP/2 connection leaves the HTTP/1.1 deadlines once it has chosen
+    /// HTTP/2: a live stream outlives a 1 s header and idle timeout. And an
+    /// error that closes an HTTP/1.1 connection (`Connection: close`, which
+    /// HTTP/2 forbids) arrives whole on an HTTP/2 stream, not as a reset.
+    @Test func http2LiveStreamsOutliveTheHTTP1DeadlinesAndErrorsArriveWhole() async throws {
+        let certificates = try Certificates()
+        let directory = try TemporaryDirectory()
+        let arguments = ["--header-timeout", "1", "--body-timeout", "1", "--idle-timeout", "1", "--max-live-streams", "1"]
+        try await Self.serving(certificates, arguments: arguments) { _, url in
+            let client = try certificates.client()
+            let listening = try certificates.client()
+            try await Self.shuttingDown([client, listening]) {
+                let token = try ServerProcess.token(for: "alice", secret: Self.secret)
+                let a = try await Device.make(
+                    "a", user: "alice", baseURL: url, directory: directory,
+                    transport: { _ in HTTPSyncTransport(baseURL: url, requestTimeout: .seconds(10), client: client) }, token: token)
+                let b = try await Device.make(
+                    "b", user: "alice", baseURL: url, directory: directory, configure: { $0.live = true },
+                    transport: { _ in HTTPSyncTransport(baseURL: url, requestTimeout: .seconds(10), client: listening) }, token: token)
+                await b.engine.start()
+                #expect(try await eventually(within: .seconds(10)) { b.engine.status.liveConnected })
+                let opened = try await Self.liveOpens(url, client: client)
+                try await Task.sleep(for: .seconds(3))
+                try a.execute("INSERT INTO note(id, title) VALUES ('n1', 'three seconds later')")
+                try await a.engine.sync()
+                #expect(try await eventually(within: .seconds(10)) { try b.note("n1")?.title == "three seconds later" })
+                #expect(try await Self.liveOpens(url, client: client) == opened, "the stream stayed open past the HTTP/1.1 deadlines")
+
+                // A second live stream is over alice's cap of one: 429, whole, over HTTP/2.
+                var request = HTTPClientRequest(url: url.absoluteString + SyncEndpoint.live(scopes: ["user:alice"]).path)
+                request.headers.add(name: "Authorization", value: "Bearer \(token)")
+                let response = try await client.execute(request, timeout: .seconds(10))
+                let body = try await response.body.collect(upTo: 1 << 16)
+                #expect(response.version == .http2 && response.status.code == 429)
+                #expect((try? JSONDecoder().decode(ErrorResponse.self, from: Data(buffer: body)))?.code == .tooManyRequests)
+                await b.engine.stop()
+            }
+        }
+    }
+
     /// The connection limits hold over TLS: a connection that says nothing
     /// is closed at the idle timeout, handshake done or not (a TLS one once
     /// its close has had its few seconds), and one past the cap is closed

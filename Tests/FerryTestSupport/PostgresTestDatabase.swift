@@ -46,7 +46,7 @@ public struct PostgresTestDatabase: Sendable {
     public static func create() async throws -> PostgresTestDatabase {
         guard isConfigured, let host = environment["POSTGRES_HOST"] else { throw NotConfigured() }
         guard let turn = PostgresTurns.Turn.current else { throw NoTurn() }
-        await turn.take()
+        try await turn.take()
         let database = PostgresTestDatabase(
             name: "ferry_test_\(UUID().uuidString.prefix(13).lowercased().replacingOccurrences(of: "-", with: "_"))",
             host: host,

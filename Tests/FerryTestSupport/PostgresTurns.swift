@@ -37,27 +37,40 @@ public struct PostgresTurns: TestTrait, SuiteTrait, TestScoping {
     /// held until the test case ends.
     public final class Turn: Sendable {
         @TaskLocal public static var current: Turn?
-        private let state = Mutex<(held: Bool, ended: Bool)>((false, false))
+        /// The wait for the cluster, once asked for; and whether the test case ended.
+        private let state = Mutex<(acquisition: Task<Void, Never>?, ended: Bool)>((nil, false))
 
-        /// Waits for the cluster, once per test case.
-        func take() async {
-            let first = state.withLock { state in
-                guard !state.held, !state.ended else { return false }
-                state.held = true
-                return true
+        /// Waits for the cluster, once per test case: every caller (several
+        /// databases, made at once or one after another) waits for the same turn.
+        func take() async throws {
+            let acquisition = try state.withLock { state -> Task<Void, Never> in
+                guard !state.ended else { throw Ended() }
+                if let acquisition = state.acquisition { return acquisition }
+                let acquisition = Task { await Self.cluster.acquire() }
+                state.acquisition = acquisition
+                return acquisition
             }
-            if first { await Self.cluster.acquire() }
+            await acquisition.value
         }
 
+        /// Gives the turn back, once it was had: a wait still queued is
+        /// waited out first, so a turn is never handed back that this test
+        /// case did not get.
         func end() async {
-            let held = state.withLock { state in
-                defer { state = (false, true) }
-                return state.held
+            let acquisition = state.withLock { state in
+                defer { state = (nil, true) }
+                return state.acquisition
             }
-            if held { await Self.cluster.release() }
+            guard let acquisition else { return }
+            await acquisition.value
+            await Self.cluster.release()
         }
 
         static let cluster = AsyncSemaphore()
+
+        struct Ended: Error, CustomStringConvertible {
+            var description: String { "a PostgreSQL database was asked for after its test case ended" }
+        }
     }
 }
 

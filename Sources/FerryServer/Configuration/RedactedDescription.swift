@@ -30,7 +30,14 @@ extension AdminConfiguration: CustomStringConvertible, CustomDebugStringConverti
 }
 
 extension WebhookConfiguration: CustomStringConvertible, CustomDebugStringConvertible {
-    /// Every setting but the signing secret.
-    public var description: String { redactedDescription(of: self, hiding: ["secret"]) }
+    /// Every setting but the signing secret and the URL (which may carry a
+    /// token of the receiver's); its name says which webhook it is.
+    public var description: String { redactedDescription(of: self, hiding: ["secret", "url"]) }
+    public var debugDescription: String { description }
+}
+
+extension JWTSecret: CustomStringConvertible, CustomDebugStringConvertible {
+    /// Where the secret came from, not the secret.
+    public var description: String { redactedDescription(of: self, hiding: ["value"]) }
     public var debugDescription: String { description }
 }

@@ -122,17 +122,40 @@ final class RequestPartsWatcher: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundOut = HTTPResponsePart
 
     private var timer: ConnectionTimer?
+    private let streamLimits: ConnectionLimits?
+    /// An HTTP/2 stream: it must not say `Connection: close` (HTTP/2 forbids
+    /// the header), and closing it closes the stream, not the connection.
+    private var isStream = false
 
-    /// - Parameter timer: the connection's timer; `nil` finds it in the
-    ///   pipeline (its ``RawBytesWatcher``'s) once added. An HTTP/2 stream,
-    ///   whose connection is on another pipeline, has none: HTTP/2 keeps its
-    ///   own idle timeout.
-    init(_ timer: ConnectionTimer? = nil) {
+    /// - Parameter timer: the connection's timer.
+    init(_ timer: ConnectionTimer) {
         self.timer = timer
+        self.streamLimits = nil
+    }
+
+    /// Finds the connection's timer in the pipeline (its ``RawBytesWatcher``'s)
+    /// once added: HTTP/1.1 over TLS. An HTTP/2 stream, whose connection is
+    /// on another pipeline, gets a timer of its own under `streamLimits`,
+    /// which closes the stream.
+    init(streamLimits: ConnectionLimits) {
+        self.timer = nil
+        self.streamLimits = streamLimits
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        if timer == nil { timer = try? context.pipeline.syncOperations.handler(type: RawBytesWatcher.self).timer }
+        guard timer == nil else { return }
+        if let connection = try? context.pipeline.syncOperations.handler(type: RawBytesWatcher.self) {
+            timer = connection.timer
+        } else if let streamLimits {
+            isStream = true
+            let stream = ConnectionTimer(channel: context.channel, limits: streamLimits) { _ in }
+            stream.connected()
+            timer = stream
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        if isStream { timer?.cancel() }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -146,9 +169,17 @@ final class RequestPartsWatcher: ChannelDuplexHandler, RemovableChannelHandler {
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
-        case .head(let head):
-            // A response that says `Connection: close` (a client over its cap) closes the connection once written.
-            if head.headerFields[.connection]?.lowercased() == "close" { closeAfterResponse = true }
+        case .head(var head):
+            // A response that says `Connection: close` (a client over its cap) closes the connection once
+            // written; on an HTTP/2 stream the header goes (HTTP/2 forbids it) and the stream closes.
+            if head.headerFields[.connection]?.lowercased() == "close" {
+                closeAfterResponse = true
+                if isStream {
+                    head.headerFields[.connection] = nil
+                    context.write(wrapOutboundOut(.head(head)), promise: promise)
+                    return
+                }
+            }
             context.write(data, promise: promise)
         case .body:
             context.write(data, promise: promise)

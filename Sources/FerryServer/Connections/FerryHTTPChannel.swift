@@ -73,6 +73,8 @@ struct FerryHTTPChannel: ServerChildChannel {
             timer = NIOLoopBound(made, eventLoop: channel.eventLoop)
             try channel.pipeline.syncOperations.addHandler(RawBytesWatcher(made), position: .first)
         } catch {
+            // A channel whose setup failed is never run: close it, or its slot is never given back.
+            channel.close(promise: nil)
             return channel.eventLoop.makeFailedFuture(error)
         }
         let http = HTTP1Channel(
@@ -108,6 +110,8 @@ struct FerryHTTPChannel: ServerChildChannel {
             }
             try channel.pipeline.syncOperations.addHandler(RawBytesWatcher(timer), position: .first)
         } catch {
+            // A channel whose setup failed is never run: close it, or its slot is never given back.
+            channel.close(promise: nil)
             return channel.eventLoop.makeFailedFuture(error)
         }
         let bound = NIOLoopBound(timer, eventLoop: channel.eventLoop)
@@ -115,6 +119,9 @@ struct FerryHTTPChannel: ServerChildChannel {
             let handshake = try channel.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self)
             try channel.pipeline.syncOperations.addHandler(ALPNWatcher(bound.value), position: .after(handshake))
             return .secure(value, secure)
+        }.flatMapErrorThrowing { error in
+            channel.close(promise: nil)
+            throw error
         }
     }
 
@@ -171,13 +178,15 @@ final class SecureChannels: Sendable {
 
     func current() throws -> HTTP2UpgradeChannel {
         let (generation, configuration) = tls.configuration
+        let limits = self.limits
         if let built = built.withLockedValue({ $0 }), built.generation == generation { return built.channel }
         let channel = try HTTP2UpgradeChannel(
             tlsConfiguration: configuration,
             configuration: HTTP2ChannelConfiguration(
                 idleTimeout: limits.idleTimeout,
-                // HTTP/1.1 over TLS: the connection's deadlines, found through its pipeline.
-                streamConfiguration: HTTP1Channel.Configuration(additionalChannelHandlers: [RequestPartsWatcher()])),
+                // HTTP/1.1 over TLS: the connection's deadlines, found through its pipeline; an
+                // HTTP/2 stream: deadlines of its own, closing the stream.
+                streamConfiguration: HTTP1Channel.Configuration(additionalChannelHandlers: [RequestPartsWatcher(streamLimits: limits)])),
             responder: responder)
         self.built.withLockedValue { $0 = (generation, channel) }
         return channel

@@ -53,8 +53,9 @@ public final class ServerTLS: Sendable {
         } catch {
             throw .badRequest("cannot read a PEM private key from \(files.privateKey): \(error)")
         }
-        let configuration = TLSConfiguration.makeServerConfiguration(
+        var configuration = TLSConfiguration.makeServerConfiguration(
             certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+        configuration.minimumTLSVersion = .tlsv12
         // A key that does not belong to the certificate fails here, not at the first handshake.
         do {
             _ = try NIOSSLContext(configuration: configuration)
