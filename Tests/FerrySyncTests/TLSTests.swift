@@ -100,15 +100,9 @@ struct TLSTests {
                 #expect(Shell.status("curl -sf --max-time 5 http://127.0.0.1:\(url.port!)/healthz") != 0)
 
                 let token = try ServerProcess.token(for: "alice", secret: Self.secret)
-                let a = try await Device.make(
-                    "a", user: "alice", baseURL: url, directory: directory, configure: { $0.debounce = .milliseconds(20) },
-                    transport: { _ in HTTPSyncTransport(baseURL: url, requestTimeout: .seconds(10), client: h2) }, token: token)
-                let b = try await Device.make(
-                    "b", user: "alice", baseURL: url, directory: directory, configure: { $0.live = true },
-                    transport: { _ in HTTPSyncTransport(baseURL: url, requestTimeout: .seconds(10), client: h2) }, token: token)
-                let c = try await Device.make(
-                    "c", user: "alice", baseURL: url, directory: directory, configure: { $0.live = true },
-                    transport: { _ in HTTPSyncTransport(baseURL: url, requestTimeout: .seconds(10), client: h1) }, token: token)
+                let a = try await Self.device("a", at: url, through: h2, in: directory, token: token, configure: { $0.debounce = .milliseconds(20) })
+                let b = try await Self.device("b", at: url, through: h2, in: directory, token: token, configure: { $0.live = true })
+                let c = try await Self.device("c", at: url, through: h1, in: directory, token: token, configure: { $0.live = true })
                 await a.engine.start()
                 await b.engine.start()
                 await c.engine.start()
@@ -146,12 +140,8 @@ struct TLSTests {
                 let first = try certificates.servedSerial(port: url.port!)
                 #expect(first == (try certificates.serial(of: "cert.pem")))
                 let token = try ServerProcess.token(for: "alice", secret: Self.secret)
-                let a = try await Device.make(
-                    "a", user: "alice", baseURL: url, directory: directory, configure: { $0.debounce = .milliseconds(20) },
-                    transport: { _ in HTTPSyncTransport(baseURL: url, requestTimeout: .seconds(10), client: client) }, token: token)
-                let b = try await Device.make(
-                    "b", user: "alice", baseURL: url, directory: directory, configure: { $0.live = true },
-                    transport: { _ in HTTPSyncTransport(baseURL: url, requestTimeout: .seconds(10), client: listening) }, token: token)
+                let a = try await Self.device("a", at: url, through: client, in: directory, token: token, configure: { $0.debounce = .milliseconds(20) })
+                let b = try await Self.device("b", at: url, through: listening, in: directory, token: token, configure: { $0.live = true })
                 await a.engine.start()
                 await b.engine.start()
                 #expect(try await eventually(within: .seconds(10)) { b.engine.status.liveConnected })
@@ -194,12 +184,8 @@ struct TLSTests {
             let listening = try certificates.client()
             try await Self.shuttingDown([client, listening]) {
                 let token = try ServerProcess.token(for: "alice", secret: Self.secret)
-                let a = try await Device.make(
-                    "a", user: "alice", baseURL: url, directory: directory,
-                    transport: { _ in HTTPSyncTransport(baseURL: url, requestTimeout: .seconds(10), client: client) }, token: token)
-                let b = try await Device.make(
-                    "b", user: "alice", baseURL: url, directory: directory, configure: { $0.live = true },
-                    transport: { _ in HTTPSyncTransport(baseURL: url, requestTimeout: .seconds(10), client: listening) }, token: token)
+                let a = try await Self.device("a", at: url, through: client, in: directory, token: token)
+                let b = try await Self.device("b", at: url, through: listening, in: directory, token: token, configure: { $0.live = true })
                 await b.engine.start()
                 #expect(try await eventually(within: .seconds(10)) { b.engine.status.liveConnected })
                 let opened = try await Self.liveOpens(url, client: client)
@@ -278,6 +264,16 @@ struct TLSTests {
             for client in clients { try? await client.shutdown() }
             throw error
         }
+    }
+
+    /// A device of alice's syncing with the server at `url` through `client`.
+    static func device(
+        _ name: String, at url: URL, through client: HTTPClient, in directory: TemporaryDirectory, token: String,
+        configure: (inout SyncConfiguration) -> Void = { _ in }
+    ) async throws -> Device {
+        try await Device.make(
+            name, user: "alice", baseURL: url, directory: directory, configure: configure,
+            transport: { _ in HTTPSyncTransport(baseURL: url, requestTimeout: .seconds(10), client: client) }, token: token)
     }
 
     /// Live streams the server opened (200) so far, from its `/metrics`.

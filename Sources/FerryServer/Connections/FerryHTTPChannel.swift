@@ -53,29 +53,16 @@ struct FerryHTTPChannel: ServerChildChannel {
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         if let tls { return setupSecure(channel: channel, tls: tls, logger: logger) }
         let admitted = open.open()
-        let open = self.open
-        let metrics = self.metrics
-        channel.closeFuture.whenComplete { _ in
-            open.close()
-            metrics.recordOpenConnections(open.current)
-        }
-        metrics.recordOpenConnections(open.current)
+        countUntilClosed(channel)
         guard admitted else {
             metrics.recordRefusedConnection()
             return HTTP1Channel(responder: responder).setup(channel: channel, logger: logger).map { .plain($0, admitted: false) }
         }
         let timer: NIOLoopBound<ConnectionTimer>
         do {
-            let made = ConnectionTimer(channel: channel, limits: limits) { phase in
-                metrics.recordConnectionTimeout(phase: phase.rawValue)
-                logger.debug("closing a connection that stayed too long", metadata: ["phase": "\(phase.rawValue)"])
-            }
-            timer = NIOLoopBound(made, eventLoop: channel.eventLoop)
-            try channel.pipeline.syncOperations.addHandler(RawBytesWatcher(made), position: .first)
+            timer = NIOLoopBound(try watchDeadlines(of: channel, logger: logger), eventLoop: channel.eventLoop)
         } catch {
-            // A channel whose setup failed is never run: close it, or its slot is never given back.
-            channel.close(promise: nil)
-            return channel.eventLoop.makeFailedFuture(error)
+            return Self.failed(channel, error)
         }
         let http = HTTP1Channel(
             responder: responder,
@@ -93,6 +80,25 @@ struct FerryHTTPChannel: ServerChildChannel {
             metrics.recordOpenConnections(open.current)
             return channel.close().map { .refused(channel) }
         }
+        countUntilClosed(channel)
+        let secure: HTTP2UpgradeChannel
+        let timer: ConnectionTimer
+        do {
+            secure = try tls.current()
+            timer = try watchDeadlines(of: channel, logger: logger)
+        } catch {
+            return Self.failed(channel, error)
+        }
+        let bound = NIOLoopBound(timer, eventLoop: channel.eventLoop)
+        return secure.setup(channel: channel, logger: logger).flatMapThrowing { value in
+            let handshake = try channel.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self)
+            try channel.pipeline.syncOperations.addHandler(ALPNWatcher(bound.value), position: .after(handshake))
+            return .secure(value, secure)
+        }.flatMapError { Self.failed(channel, $0) }
+    }
+
+    /// Gives back the place `open.open()` took for the connection when it closes.
+    private func countUntilClosed(_ channel: any Channel) {
         let open = self.open
         let metrics = self.metrics
         channel.closeFuture.whenComplete { _ in
@@ -100,29 +106,23 @@ struct FerryHTTPChannel: ServerChildChannel {
             metrics.recordOpenConnections(open.current)
         }
         metrics.recordOpenConnections(open.current)
-        let secure: HTTP2UpgradeChannel
-        let timer: ConnectionTimer
-        do {
-            secure = try tls.current()
-            timer = ConnectionTimer(channel: channel, limits: limits) { phase in
-                metrics.recordConnectionTimeout(phase: phase.rawValue)
-                logger.debug("closing a connection that stayed too long", metadata: ["phase": "\(phase.rawValue)"])
-            }
-            try channel.pipeline.syncOperations.addHandler(RawBytesWatcher(timer), position: .first)
-        } catch {
-            // A channel whose setup failed is never run: close it, or its slot is never given back.
-            channel.close(promise: nil)
-            return channel.eventLoop.makeFailedFuture(error)
+    }
+
+    /// Puts the connection under its deadlines: one timer, fed its raw bytes first.
+    private func watchDeadlines(of channel: any Channel, logger: Logger) throws -> ConnectionTimer {
+        let metrics = self.metrics
+        let timer = ConnectionTimer(channel: channel, limits: limits) { phase in
+            metrics.recordConnectionTimeout(phase: phase.rawValue)
+            logger.debug("closing a connection that stayed too long", metadata: ["phase": "\(phase.rawValue)"])
         }
-        let bound = NIOLoopBound(timer, eventLoop: channel.eventLoop)
-        return secure.setup(channel: channel, logger: logger).flatMapThrowing { value in
-            let handshake = try channel.pipeline.syncOperations.handler(type: NIOSSLServerHandler.self)
-            try channel.pipeline.syncOperations.addHandler(ALPNWatcher(bound.value), position: .after(handshake))
-            return .secure(value, secure)
-        }.flatMapErrorThrowing { error in
-            channel.close(promise: nil)
-            throw error
-        }
+        try channel.pipeline.syncOperations.addHandler(RawBytesWatcher(timer), position: .first)
+        return timer
+    }
+
+    /// A channel whose setup failed is never run: closed here, or its slot is never given back.
+    private static func failed(_ channel: any Channel, _ error: any Error) -> EventLoopFuture<Value> {
+        channel.close(promise: nil)
+        return channel.eventLoop.makeFailedFuture(error)
     }
 
     func handle(value: Value, logger: Logger) async {
