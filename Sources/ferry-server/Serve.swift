@@ -30,6 +30,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ServerSettings.help("log.level"))
     var logLevel: String?
 
+    @Option(help: ServerSettings.help("otel.endpoint"))
+    var otelEndpoint: String?
+
     @Option(help: ServerSettings.help("policies"))
     var policy: [String] = []
 
@@ -128,7 +131,7 @@ struct Serve: AsyncParsableCommand {
         let seconds: (Double?) -> ResolvedSettings.Content? = { $0.map { .seconds($0) } }
         let own = ServerOptions.given([
             ("host", text(host)), ("port", integer(port)), ("tls.certificate", text(tlsCertificate)), ("tls.key", text(tlsKey)),
-            ("log.format", text(logFormat)), ("log.level", text(logLevel)),
+            ("log.format", text(logFormat)), ("log.level", text(logLevel)), ("otel.endpoint", text(otelEndpoint)),
             ("policies", ServerOptions.list(policy)), ("tombstoneRetentionDays", integer(tombstoneRetentionDays)),
             ("garbageCollectionInterval", seconds(gcInterval)), ("maxClockDrift", seconds(maxClockDrift)),
             ("liveHeartbeat", seconds(liveHeartbeat)), ("connections.headerTimeout", seconds(headerTimeout)),
@@ -154,7 +157,11 @@ struct Serve: AsyncParsableCommand {
         let tls = try settings.serverConfiguration(secret: "").tls.map { files throws(FerryServerError) in try ServerTLS(files: files) }
         let postgres = try settings.postgresConfiguration()
         let drain = try settings.drain()
-        LoggingSystem.bootstrap(try ServerLogging.handler(format: settings.logFormat(), level: settings.logLevel()))
+        let traceEndpoint = try settings.traceEndpoint()
+        ServerLogging.bootstrap(
+            format: try settings.logFormat(), level: try settings.logLevel(), metadataProvider: traceEndpoint == nil ? nil : TraceExport.logMetadata)
+        // Spans exported from the first request on; the exporter stops after the app and sends what is left.
+        let traceExport = try traceEndpoint.map(TraceExport.bootstrap(endpoint:))
         // The embedded store's directory is this process's alone, for as long as it runs: taken before
         // anything in it is read or written (the secret a first start generates included).
         var lock: DataDirectoryLock? = postgres == nil ? try DataDirectoryLock.acquire(settings.dataDirectory) : nil
@@ -199,7 +206,7 @@ struct Serve: AsyncParsableCommand {
             logger.warning("\(given) is not a setting and is ignored; did you mean \(meant)?")
         }
         // SIGTERM and SIGINT are handled below: the server drains first, then shuts down.
-        var group = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [], logger: logger)
+        var group = ServiceGroupConfiguration(services: (traceExport.map { [$0] } ?? []) + [app], gracefulShutdownSignals: [], logger: logger)
         // Seven tenths into the grace period, what still runs is cancelled...
         group.maximumGracefulShutdownDuration = configuration.shutdownGracePeriod * 0.7
         // ...and at its end, a store that ignores cancellation (its database gone) does not hold the process.

@@ -4,18 +4,23 @@ import Logging
 /// The log handler `serve` installs: swift-log's text lines, or one JSON
 /// object a line (`--log-format json`) with the time, level, label,
 /// message and every metadata value (a request's `hb.request.id` among
-/// them), for log pipelines that parse them.
+/// them), for log pipelines that parse them. With a metadata provider
+/// (the tracer's, when spans are exported), each line also carries what
+/// it provides: the `trace_id` and `span_id` the line was written in.
 ///
 /// ```swift
-/// LoggingSystem.bootstrap(ServerLogging.handler(format: "json", level: .info))
+/// ServerLogging.bootstrap(format: "json", level: .info, metadataProvider: nil)
 /// ```
 enum ServerLogging {
-    static func handler(format: String, level: Logger.Level) -> @Sendable (String) -> any LogHandler {
-        { label in
-            var handler: any LogHandler = format == "json" ? JSONLogHandler(label: label) : StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+    static func bootstrap(format: String, level: Logger.Level, metadataProvider: Logger.MetadataProvider?) {
+        LoggingSystem.bootstrap(
+            { label, provider in
+                var handler: any LogHandler =
+                    format == "json"
+                    ? JSONLogHandler(label: label, metadataProvider: provider) : StreamLogHandler.standardError(label: label, metadataProvider: provider)
+                handler.logLevel = level
+                return handler
+            }, metadataProvider: metadataProvider)
     }
 }
 
@@ -24,6 +29,12 @@ struct JSONLogHandler: LogHandler {
     let label: String
     var logLevel: Logger.Level = .info
     var metadata: Logger.Metadata = [:]
+    var metadataProvider: Logger.MetadataProvider?
+
+    init(label: String, metadataProvider: Logger.MetadataProvider? = nil) {
+        self.label = label
+        self.metadataProvider = metadataProvider
+    }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
@@ -38,7 +49,9 @@ struct JSONLogHandler: LogHandler {
             "message": event.message.description,
             "source": event.source,
         ]
-        for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }) where fields[key] == nil {
+        let provided = metadataProvider?.get() ?? [:]
+        for (key, value) in provided.merging(metadata, uniquingKeysWith: { $1 }).merging(event.metadata ?? [:], uniquingKeysWith: { $1 })
+        where fields[key] == nil {
             fields[key] = value.description
         }
         let encoder = JSONEncoder()

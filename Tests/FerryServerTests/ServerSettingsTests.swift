@@ -105,6 +105,7 @@ import FerryTestSupport
             (nil, ["FERRY_JWT_SECRET": Self.secret, "FERRY_JWT_SECRET_FILE": "/dev/null"], [], "FERRY_JWT_SECRET and FERRY_JWT_SECRET_FILE both set jwtSecret"),
             (nil, [:], ["--admin-port", "0"], "--admin-port needs the admin token"),
             (nil, [:], ["--tls-key", "/etc/hostname"], "--tls-key needs --tls-cert too"),
+            (nil, ["FERRY_OTEL_ENDPOINT": "collector:4318"], [], "FERRY_OTEL_ENDPOINT must be an http or https URL"),
             (nil, [:], ["--tls-cert", "/etc/hostname", "--tls-key", "/etc/hostname"], "badRequest: cannot read a PEM certificate from /etc/hostname"),
         ]
         for (index, item) in cases.enumerated() {

@@ -285,6 +285,15 @@ extension ResolvedSettings {
         return format
     }
 
+    /// Where spans are exported (`<endpoint>/v1/traces`), or nil when tracing is off.
+    func traceEndpoint() throws(SettingsError) -> URL? {
+        guard let text = text("otel.endpoint") else { return nil }
+        guard let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased()), url.host(percentEncoded: false)?.isEmpty == false,
+            url.query == nil
+        else { throw SettingsError("\(name("otel.endpoint")) must be an http or https URL such as http://collector:4318, not `\(text)`") }
+        return url
+    }
+
     func logLevel() throws(SettingsError) -> Logger.Level {
         let text = text("log.level") ?? "info"
         guard let level = Logger.Level(rawValue: text) else {

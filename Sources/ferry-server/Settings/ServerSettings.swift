@@ -51,6 +51,10 @@ enum ServerSettings {
             "The most bytes of rows one pulled page holds on PostgreSQL; a page stops early past it."),
         Setting("log.format", flag: "log-format", .text, default: "text", "How log lines are written to standard error: text, or json (one object a line)."),
         Setting("log.level", flag: "log-level", .text, default: "info", "The least severe log level written: trace, debug, info, notice, warning, error or critical."),
+        Setting(
+            "otel.endpoint", flag: "otel-endpoint", .text,
+            "Export request spans over OTLP/HTTP to this collector (http://host:4318; spans go to its /v1/traces). OTEL_* variables tune the exporter."
+        ),
         // Sync rules
         Setting(
             "policies", flag: "policy", .list,
