@@ -100,6 +100,9 @@ import FerryTestSupport
             ("rateLimits:\n  pushes: fast\n", [:], [], "rateLimits.pushes in %FILE%: a rate is PER_SECOND or PER_SECOND/BURST"),
             ("- port\n", [:], [], "--config %FILE%: the file must be a mapping of settings"),
             ("rateLimits:\n  pushes: true\n", [:], [], "rateLimits.pushes in %FILE%: a rate is PER_SECOND"),
+            // JSON's true and false are no numbers (swift-configuration alone reads them as 1 and 0).
+            (#"{"limits": {"maxBodyBytes": true}}"#, [:], [], "limits.maxBodyBytes in %FILE%: expected a whole number"),
+            (#"{"drainSeconds": false}"#, [:], [], "drainSeconds in %FILE%: expected a number of seconds"),
             (nil, ["FERRY_LIMITS_MAX_BODY_BYTES": "4M"], [], "FERRY_LIMITS_MAX_BODY_BYTES: expected a whole number, got `4M`"),
             (nil, ["FERRY_CONNECTIONS_MAX_CONNECTIONS": "0"], [], "FERRY_CONNECTIONS_MAX_CONNECTIONS must be 1–1000000"),
             (nil, ["FERRY_JWT_SECRET": Self.secret, "FERRY_JWT_SECRET_FILE": "/dev/null"], [], "FERRY_JWT_SECRET and FERRY_JWT_SECRET_FILE both set jwtSecret"),
@@ -109,7 +112,7 @@ import FerryTestSupport
             (nil, [:], ["--tls-cert", "/etc/hostname", "--tls-key", "/etc/hostname"], "badRequest: cannot read a PEM certificate from /etc/hostname"),
         ]
         for (index, item) in cases.enumerated() {
-            let file = directory.path("bad-\(index).yaml")
+            let file = directory.path("bad-\(index).\(item.file?.hasPrefix("{") == true ? "json" : "yaml")")
             var arguments = ["serve", "--port", "0", "--data-dir", data] + item.flags
             if let text = item.file {
                 try text.write(toFile: file, atomically: true, encoding: .utf8)

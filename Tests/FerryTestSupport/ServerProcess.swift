@@ -14,13 +14,18 @@ public final class ServerProcess: @unchecked Sendable {
     /// `["/usr/bin/prlimit", "--nofile=256:256"]`), through it, which
     /// execs the server in its place.
     ///
-    /// With `capturingErrors`, what it writes to standard error is kept in ``printedErrors``.
-    public init(_ arguments: [String], environment: [String: String] = [:], launcher: [String] = [], capturingErrors: Bool = false) throws {
+    /// With `capturingErrors`, what it writes to standard error is kept in
+    /// ``printedErrors``; with `executable`, that build of `ferry-server`
+    /// runs instead of this one (another version, for an upgrade).
+    public init(
+        _ arguments: [String], environment: [String: String] = [:], launcher: [String] = [], capturingErrors: Bool = false, executable: URL? = nil
+    ) throws {
+        let executable = try executable ?? Self.executable()
         if let tool = launcher.first {
             process.executableURL = URL(filePath: tool)
-            process.arguments = Array(launcher.dropFirst()) + [try Self.executable().path] + arguments
+            process.arguments = Array(launcher.dropFirst()) + [executable.path] + arguments
         } else {
-            process.executableURL = try Self.executable()
+            process.executableURL = executable
             process.arguments = arguments
         }
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
@@ -92,11 +97,11 @@ public final class ServerProcess: @unchecked Sendable {
     /// still running after `timeout` (a server that should have refused to
     /// start) is killed.
     public static func run(
-        _ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(120)
+        _ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(120), executable: URL? = nil
     ) throws -> (status: Int32, output: String) {
         let process = Process()
         let pipe = Pipe()
-        process.executableURL = try executable()
+        process.executableURL = try executable ?? Self.executable()
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = pipe

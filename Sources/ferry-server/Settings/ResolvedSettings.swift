@@ -113,6 +113,12 @@ extension ResolvedSettings {
                 values[setting.key] = Value(content: .text(text), origin: origin)
                 continue
             }
+            // `true` or `false` in the file where a number is read: swift-configuration reads them as 1 and 0.
+            if setting.kind == .integer || setting.kind == .seconds, lookup?.failed == false, lookup?.provider == 2, let configFile,
+                !isNumber(setting.key, in: configFile)
+            {
+                throw SettingsError("\(origin): \(expected(setting, got: nil))")
+            }
             if let lookup, lookup.failed {
                 // Only the environment's raw text is the user's own to show back.
                 let raw = lookup.provider == 1 && !setting.secret ? environment[setting.environment] : nil
