@@ -54,6 +54,63 @@ public enum TerminalText {
         return String(out)
     }
 
+    /// The terminal cells `text` takes: two for a wide character (CJK,
+    /// fullwidth forms, an emoji shown as a picture such as ☕), none for a
+    /// combining mark or a zero-width character, one for the rest. Counted
+    /// a character (grapheme) at a time, as terminals draw them.
+    ///
+    /// ```swift
+    /// TerminalText.cells("漢字 ☕")   // 7
+    /// ```
+    public static func cells(_ text: String) -> Int {
+        text.reduce(0) { $0 + cells(of: $1) }
+    }
+
+    /// `text` in exactly `width` cells: cut with `…` where it is longer,
+    /// padded with spaces where it is shorter (a wide character that would
+    /// straddle the edge is left out and its cell padded).
+    ///
+    /// ```swift
+    /// TerminalText.fit("漢字漢字", 5)   // "漢字…"
+    /// ```
+    public static func fit(_ text: String, _ width: Int) -> String {
+        let flat = line(text)
+        let total = cells(flat)
+        guard total > width else { return flat + String(repeating: " ", count: max(0, width - total)) }
+        var kept = ""
+        var used = 0
+        for character in flat {
+            let size = cells(of: character)
+            if used + size > width - 1 { break }
+            kept.append(character)
+            used += size
+        }
+        return width <= 0 ? "" : kept + "…" + String(repeating: " ", count: max(0, width - 1 - used))
+    }
+
+    static func cells(of character: Character) -> Int {
+        guard let first = character.unicodeScalars.first else { return 0 }
+        if character.unicodeScalars.contains(where: { $0.value == 0xFE0F }) || first.properties.isEmojiPresentation { return 2 }
+        switch first.properties.generalCategory {
+        case .nonspacingMark, .enclosingMark, .format: return 0
+        default: break
+        }
+        if first.value == 0x200B { return 0 }
+        return isWide(first.value) ? 2 : 1
+    }
+
+    /// East Asian Wide and Fullwidth ranges (Unicode's EastAsianWidth W and F).
+    private static func isWide(_ value: UInt32) -> Bool {
+        switch value {
+        case 0x1100...0x115F, 0x231A...0x231B, 0x2329...0x232A, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF,
+            0xA000...0xA4CF, 0xA960...0xA97F, 0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE10...0xFE19, 0xFE30...0xFE6F, 0xFF00...0xFF60,
+            0xFFE0...0xFFE6, 0x1F300...0x1F64F, 0x1F900...0x1F9FF, 0x20000...0x2FFFD, 0x30000...0x3FFFD:
+            return true
+        default:
+            return false
+        }
+    }
+
     private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
         scalar.value < 0x20 && scalar.value != 0x0A || (0x7F...0x9F).contains(scalar.value)
     }

@@ -19,7 +19,7 @@ struct Conflicts: AsyncParsableCommand {
                     + (conflict.overriddenBy.map { ", overwritten by \($0)" } ?? ""))
             print("--- mine\n+++ theirs")
             for line in conflict.diff { print(line) }
-            print("resolve: ferry-notes resolve \(conflict.id) --mine | --theirs | --edit\n")
+            print("resolve: \(Suggestion.command("resolve \(conflict.id) --mine | --theirs | --edit"))\n")
         }
     }
 }
@@ -39,7 +39,7 @@ struct Resolve: AsyncParsableCommand {
         if let noteID = note {
             guard conflictID == nil, !edit else { throw NotesError(.usage, "with --note, give --mine or --theirs and no conflict number") }
             let count = try library.resolveAll(onNote: noteID, mine ? .mine : .theirs)
-            return print("resolved \(count) conflict\(count == 1 ? "" : "s") on note \(noteID); `ferry-notes sync` sends the result")
+            return print("resolved \(count) conflict\(count == 1 ? "" : "s") on note \(noteID); `\(Suggestion.command("sync"))` sends the result")
         }
         guard let conflictID else { throw NotesError(.usage, "give a conflict number, or --note ID") }
         if mine { try library.resolve(conflictID, .mine) }
@@ -54,6 +54,6 @@ struct Resolve: AsyncParsableCommand {
             if value.hasSuffix("\n") { value.removeLast() }
             try library.resolve(conflictID, .edited(value))
         }
-        print("resolved \(conflictID); `ferry-notes sync` sends the result")
+        print("resolved \(conflictID); `\(Suggestion.command("sync"))` sends the result")
     }
 }

@@ -29,6 +29,7 @@ struct FerryNotesCommand: AsyncParsableCommand {
         ])
 
     static func main() async {
+        NotesLog.bootstrap()
         do {
             var command = try parseAsRoot(globalOptionsLast(Array(CommandLine.arguments.dropFirst())))
             if var command = command as? AsyncParsableCommand {
@@ -51,13 +52,13 @@ struct FerryNotesCommand: AsyncParsableCommand {
         }
     }
 
-    /// `--db PATH` and `--json` given before the command (`ferry-notes --db x ls`)
+    /// `--db PATH`, `--json` and `--verbose` given before the command (`ferry-notes --db x ls`)
     /// moved after it, where every command takes them.
     static func globalOptionsLast(_ arguments: [String]) -> [String] {
         var leading: [String] = []
         var rest = arguments[...]
         while let first = rest.first {
-            if first == "--json" {
+            if first == "--json" || first == "--verbose" {
                 leading.append(first)
                 rest = rest.dropFirst()
             } else if first == "--db", rest.count > 1 {
@@ -74,7 +75,7 @@ struct FerryNotesCommand: AsyncParsableCommand {
     }
 
     static func fail(_ message: String, code: Int32) -> Never {
-        FileHandle.standardError.write(Data("ferry-notes: \(TerminalText.line(message))\n".utf8))
+        FileHandle.standardError.write(Data("ferry-notes: \(TerminalText.line(Suggestion.naming(message)))\n".utf8))
         Foundation.exit(code)
     }
 }
@@ -86,6 +87,9 @@ struct GlobalOptions: ParsableArguments {
 
     @Flag(help: "Print machine-readable JSON.")
     var json = false
+
+    @Flag(help: "Write the sync library's log (debug and up) to standard error; without it, warnings go to <database>.log.")
+    var verbose = false
 
     var path: String {
         if let db { return db }
@@ -102,6 +106,8 @@ struct GlobalOptions: ParsableArguments {
         guard FileManager.default.fileExists(atPath: url.deletingLastPathComponent().path) else {
             throw NotesError(.notFound, "no folder \(url.deletingLastPathComponent().path) for the database")
         }
+        if let db { Suggestion.given(database: db) }
+        NotesLog.route(verbose: verbose, database: path)
         let library = try NotesLibrary(path: path)
         Self.opened.withLock { $0 = library }
         return library

@@ -117,8 +117,11 @@ struct List: AsyncParsableCommand {
             guard let parsed = NoteCursor(text: after) else { throw NotesError(.usage, "--after \(after) is not a cursor `ls` printed") }
             cursor = parsed
         }
-        let notes = try library.list(NoteQuery(filter: filter, limit: limit, after: cursor))
-        let next = notes.count == limit ? notes.last.map { NoteCursor($0).text } : nil
+        // One more than a page: a next page is offered only when a note is on it.
+        var notes = try library.list(NoteQuery(filter: filter, limit: limit + 1, after: cursor))
+        let more = notes.count > limit
+        if more { notes.removeLast() }
+        let next = more ? notes.last.map { NoteCursor($0).text } : nil
         if global.json {
             struct Page: Encodable { var notes: [Note]; var next: String? }
             try global.printJSON(Page(notes: notes, next: next))
@@ -127,7 +130,7 @@ struct List: AsyncParsableCommand {
         guard !notes.isEmpty else { return tell("no notes") }
         for line in Terminal.table(notes) { print(line) }
         if let next {
-            var again = ["ferry-notes", "ls"]
+            var again = [Suggestion.command("ls")]
             if let category { again += ["--category", "'\(category)'"] }
             if let tag { again += ["--tag", "'\(tag)'"] }
             if let notebook { again += ["--notebook", "'\(notebook)'"] }
@@ -156,7 +159,7 @@ struct Show: AsyncParsableCommand {
         if let notebook = note.notebookID, let found = try library.notebooks().first(where: { $0.id == notebook }) {
             print("notebook  \(found.name)")
         }
-        if note.isDeleted { print("deleted   \(Terminal.time(note.deletedAt ?? 0)) (`ferry-notes restore \(note.id.prefix(8))`)") }
+        if note.isDeleted { print("deleted   \(Terminal.time(note.deletedAt ?? 0)) (`\(Suggestion.command("restore \(note.id.prefix(8))"))`)") }
         if !note.body.isEmpty { print("\n\(note.body)") }
     }
 }

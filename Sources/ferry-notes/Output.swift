@@ -1,3 +1,4 @@
+import Ferry
 import Foundation
 import FerryNotes
 #if canImport(Glibc)
@@ -26,18 +27,14 @@ enum Terminal {
         return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
     }
 
-    /// `text` cut to `width` characters, with `…` where it was cut.
-    static func fit(_ text: String, _ width: Int) -> String {
-        let flat = TerminalText.line(text)
-        guard flat.count > width else { return flat.padding(toLength: width, withPad: " ", startingAt: 0) }
-        return String(flat.prefix(max(0, width - 1))) + "…"
-    }
+    /// `text` in `width` terminal cells, with `…` where it was cut.
+    static func fit(_ text: String, _ width: Int) -> String { TerminalText.fit(text, width) }
 
     /// Rows of notes in columns that fit the terminal: id, updated, author,
     /// title, category, tags (title and tags share what is left).
     static func table(_ notes: [Note]) -> [String] {
-        let id = 8, time = 16, author = min(12, max(6, notes.map(\.author.count).max() ?? 6))
-        let category = min(12, max(8, notes.compactMap(\.category).map(\.count).max() ?? 8))
+        let id = 8, time = 16, author = min(12, max(6, notes.map { TerminalText.cells($0.author) }.max() ?? 6))
+        let category = min(12, max(8, notes.compactMap(\.category).map(TerminalText.cells).max() ?? 8))
         let flexible = max(20, width - id - time - author - category - 10)
         let title = flexible * 3 / 5, tags = flexible - title
         let header = [fit("ID", id), fit("UPDATED", time), fit("AUTHOR", author), fit("TITLE", title), fit("CATEGORY", category), "TAGS"]
@@ -53,10 +50,36 @@ enum Terminal {
     }
 }
 
+/// The commands a run suggests (`ferry-notes sync`, a `more:` page) name
+/// the database the run was given with `--db`, so a copied suggestion
+/// opens that database, not the default one.
+///
+/// ```swift
+/// Suggestion.command("conflicts")   // "ferry-notes --db /tmp/a.sqlite conflicts"
+/// ```
+enum Suggestion {
+    static let invocation = Locked("ferry-notes")
+
+    static func given(database: String) {
+        let safe = database.allSatisfy { $0.isLetter && $0.isASCII || $0.isNumber || "/._-+,:@".contains($0) }
+        let quoted = safe ? database : "'" + database.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        invocation.withLock { $0 = "ferry-notes --db \(quoted)" }
+    }
+
+    static func command(_ arguments: String) -> String { "\(invocation.withLock { $0 }) \(arguments)" }
+
+    /// `text` with every `` `ferry-notes …` `` it suggests naming this run's database.
+    static func naming(_ text: String) -> String {
+        let invocation = self.invocation.withLock { $0 }
+        guard invocation != "ferry-notes" else { return text }
+        return text.replacingOccurrences(of: "`ferry-notes ", with: "`\(invocation) ")
+    }
+}
+
 /// Writes to standard error, control characters made visible (a message
 /// may quote a note's title or a server's reply).
 func tell(_ text: String) {
-    FileHandle.standardError.write(Data((TerminalText.safe(text) + "\n").utf8))
+    FileHandle.standardError.write(Data((TerminalText.safe(Suggestion.naming(text)) + "\n").utf8))
 }
 
 /// Every line this command prints goes through here (it shadows the

@@ -44,20 +44,26 @@ struct Sync: AsyncParsableCommand {
     func run() async throws {
         let library = try global.library()
         let bar = Terminal.isErrorInteractive && !global.json
+        let server = (try? library.session())?.server.absoluteString ?? "the server"
         let last = Locked("")
-        let summary = try await library.sync { status in
-            guard status.phase != .idle else { return }
+        // One line redrawn in place on a terminal; elsewhere, each phase once.
+        let show: @Sendable (SyncStatus?) -> Void = { status in
             if bar {
-                // A bar that redraws in place: the share of the changes sent, then what was received.
-                let total = status.pushed + status.pendingCount
-                let filled = total == 0 ? 20 : 20 * status.pushed / total
-                let gauge = "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: 20 - filled) + "]"
-                let line = "\(gauge) sent \(status.pushed)/\(total), received \(status.pulled)  (\(status.phase))"
+                let line = TerminalText.line(SyncProgress.line(status, server: server))
                 guard last.exchange(line) != line else { return }
                 FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
-            } else if !global.json, last.exchange("\(status.phase)") != "\(status.phase)" {
+            } else if !global.json, let status, status.phase != .idle, last.exchange("\(status.phase)") != "\(status.phase)" {
                 tell("\(status.phase)…")
             }
+        }
+        show(nil)
+        let summary: SyncSummary
+        do {
+            summary = try await library.sync { status in show(status) }
+        } catch {
+            // The line is cleared on every way out: an error is printed on a line of its own.
+            if bar { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+            throw error
         }
         if bar { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
         for dropped in try library.takeDroppedServerTasks() { tell("the server refused a notebook change, dropped: \(dropped)") }
@@ -87,7 +93,7 @@ struct Sync: AsyncParsableCommand {
         if summary.attachmentsUploaded + summary.attachmentsDownloaded > 0 {
             line += ", attachments up \(summary.attachmentsUploaded) down \(summary.attachmentsDownloaded)"
         }
-        if conflicts > 0 { line += "; \(conflicts) conflict\(conflicts == 1 ? "" : "s"): `ferry-notes conflicts`" }
+        if conflicts > 0 { line += "; \(conflicts) conflict\(conflicts == 1 ? "" : "s"): `\(Suggestion.command("conflicts"))`" }
         print(line)
         if !refused.isEmpty { throw Rejected.refusal(refused) }
     }
@@ -159,7 +165,7 @@ struct Status: AsyncParsableCommand {
     func run() async throws {
         let status = try global.library().status()
         if global.json { return try global.printJSON(status) }
-        print("signed in     \(status.user.map { "\($0) at \(status.server ?? "")" } ?? "no (`ferry-notes login`)")")
+        print("signed in     \(status.user.map { "\($0) at \(status.server ?? "")" } ?? "no (`\(Suggestion.command("login"))`)")")
         print("notes         \(status.notes) (\(status.deletedNotes) deleted)")
         print("pending       \(status.pendingChanges) change(s)\(status.pendingServerTasks > 0 ? ", \(status.pendingServerTasks) notebook task(s)" : "")")
         print("conflicts     \(status.conflicts)")

@@ -326,12 +326,20 @@ import Testing
         let sync = try notes.run(["sync"])
         #expect(sync.status == 7, "\(sync)")
         #expect(sync.errors.contains("the server refused 1 change") && sync.errors.contains(String(id.prefix(8))), "\(sync.errors)")
+        // The library's own warning about it goes to the log beside the database, not among the command's lines.
+        #expect(!sync.errors.contains("warning") && !sync.errors.contains("ferry.sync"), "\(sync.errors)")
+        let log = try String(contentsOfFile: notes.database + ".log", encoding: .utf8)
+        #expect(log.contains("warning ferry.sync: ") && log.contains("a mutation was set aside"), "\(log)")
         let listed = try notes.ok(["rejected"])
         #expect(listed.hasPrefix("1  note  \(id.prefix(8))"), "\(listed)")
         _ = try notes.ok(["rejected", "--discard", "1"])
         #expect(try notes.ok(["rejected"]) == "nothing refused")
         #expect(try notes.run(["sync"]).status == 0)
         #expect(try notes.run(["rejected", "--retry", "1"]).status == 3)
+        // With --verbose, the library's lines go to standard error.
+        _ = try notes.ok(["add", "Big again", "--body-file", big.path])
+        let verbose = try notes.run(["sync", "--verbose"])
+        #expect(verbose.status == 7 && verbose.errors.contains("warning ferry.sync: ") && verbose.errors.contains("a mutation was set aside"), "\(verbose)")
     }
 
     /// A token's life bounds the live stream: `watch` stops when its token

@@ -72,7 +72,7 @@ import Testing
     func notesTheServerLostComeBackFromTheDevices(_ kind: StoreKind) async throws {
         var store = Store(kind: kind, data: try TemporaryDirectory(), directory: directory)
         if kind == .postgres { store.databases.append(try await PostgresTestDatabase.create()) }
-        defer { let databases = store.databases; Task { for database in databases { try? await database.drop() } } }
+        defer { for database in store.databases { database.dropAtEnd() } }
 
         var server = try await NotesServer(arguments: store.arguments, dataDirectory: store.data)
         let port = server.port

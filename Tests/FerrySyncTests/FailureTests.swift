@@ -82,7 +82,7 @@ import FerryTestSupport
         let data = directory.url.appending(path: "server-data").path
         let secret = SyncServer.secret
         let postgres = kind == .postgres ? try await PostgresTestDatabase.create() : nil
-        defer { if let postgres { Task { try? await postgres.drop() } } }
+        defer { postgres?.dropAtEnd() }
         let store = postgres.map { ["--postgres", $0.url] } ?? []
         let first = try ServerProcess(["serve", "--port", "0", "--data-dir", data, "--jwt-secret", secret] + store)
         defer { first.kill() }

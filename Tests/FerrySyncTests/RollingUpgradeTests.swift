@@ -30,7 +30,7 @@ struct RollingUpgradeTests {
         var processes: [ServerProcess] = []
         defer {
             for process in processes { process.stop() }
-            Task { try? await database.drop() }
+            database.dropAtEnd()
         }
         func arguments(_ name: String) -> [String] {
             ["serve", "--port", "0", "--postgres", database.url, "--pool-size", "5", "--jwt-secret", Self.secret, "--data-dir", directory.path(name)]

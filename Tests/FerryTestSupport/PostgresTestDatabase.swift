@@ -58,6 +58,17 @@ public struct PostgresTestDatabase: Sendable {
         return database
     }
 
+    /// Drops the database when the test case ends, before the cluster's
+    /// turn passes on (so the drop never holds back another test's pulls);
+    /// for a `defer`, which cannot wait.
+    public func dropAtEnd() {
+        guard let turn = PostgresTurns.Turn.current else {
+            Task { try? await drop() }
+            return
+        }
+        turn.atEnd { try? await drop() }
+    }
+
     /// Drops the database, ending its connections.
     public func drop() async throws {
         try await administer("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")

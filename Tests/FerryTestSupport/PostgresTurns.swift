@@ -39,6 +39,15 @@ public struct PostgresTurns: TestTrait, SuiteTrait, TestScoping {
         @TaskLocal public static var current: Turn?
         /// The wait for the cluster, once asked for; and whether the test case ended.
         private let state = Mutex<(acquisition: Task<Void, Never>?, ended: Bool)>((nil, false))
+        /// Work to finish before the turn passes on (dropping databases: a
+        /// `DROP DATABASE` is a transaction too).
+        private let cleanups = Mutex<[@Sendable () async -> Void]>([])
+
+        /// Runs `cleanup` when the test case ends, before the cluster goes
+        /// to the next one: for a `defer`, which cannot wait.
+        func atEnd(_ cleanup: @escaping @Sendable () async -> Void) {
+            cleanups.withLock { $0.append(cleanup) }
+        }
 
         /// Waits for the cluster, once per test case: every caller (several
         /// databases, made at once or one after another) waits for the same turn.
@@ -63,6 +72,9 @@ public struct PostgresTurns: TestTrait, SuiteTrait, TestScoping {
             }
             guard let acquisition else { return }
             await acquisition.value
+            for cleanup in cleanups.withLock({ list in
+                defer { list = [] }; return list
+            }) { await cleanup() }
             await Self.cluster.release()
         }
 

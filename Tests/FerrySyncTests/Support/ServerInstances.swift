@@ -59,13 +59,12 @@ struct ServerInstances {
     }
 
     /// Stops every process and waits for each (so none outlives the test,
-    /// even one that fails), then drops the database in the background.
+    /// even one that fails); the database is dropped as the test case ends.
     func stop() {
         for process in processes {
             process.stop()
         }
-        let database = self.database
-        Task { try? await database.drop() }
+        database.dropAtEnd()
     }
 }
 
