@@ -28,15 +28,6 @@ public struct Note: Codable, Sendable, Hashable, FetchableRecord, PersistableRec
 
     public var isDeleted: Bool { deletedAt != nil }
 
-    enum CodingKeys: String, CodingKey {
-        case id, title, body, category, tags, author
-        case notebookID = "notebook_id"
-        case scope
-        case createdAt = "created_at"
-        case updatedAt = "updated_at"
-        case deletedAt = "deleted_at"
-    }
-
     public init(row: Row) throws {
         id = row["id"]
         title = row["title"]
@@ -108,10 +99,9 @@ public struct Notebook: Codable, Sendable, Hashable, FetchableRecord, Persistabl
     public var owner: String
     public var createdAt: Int64
 
-    enum CodingKeys: String, CodingKey {
-        case id, name, scope, owner
-        case createdAt = "created_at"
-    }
+    // Columns in snake case (`created_at`), JSON in camel case like every `--json` key.
+    public static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
+    public static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
 }
 
 /// A category: a name and a colour.

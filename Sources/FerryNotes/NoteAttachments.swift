@@ -35,7 +35,17 @@ extension NotesLibrary {
             try database.attachments.export(attachment, to: destination)
             return destination
         }
-        guard let url = try database.attachments.localURL(for: attachment) else { throw NotesError(.notFound, "attachment \(prefix) is not here") }
-        return url
+        // A copy named as the attached file (its extension tells the system what opens it), in a folder only this user reads.
+        let folder = FileManager.default.temporaryDirectory.appending(path: "ferry-notes-\(getuid())").appending(path: String(attachment.id.prefix(16)))
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: folder.deletingLastPathComponent().path)
+        let name = (attachment.name ?? "").split(separator: "/").last.map(String.init).flatMap { $0.isEmpty || $0.hasPrefix(".") ? nil : $0 }
+        let copy = folder.appending(path: name ?? attachment.id)
+        let size = (try? FileManager.default.attributesOfItem(atPath: copy.path))?[.size] as? Int64
+        if size != attachment.size {
+            try? FileManager.default.removeItem(at: copy)
+            try database.attachments.export(attachment, to: copy)
+        }
+        return copy
     }
 }

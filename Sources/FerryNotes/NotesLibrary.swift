@@ -161,6 +161,9 @@ public final class NotesLibrary: Sendable {
         return try database.write { db in
             var note = try Self.note(id, db)
             try Self.requireWritable(note.scope, db)
+            guard !note.isDeleted else {
+                throw NotesError(.failure, "note \(note.id.prefix(8)) is in the trash; `ferry-notes restore \(note.id.prefix(8))` brings it back to edit")
+            }
             if let title = edit.title {
                 let trimmed = title.trimmingCharacters(in: .whitespacesAndNewlines)
                 guard !trimmed.isEmpty else { throw NotesError(.usage, "a note needs a title") }

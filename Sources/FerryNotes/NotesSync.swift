@@ -21,18 +21,22 @@ extension NotesLibrary {
         let session = try requireSession()
         let name = name.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !name.isEmpty else { throw NotesError(.usage, "a notebook needs a name") }
-        let id = Self.newID()
-        let notebook = Notebook(
-            id: id, name: name, scope: ScopeName.shared("nb-\(id)", ownedBy: session.user),
-            owner: session.user, createdAt: clock())
-        try database.write { db in
+        let now = clock()
+        return try database.write { db in
             guard try Notebook.filter(Column("name") == name).fetchCount(db) == 0 else {
                 throw NotesError(.usage, "a notebook named \(name) exists already")
             }
-            // The scope first, then the row that lives in it.
-            try db.execute(sql: "INSERT INTO notes_server_task(kind, scope) VALUES ('create', ?)", arguments: [notebook.scope])
-            try notebook.insert(db)
+            return try Self.makeNotebook(name, owner: session.user, now: now, db)
         }
+    }
+
+    /// A new notebook in `db`, its scope queued to be created on the server at the next sync.
+    static func makeNotebook(_ name: String, owner: String, now: Int64, _ db: Database) throws -> Notebook {
+        let id = newID()
+        let notebook = Notebook(id: id, name: name, scope: ScopeName.shared("nb-\(id)", ownedBy: owner), owner: owner, createdAt: now)
+        // The scope first, then the row that lives in it.
+        try db.execute(sql: "INSERT INTO notes_server_task(kind, scope) VALUES ('create', ?)", arguments: [notebook.scope])
+        try notebook.insert(db)
         return notebook
     }
 

@@ -22,8 +22,8 @@ struct CategoryCommand: AsyncParsableCommand {
     struct Color: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Set a category's colour (none: clear it).")
         @OptionGroup var global: GlobalOptions
-        @Argument var name: String
-        @Argument var color: String?
+        @Argument(help: "The category's name.") var name: String
+        @Argument(help: "A colour such as #ff8800 or red; none shows the current one.") var color: String?
 
         func run() async throws {
             try global.library().setColor(color, ofCategory: name)

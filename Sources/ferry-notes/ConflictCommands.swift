@@ -29,8 +29,8 @@ struct Resolve: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The conflict's number, as `conflicts` prints it.") var conflictID: Int64?
     @Option(help: "Settle every conflict on this note instead (any unique prefix of its id).") var note: String?
-    @Flag var mine = false
-    @Flag var theirs = false
+    @Flag(help: "Keep this device's value.") var mine = false
+    @Flag(help: "Take the other writer's value.") var theirs = false
     @Flag(help: "Open $EDITOR on both versions and keep what you save.") var edit = false
 
     func run() async throws {
@@ -50,6 +50,9 @@ struct Resolve: AsyncParsableCommand {
             }
             let text = "\(conflict.mine ?? "")\n=======\n\(conflict.theirs ?? "")\n"
             let edited = try Editor.edit(text, name: "conflict-\(conflictID).txt")
+            guard edited != text, !edited.contains("\n=======\n") else {
+                throw NotesError(.failure, "conflict \(conflictID) stays: save one version (the ======= line removed) to resolve it")
+            }
             var value = edited.replacingOccurrences(of: "\n=======\n", with: "\n")
             if value.hasSuffix("\n") { value.removeLast() }
             try library.resolve(conflictID, .edited(value))

@@ -22,6 +22,7 @@ struct FerryNotesCommand: AsyncParsableCommand {
               7   the server refused the token, the request, or a change (`rejected` lists those)
               64  a usage error
             """,
+        version: "ferry-notes 0.1.0",
         subcommands: [
             Login.self, Logout.self, Add.self, Edit.self, Remove.self, Restore.self, List.self, Show.self, Search.self,
             Attach.self, AttachmentsList.self, OpenAttachment.self, NotebookCommand.self, Sync.self, Watch.self,
@@ -31,7 +32,9 @@ struct FerryNotesCommand: AsyncParsableCommand {
     static func main() async {
         NotesLog.bootstrap()
         do {
-            var command = try parseAsRoot(globalOptionsLast(Array(CommandLine.arguments.dropFirst())))
+            let arguments = Array(CommandLine.arguments.dropFirst())
+            if let unknown = unknownCommand(in: arguments) { throw unknown }
+            var command = try parseAsRoot(globalOptionsLast(arguments))
             if var command = command as? AsyncParsableCommand {
                 try await command.run()
             } else {
@@ -72,6 +75,21 @@ struct FerryNotesCommand: AsyncParsableCommand {
             }
         }
         return Array(rest) + leading
+    }
+
+    /// A first word that is no command (`ferry-notes lss --db x`): said as
+    /// such, with the command meant, not as whatever option follows it.
+    static func unknownCommand(in arguments: [String]) -> NotesError? {
+        var rest = arguments[...]
+        while let first = rest.first, first.hasPrefix("-") {
+            rest = rest.dropFirst(first == "--db" ? 2 : 1)
+        }
+        guard let word = rest.first else { return nil }
+        let names = configuration.subcommands.compactMap { $0.configuration.commandName ?? $0._commandName } + ["help"]
+        guard !names.contains(word) else { return nil }
+        let near = names.min { Suggestion.distance($0, word) < Suggestion.distance($1, word) }
+        let hint = near.map { Suggestion.distance($0, word) <= 2 ? " (did you mean `\($0)`?)" : "" } ?? ""
+        return NotesError(.usage, "`\(word)` is not a command\(hint); `ferry-notes --help` lists them")
     }
 
     static func fail(_ message: String, code: Int32) -> Never {

@@ -7,16 +7,31 @@ struct Import: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Import notes from JSON Lines or a folder of Markdown files (as `export` writes them).")
     @OptionGroup var global: GlobalOptions
-    @Argument var path: String
+    @Argument(help: "A .jsonl file, or a folder of Markdown files.") var path: String
 
     func run() async throws {
         let library = try global.library()
         let bar = Terminal.isErrorInteractive && !global.json
-        let count = try library.importNotes(from: URL(filePath: path)) { done in
-            if bar { FileHandle.standardError.write(Data("\r\u{1B}[Kimported \(done)".utf8)) } else if !global.json { tell("imported \(done)") }
+        let before = Set(try library.notebooks().map(\.name))
+        let count: Int
+        do {
+            count = try library.importNotes(from: URL(filePath: path)) { done in
+                if bar { FileHandle.standardError.write(Data("\r\u{1B}[Kimported \(done)".utf8)) } else if !global.json { tell("imported \(done)") }
+            }
+        } catch {
+            if bar { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+            throw error
         }
         if bar { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
-        if global.json { try global.printJSON(["imported": count]) } else { print("imported \(count) notes") }
+        let created = try library.notebooks().map(\.name).filter { !before.contains($0) }.sorted()
+        if global.json { return try global.printJSON(ImportReport(imported: count, createdNotebooks: created)) }
+        for name in created { tell("created notebook \(name) (made on the server at the next sync)") }
+        print("imported \(count) note\(count == 1 ? "" : "s")")
+    }
+
+    struct ImportReport: Encodable {
+        var imported: Int
+        var createdNotebooks: [String]
     }
 }
 
@@ -24,10 +39,16 @@ struct Export: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Export every note (deleted ones too).")
     @OptionGroup var global: GlobalOptions
     @Option(help: "jsonl or markdown.") var format: String = "jsonl"
-    @Option(help: "A .jsonl file, or a folder for Markdown.") var out: String
+    @Option(help: "A .jsonl file (`-` for standard output), or a folder for Markdown.") var out: String
 
     func run() async throws {
         guard let format = NotesLibrary.ExportFormat(rawValue: format) else { throw NotesError(.usage, "--format must be jsonl or markdown") }
+        if out == "-" {
+            guard format == .jsonl else { throw NotesError(.usage, "--out - writes JSON Lines; Markdown needs a folder") }
+            let lines = try global.library().exportedLines()
+            FileHandle.standardOutput.write(lines)
+            return
+        }
         let count = try global.library().exportNotes(to: URL(filePath: out), format: format)
         if global.json { try global.printJSON(["exported": count]) } else { print("exported \(count) notes to \(out)") }
     }
@@ -36,8 +57,8 @@ struct Export: AsyncParsableCommand {
 struct Attach: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Attach a file to a note (uploaded at the next sync).")
     @OptionGroup var global: GlobalOptions
-    @Argument var id: String
-    @Argument var file: String
+    @Argument(help: "The note's id (any unique prefix).") var id: String
+    @Argument(help: "The file to attach.") var file: String
 
     func run() async throws {
         let library = try global.library()
@@ -49,7 +70,7 @@ struct Attach: AsyncParsableCommand {
 struct AttachmentsList: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "attachments", abstract: "A note's attachments.")
     @OptionGroup var global: GlobalOptions
-    @Argument var id: String
+    @Argument(help: "The note's id (any unique prefix).") var id: String
 
     func run() async throws {
         let attachments = try global.library().attachments(of: id)
@@ -65,8 +86,8 @@ struct OpenAttachment: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "open-attachment", abstract: "Fetch an attachment if need be; print its path, or copy it to --out.")
     @OptionGroup var global: GlobalOptions
-    @Argument var attachmentID: String
-    @Option var out: String?
+    @Argument(help: "The attachment's id (any unique prefix).") var attachmentID: String
+    @Option(help: "Copy it to this path; without it, the path of a copy named as the attached file is printed.") var out: String?
 
     func run() async throws {
         let library = try global.library()

@@ -36,11 +36,11 @@ struct Edit: AsyncParsableCommand {
         abstract: "Change a note; with no field given on a terminal, opens $EDITOR on it.")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The note's id (any unique prefix).") var id: String
-    @Option var title: String?
-    @Option var body: String?
+    @Option(help: "A new title.") var title: String?
+    @Option(help: "A new body.") var body: String?
     @Option(help: "A category (an empty one clears it).") var category: String?
-    @Option(name: .customLong("add-tag")) var addTag: [String] = []
-    @Option(name: .customLong("remove-tag")) var removeTag: [String] = []
+    @Option(name: .customLong("add-tag"), help: "Add a tag (repeatable).") var addTag: [String] = []
+    @Option(name: .customLong("remove-tag"), help: "Remove a tag (repeatable).") var removeTag: [String] = []
 
     func run() async throws {
         let library = try global.library()
@@ -69,7 +69,7 @@ struct Edit: AsyncParsableCommand {
 struct Remove: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "rm", abstract: "Delete a note (`restore` brings it back).")
     @OptionGroup var global: GlobalOptions
-    @Argument var id: String
+    @Argument(help: "The note's id (any unique prefix).") var id: String
 
     func run() async throws {
         let note = try global.library().remove(id)
@@ -80,7 +80,7 @@ struct Remove: AsyncParsableCommand {
 struct Restore: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Bring back a deleted note.")
     @OptionGroup var global: GlobalOptions
-    @Argument var id: String
+    @Argument(help: "The note's id (any unique prefix).") var id: String
 
     func run() async throws {
         let note = try global.library().restore(id)
@@ -91,9 +91,9 @@ struct Restore: AsyncParsableCommand {
 struct List: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "ls", abstract: "List notes, newest first, a page at a time.")
     @OptionGroup var global: GlobalOptions
-    @Option var category: String?
-    @Option var tag: String?
-    @Option var notebook: String?
+    @Option(help: "Only notes in this category.") var category: String?
+    @Option(help: "Only notes with this tag.") var tag: String?
+    @Option(help: "Only notes in this shared notebook.") var notebook: String?
     @Option(help: "Notes per page.") var limit = 50
     @Option(help: "Start after this cursor (printed at the end of the previous page).") var after: String?
     @Flag(help: "List deleted notes instead.") var deleted = false
@@ -144,7 +144,7 @@ struct List: AsyncParsableCommand {
 struct Show: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show one note.")
     @OptionGroup var global: GlobalOptions
-    @Argument var id: String
+    @Argument(help: "The note's id (any unique prefix).") var id: String
 
     func run() async throws {
         let library = try global.library()
@@ -168,8 +168,8 @@ struct Search: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Search titles, bodies and tags: every word as a prefix, accents ignored, best first.")
     @OptionGroup var global: GlobalOptions
-    @Argument var query: String
-    @Option var limit = 20
+    @Argument(help: "Words to find (each as a prefix).") var query: String
+    @Option(help: "The most notes shown.") var limit = 20
 
     func run() async throws {
         let library = try global.library()

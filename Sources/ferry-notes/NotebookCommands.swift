@@ -12,7 +12,7 @@ struct NotebookCommand: AsyncParsableCommand {
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Create a notebook (made on the server at the next sync).")
         @OptionGroup var global: GlobalOptions
-        @Argument var name: String
+        @Argument(help: "The notebook's name.") var name: String
 
         func run() async throws {
             let notebook = try global.library().createNotebook(name)
@@ -23,9 +23,9 @@ struct NotebookCommand: AsyncParsableCommand {
     struct Share: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Share a notebook with a user (applied at the next sync).")
         @OptionGroup var global: GlobalOptions
-        @Argument var name: String
-        @Option(name: .customLong("with")) var user: String
-        @Option var role: String = "write"
+        @Argument(help: "The notebook's name.") var name: String
+        @Option(name: .customLong("with"), help: "The user to share it with.") var user: String
+        @Option(help: "read, write or owner.") var role: String = "write"
 
         func run() async throws {
             guard let role = ScopeRole(rawValue: role) else { throw NotesError(.usage, "--role must be read or write") }

@@ -35,15 +35,21 @@ enum Terminal {
     static func table(_ notes: [Note]) -> [String] {
         let id = 8, time = 16, author = min(12, max(6, notes.map { TerminalText.cells($0.author) }.max() ?? 6))
         let category = min(12, max(8, notes.compactMap(\.category).map(TerminalText.cells).max() ?? 8))
-        let flexible = max(20, width - id - time - author - category - 10)
-        let title = flexible * 3 / 5, tags = flexible - title
+        var flexible = max(20, width - id - time - author - category - 10)
+        var title = flexible * 3 / 5
+        // Into a pipe with no width asked for ($COLUMNS), titles and tags whole: a script reads them all.
+        if isatty(STDOUT_FILENO) != 1, (ProcessInfo.processInfo.environment["COLUMNS"] ?? "").isEmpty {
+            title = max(5, notes.map { TerminalText.cells($0.title) }.max() ?? 5)
+            flexible = title + max(4, notes.map { TerminalText.cells($0.tags.joined(separator: ", ")) }.max() ?? 4)
+        }
+        let tags = flexible - title
         let header = [fit("ID", id), fit("UPDATED", time), fit("AUTHOR", author), fit("TITLE", title), fit("CATEGORY", category), "TAGS"]
             .joined(separator: "  ")
         return [header]
             + notes.map { note in
                 [
                     fit(String(note.id.prefix(id)), id), fit(Terminal.time(note.updatedAt), time), fit(note.author, author),
-                    fit(note.title, title), fit(note.category ?? "", category), fit(note.tags.joined(separator: ","), tags),
+                    fit(note.title, title), fit(note.category ?? "", category), fit(note.tags.joined(separator: ", "), tags),
                 ]
                 .joined(separator: "  ").trimmingCharacters(in: .whitespaces)
             }
@@ -64,6 +70,23 @@ enum Suggestion {
         let safe = database.allSatisfy { $0.isLetter && $0.isASCII || $0.isNumber || "/._-+,:@".contains($0) }
         let quoted = safe ? database : "'" + database.replacingOccurrences(of: "'", with: "'\\''") + "'"
         invocation.withLock { $0 = "ferry-notes --db \(quoted)" }
+    }
+
+    /// Edits between two words (Levenshtein), for "did you mean".
+    static func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a), b = Array(b)
+        guard !a.isEmpty, !b.isEmpty else { return max(a.count, b.count) }
+        var row = Array(0...b.count)
+        for i in 1...a.count {
+            var diagonal = row[0]
+            row[0] = i
+            for j in 1...b.count {
+                let above = row[j]
+                row[j] = min(above + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1))
+                diagonal = above
+            }
+        }
+        return row[b.count]
     }
 
     static func command(_ arguments: String) -> String { "\(invocation.withLock { $0 }) \(arguments)" }

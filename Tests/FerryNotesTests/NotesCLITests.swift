@@ -47,6 +47,13 @@ import Testing
             listing.split(separator: "\n").first { $0.hasPrefix("conflict ") }?
                 .split(separator: " ")[1].split(separator: ":").first.map(String.init))
         let mine = holder.database == laptop.database ? "milk\neggs\nbread" : "milk\noat milk\neggs"
+        // An editor that saves nothing new settles nothing (it once kept both versions run together).
+        var unchanged = holder
+        unchanged.environment["EDITOR"] = "true"
+        unchanged.environment["VISUAL"] = ""
+        let untouched = try unchanged.run(["resolve", conflictID, "--edit"])
+        #expect(untouched.status == 1 && untouched.errors.contains("conflict \(conflictID) stays"), "\(untouched)")
+        #expect(try holder.ok(["conflicts"]).contains("conflict \(conflictID):"))
         _ = try holder.ok(["resolve", conflictID, "--mine"])
         #expect(try holder.run(["conflicts"]).errors.contains("no conflicts"))
         for _ in 0..<2 {

@@ -101,4 +101,90 @@ import Testing
             #expect(screen.contains("\r\u{1B}[Kferry-notes: the server at http://127.0.0.1:9 is unreachable"), "\(screen.debugDescription)")
         #endif
     }
+
+    /// An import reads every line before it writes one: a bad line after
+    /// the first batch imports nothing, and says everything wrong with
+    /// each bad line at once; the times may be spelled either way.
+    @Test func anImportWithABadLineImportsNothingAndSaysWhy() throws {
+        let notes = try offlineDevice("import")
+        let file = directory.url.appending(path: "notes.jsonl")
+        var lines = (0..<600).map { #"{"id":"n\#($0)","title":"Note \#($0)","created_at":1700000000000,"updatedAt":1700000000001}"# }
+        lines.append(#"{"tags":"fun","createdAt":true}"#)
+        try lines.joined(separator: "\n").write(to: file, atomically: true, encoding: .utf8)
+        let refused = try notes.run(["import", file.path])
+        #expect(refused.status == 1, "\(refused)")
+        #expect(
+            refused.errors.contains("nothing imported: notes.jsonl:601: missing title; tags must be a list of text; createdAt must be milliseconds"),
+            "\(refused.errors)")
+        #expect(try notes.run(["ls"]).errors.contains("no notes"))
+        lines.removeLast()
+        try lines.joined(separator: "\n").write(to: file, atomically: true, encoding: .utf8)
+        #expect(try notes.ok(["import", file.path]) == "imported 600 notes")
+        let shown = try notes.ok(["show", "n599", "--json"])
+        #expect(shown.contains(#""createdAt" : 1700000000000"#) && shown.contains(#""updatedAt" : 1700000000001"#), "\(shown)")
+    }
+
+    /// A Markdown export imported on a fresh device keeps each note's
+    /// notebook (made there if missing); a hand-written folder imported
+    /// twice is imported once.
+    @Test func markdownRoundTripsKeepTheNotebookAndReimportsDoNotDouble() throws {
+        let laptop = try offlineDevice("md-laptop")
+        _ = try laptop.ok(["notebook", "create", "Team"])
+        _ = try laptop.ok(["add", "In the team", "--notebook", "Team"])
+        _ = try laptop.ok(["add", "Mine"])
+        let folder = directory.url.appending(path: "export")
+        _ = try laptop.ok(["export", "--format", "markdown", "--out", folder.path])
+        let fresh = try offlineDevice("md-fresh")
+        let imported = try fresh.run(["import", folder.path])
+        #expect(imported.status == 0 && imported.errors.contains("created notebook Team"), "\(imported)")
+        #expect(try fresh.ok(["ls", "--notebook", "Team"]).contains("In the team"))
+        _ = try fresh.ok(["import", folder.path])
+        #expect(try fresh.ok(["ls"]).split(separator: "\n").count == 3)
+
+        let hand = directory.url.appending(path: "hand")
+        try FileManager.default.createDirectory(at: hand, withIntermediateDirectories: true)
+        try "# An idea\nno front matter at all\n".write(to: hand.appending(path: "idea.md"), atomically: true, encoding: .utf8)
+        _ = try fresh.ok(["import", hand.path])
+        _ = try fresh.ok(["import", hand.path])
+        #expect(try fresh.ok(["ls"]).split(separator: "\n").filter { $0.contains("idea") }.count == 1)
+    }
+
+    /// The small things a daily user trips on, each as the binary does it.
+    @Test func theSmallThings() throws {
+        let notes = try offlineDevice("small")
+        let long = "A title well past thirty-three characters, kept whole in a pipe"
+        let id = try notes.ok(["add", long, "--tag", "b", "--tag", "a"])
+        // Into a pipe with no $COLUMNS, titles whole; tags the same way everywhere.
+        let listed = try NotesCLI(database: notes.database, environment: ["COLUMNS": ""]).ok(["ls"])
+        #expect(listed.contains(long) && listed.contains("a, b"), "\(listed)")
+        #expect(try notes.ok(["show", id]).contains("tags      a, b"))
+        // Every --json key in camel case.
+        for command in [["show", id], ["status"], ["ls"]] {
+            let text = try notes.ok(command + ["--json"])
+            let keys = text.split(separator: "\n").compactMap { line in
+                line.split(separator: "\"", omittingEmptySubsequences: false).dropFirst().first.map(String.init)
+            }.filter { !$0.isEmpty && text.contains("\"\($0)\" :") }
+            #expect(!keys.isEmpty && !keys.contains { $0.contains("_") }, "\(command): \(keys)")
+        }
+        // A note in the trash is not edited until it is restored.
+        _ = try notes.ok(["rm", id])
+        let trashed = try notes.run(["edit", id, "--title", "changed"])
+        #expect(trashed.status == 1 && trashed.errors.contains("in the trash"), "\(trashed)")
+        _ = try notes.ok(["restore", id])
+        // export --out - writes the lines, not a file named "-".
+        let exported = try notes.ok(["export", "--out", "-"])
+        #expect(exported.hasPrefix("{") && exported.contains(long) && !FileManager.default.fileExists(atPath: "-"))
+        // An attachment opened keeps its name, extension and all, in a folder only this user reads.
+        let file = directory.url.appending(path: "photo.jpeg")
+        try Data("not really a photo".utf8).write(to: file)
+        let attachment = try notes.ok(["attach", id, file.path])
+        let opened = try notes.ok(["open-attachment", attachment])
+        #expect(opened.hasSuffix("/photo.jpeg") && (try? String(contentsOfFile: opened, encoding: .utf8)) == "not really a photo", "\(opened)")
+        let folder = URL(filePath: opened).deletingLastPathComponent().deletingLastPathComponent().path
+        #expect((try FileManager.default.attributesOfItem(atPath: folder)[.posixPermissions] as? Int) == 0o700)
+        // --version, and a mistyped command named as one.
+        #expect(try notes.ok(["--version"]).hasPrefix("ferry-notes "))
+        let mistyped = try notes.run(["lss"])
+        #expect(mistyped.status == 64 && mistyped.errors.contains("`lss` is not a command (did you mean `ls`?)"), "\(mistyped)")
+    }
 }
