@@ -12,7 +12,11 @@ import Foundation
 extension NotesLibrary {
     public struct ConflictView: Sendable, Hashable, Encodable {
         public var id: Int64
+        /// `note`, or the other table the conflict is on (`category`, `notebook`).
+        public var table: String
+        /// The row's id (a note's, for a note).
         public var noteID: String
+        /// The note's title, or the table and the row's name.
         public var title: String
         /// The field, or `nil` for the whole note (an edit lost to a delete).
         public var field: String?
@@ -49,7 +53,7 @@ extension NotesLibrary {
                 ? titles[conflict.rowID] ?? Self.text(conflict.serverRow?.values["title"] ?? .null)
                 : "\(conflict.table) \(Self.text(conflict.serverRow?.values["name"] ?? .text(conflict.rowID)))"
             return ConflictView(
-                id: conflict.id, noteID: conflict.rowID, title: title, field: conflict.column,
+                id: conflict.id, table: conflict.table, noteID: conflict.rowID, title: title, field: conflict.column,
                 kind: conflict.kind.rawValue, mine: mine, theirs: theirs, overriddenBy: conflict.overriddenBy,
                 diff: LineDiff.lines(from: mine ?? "(deleted)", to: theirs ?? "(deleted)"))
         }

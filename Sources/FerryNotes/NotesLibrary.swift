@@ -122,7 +122,6 @@ public final class NotesLibrary: Sendable {
                 id: Self.newID(), title: title, body: body, category: category, tags: tags, author: session.user,
                 notebookID: notebookID, scope: scope, createdAt: now, updatedAt: now)
             try note.insert(db)
-            try Self.ensureCategory(note.category, db)
             return note
         }
     }
@@ -177,33 +176,44 @@ public final class NotesLibrary: Sendable {
             note.tags = Note.normalized(tags)
             note.updatedAt = max(now, note.updatedAt + 1)
             try note.update(db)
-            try Self.ensureCategory(note.category, db)
             return note
         }
     }
 
-    /// The categories, by name, with their colours.
+    /// The categories, by name, with their colours: every category a note
+    /// uses, and every one given a colour.
     public func categories() throws -> [Category] {
-        try database.read { db in try Category.order(Column("name")).fetchAll(db) }
-    }
-
-    /// Gives a category a colour (creating it if need be).
-    public func setColor(_ color: String?, ofCategory name: String) throws {
-        try database.write { db in
-            try Self.ensureCategory(name, db)
-            try db.execute(sql: "UPDATE category SET color = ? WHERE name = ?", arguments: [color, name])
+        try database.read { db in
+            var byName: [String: Category] = [:]
+            for category in try Category.fetchAll(db) where byName[category.name]?.color == nil {
+                byName[category.name] = category
+            }
+            let used = try String.fetchAll(db, sql: "SELECT DISTINCT category FROM note WHERE category IS NOT NULL AND deleted_at IS NULL")
+            for name in used where byName[name] == nil {
+                byName[name] = Category(id: Self.categoryID(name), name: name, color: nil)
+            }
+            return byName.values.sorted { $0.name < $1.name }
         }
     }
 
-    /// A category row for a name first used on a note (synced, so every
-    /// device of the user shares its colour).
-    static func ensureCategory(_ name: String?, _ db: Database) throws {
-        guard let name else { return }
-        // Named by its name, so two devices that first use it offline make the same row.
-        let id = "cat-" + name.utf8.map { String(format: "%02x", $0) }.joined().prefix(240)
-        try db.execute(
-            sql: "INSERT INTO category(id, name) SELECT ?, ? WHERE NOT EXISTS (SELECT 1 FROM category WHERE name = ?)",
-            arguments: [id, name, name])
+    /// Gives a category a colour (`nil` clears it).
+    ///
+    /// Only a colour makes a category row: a device that merely uses a
+    /// category name writes nothing, so it can never wipe the colour
+    /// another device gave it (last-write-wins would let its empty colour
+    /// win).
+    public func setColor(_ color: String?, ofCategory name: String) throws {
+        try database.write { db in
+            try db.execute(sql: "UPDATE category SET color = ? WHERE name = ?", arguments: [color, name])
+            if db.changesCount == 0 {
+                try db.execute(sql: "INSERT INTO category(id, name, color) VALUES (?, ?, ?)", arguments: [Self.categoryID(name), name, color])
+            }
+        }
+    }
+
+    /// A category's row id, from its name: two devices that colour it offline write the same row.
+    static func categoryID(_ name: String) -> String {
+        "cat-" + name.utf8.map { String(format: "%02x", $0) }.joined().prefix(240)
     }
 
     /// Tags are listed with commas between them (in `$EDITOR`, in conflicts), so none may hold one.

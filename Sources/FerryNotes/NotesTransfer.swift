@@ -117,7 +117,6 @@ extension NotesLibrary {
                             notebookID: existing == nil ? notebook?.id : existing?.notebookID, scope: scope,
                             createdAt: item.createdAt, updatedAt: max(item.updatedAt, 0), deletedAt: item.deletedAt)
                         try note.save(db)
-                        try Self.ensureCategory(note.category, db)
                     }
                 }
             } catch {

@@ -23,7 +23,7 @@ struct CategoryCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Set a category's colour (none: clear it).")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The category's name.") var name: String
-        @Argument(help: "A colour such as #ff8800 or red; none shows the current one.") var color: String?
+        @Argument(help: "A colour such as #ff8800 or red; none clears it.") var color: String?
 
         func run() async throws {
             try global.library().setColor(color, ofCategory: name)

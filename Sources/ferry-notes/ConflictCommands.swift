@@ -13,9 +13,11 @@ struct Conflicts: AsyncParsableCommand {
         if global.json { return try global.printJSON(conflicts) }
         guard !conflicts.isEmpty else { return tell("no conflicts") }
         for conflict in conflicts {
-            let what = conflict.field.map { "its \($0)" } ?? "the whole note (\(conflict.kind))"
+            let what = conflict.field.map { "its \($0)" } ?? "the whole \(conflict.table) (\(conflict.kind))"
+            // A note by id and title; a category or notebook by its name.
+            let subject = conflict.table == "note" ? "note \(conflict.noteID.prefix(8)) \"\(conflict.title)\"" : conflict.title
             print(
-                "conflict \(conflict.id): note \(conflict.noteID.prefix(8)) \"\(conflict.title)\", \(what)"
+                "conflict \(conflict.id): \(subject), \(what)"
                     + (conflict.overriddenBy.map { ", overwritten by \($0)" } ?? ""))
             print("--- mine\n+++ theirs")
             for line in conflict.diff { print(line) }

@@ -398,6 +398,32 @@ import Testing
         #expect(original == copy)
         #expect(try other.ok(["ls", "--deleted"]).contains("Gone"))
     }
+
+    /// A category's colour set on one device survives another device that
+    /// uses the same category name offline (on notes it imports): only a
+    /// colour writes a category row, so no empty colour can win over it,
+    /// and no conflict comes of it.
+    @Test func aCategorysColourSurvivesAnotherDeviceUsingItsName() async throws {
+        let server = try await NotesServer()
+        defer { server.stop() }
+        let token = try server.token("alice")
+        let laptop = device("colour-laptop"), phone = device("colour-phone")
+        for device in [laptop, phone] { _ = try device.ok(["login", "--server", server.url, "--token", token]) }
+        _ = try laptop.ok(["add", "Plan", "--category", "work"])
+        _ = try laptop.ok(["category", "color", "work", "#ff8800"])
+        _ = try laptop.ok(["sync"])
+        // The phone, not yet synced, imports notes in the same category, later.
+        let file = directory.url.appending(path: "work.jsonl")
+        try (0..<3).map { #"{"title":"Imported \#($0)","category":"work"}"# }.joined(separator: "\n")
+            .write(to: file, atomically: true, encoding: .utf8)
+        _ = try phone.ok(["import", file.path])
+        #expect(try phone.ok(["category", "ls"]) == "work")
+        for device in [phone, laptop, phone] { _ = try device.ok(["sync"]) }
+        for device in [laptop, phone] {
+            #expect(try device.ok(["category", "ls"]) == "work  #ff8800", "\(device.database)")
+            #expect(try device.run(["conflicts"]).errors.contains("no conflicts"), "\(device.database)")
+        }
+    }
 }
 
 /// Bytes a child process printed, gathered as they come.
