@@ -25,8 +25,28 @@ public final class NotesLibrary: Sendable {
             attachmentsDirectory
             ?? URL(filePath: path).deletingLastPathComponent().appending(path: URL(filePath: path).lastPathComponent + "-attachments")
         configuration.label = "ferry-notes"
+        // The database holds the sign-in token: readable by its owner alone, from the moment it exists.
+        let created = !FileManager.default.fileExists(atPath: path)
+        if created { FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) }
         database = try FerryDatabase(path: path, schema: NotesSchema.schema, configuration: configuration)
         self.clock = clock
+        for file in [path, path + "-wal", path + "-shm"] where FileManager.default.fileExists(atPath: file) {
+            try? FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file)
+        }
+    }
+
+    /// The most bytes a note may hold and still sync with a server on its
+    /// default limits (a push is one request body, 4 MiB by default, with
+    /// room for its envelope). `add` and `edit` warn past it.
+    public static let syncableNoteBytes = (4 << 20) - (64 << 10)
+
+    /// A warning for a note too large to sync, or `nil`.
+    public static func sizeWarning(_ note: Note) -> String? {
+        let bytes = note.title.utf8.count + note.body.utf8.count
+        guard bytes > syncableNoteBytes else { return nil }
+        let size = ByteCountFormatter.string(fromByteCount: Int64(bytes), countStyle: .binary)
+        return "note \(note.id.prefix(8)) is \(size): a server on its default limits (4 MiB a request) will refuse it at sync; "
+            + "split it, or move the text to an attachment"
     }
 
     // MARK: - Session
@@ -136,10 +156,12 @@ public final class NotesLibrary: Sendable {
         public var removeTags: [String] = []
         /// Replaces every tag (the `$EDITOR` form).
         public var tags: [String]?
+        /// Text added at the end of the body, on a line of its own.
+        public var append: String?
 
         public init(
             title: String? = nil, body: String? = nil, category: String?? = nil, addTags: [String] = [],
-            removeTags: [String] = [], tags: [String]? = nil
+            removeTags: [String] = [], tags: [String]? = nil, append: String? = nil
         ) {
             self.title = title
             self.body = body
@@ -147,6 +169,7 @@ public final class NotesLibrary: Sendable {
             self.addTags = addTags
             self.removeTags = removeTags
             self.tags = tags
+            self.append = append
         }
 
         public var isEmpty: Bool { self == Edit() }
@@ -169,6 +192,9 @@ public final class NotesLibrary: Sendable {
                 note.title = trimmed
             }
             if let body = edit.body { note.body = body }
+            if let append = edit.append {
+                note.body += (note.body.isEmpty || note.body.hasSuffix("\n") ? "" : "\n") + append
+            }
             if let category = edit.category { note.category = category }
             var tags = edit.tags ?? note.tags
             tags += edit.addTags

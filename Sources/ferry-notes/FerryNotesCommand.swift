@@ -24,7 +24,7 @@ struct FerryNotesCommand: AsyncParsableCommand {
             """,
         version: "ferry-notes 0.1.0",
         subcommands: [
-            Login.self, Logout.self, Add.self, Edit.self, Remove.self, Restore.self, List.self, Show.self, Search.self,
+            Login.self, Logout.self, Add.self, Edit.self, Remove.self, Restore.self, List.self, Show.self, Cat.self, Search.self,
             Attach.self, AttachmentsList.self, OpenAttachment.self, NotebookCommand.self, Sync.self, Watch.self,
             CategoryCommand.self, Conflicts.self, Resolve.self, Rejected.self, Status.self, Import.self, Export.self,
         ])
@@ -46,7 +46,7 @@ struct FerryNotesCommand: AsyncParsableCommand {
         } catch let error as FerryError {
             fail(error.message, code: 1)
         } catch let error as CocoaError {
-            fail(error.localizedDescription, code: 1)
+            fail(FileError.reason(error), code: 1)
         } catch {
             if "\(type(of: error))".contains("DatabaseError") {
                 fail("database error: \(error)", code: 1)
@@ -82,6 +82,8 @@ struct FerryNotesCommand: AsyncParsableCommand {
     static func unknownCommand(in arguments: [String]) -> NotesError? {
         var rest = arguments[...]
         while let first = rest.first, first.hasPrefix("-") {
+            // The argument parser's own: its value is no command.
+            if first == "--generate-completion-script" { return nil }
             rest = rest.dropFirst(first == "--db" ? 2 : 1)
         }
         guard let word = rest.first else { return nil }

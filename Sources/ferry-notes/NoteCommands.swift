@@ -21,14 +21,35 @@ struct Add: AsyncParsableCommand {
             text = try readText(bodyFile)
         }
         let note = try library.add(title: title, body: text, category: category, tags: tag, notebook: notebook)
+        if let warning = NotesLibrary.sizeWarning(note) { tell("warning: \(warning)") }
         try global.printID(of: note)
     }
 }
 
 func readText(_ path: String) throws -> String {
     if path == "-" { return String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) }
-    guard let data = FileManager.default.contents(atPath: path) else { throw NotesError(.notFound, "cannot read \(path)") }
-    return String(decoding: data, as: UTF8.self)
+    do {
+        return String(decoding: try Data(contentsOf: URL(filePath: path)), as: UTF8.self)
+    } catch {
+        throw NotesError(.failure, "cannot read \(path): \(FileError.reason(error))")
+    }
+}
+
+/// What went wrong with a file, in words (never `NSCocoaErrorDomain error 256`).
+enum FileError {
+    static func reason(_ error: any Error) -> String {
+        var underlying = error as NSError
+        while let next = underlying.userInfo[NSUnderlyingErrorKey] as? NSError { underlying = next }
+        if underlying.domain == NSPOSIXErrorDomain, let code = POSIXErrorCode(rawValue: Int32(underlying.code)) {
+            return String(cString: strerror(code.rawValue))
+        }
+        switch (error as? CocoaError)?.code {
+        case .fileReadNoSuchFile?, .fileNoSuchFile?: return "no such file"
+        case .fileReadNoPermission?, .fileWriteNoPermission?: return "permission denied"
+        case .fileReadCorruptFile?: return "not readable"
+        default: return (error as? CocoaError).map { _ in "it could not be read" } ?? "\(error)"
+        }
+    }
 }
 
 struct Edit: AsyncParsableCommand {
@@ -38,18 +59,24 @@ struct Edit: AsyncParsableCommand {
     @Argument(help: "The note's id (any unique prefix).") var id: String
     @Option(help: "A new title.") var title: String?
     @Option(help: "A new body.") var body: String?
+    @Option(name: .customLong("body-file"), help: "Read the new body from a file (`-` for standard input).") var bodyFile: String?
+    @Option(help: "Add this text at the end of the body, on a line of its own.") var append: String?
     @Option(help: "A category (an empty one clears it).") var category: String?
     @Option(name: .customLong("add-tag"), help: "Add a tag (repeatable).") var addTag: [String] = []
     @Option(name: .customLong("remove-tag"), help: "Remove a tag (repeatable).") var removeTag: [String] = []
 
     func run() async throws {
         let library = try global.library()
+        guard [body != nil, bodyFile != nil, append != nil].filter({ $0 }).count <= 1 else {
+            throw NotesError(.usage, "give one of --body, --body-file, --append")
+        }
         var edit = NotesLibrary.Edit(
-            title: title, body: body, category: category.map { $0.isEmpty ? nil : $0 },
-            addTags: addTag, removeTags: removeTag)
+            title: title, body: try body ?? bodyFile.map(readText), category: category.map { $0.isEmpty ? nil : $0 },
+            addTags: addTag, removeTags: removeTag, append: append)
         if edit.isEmpty {
             guard Terminal.isInteractive else {
-                throw NotesError(.usage, "give a field to change (--title, --body, --category, --add-tag, --remove-tag), or run on a terminal to use $EDITOR")
+                throw NotesError(
+                    .usage, "give a field to change (--title, --body, --body-file, --append, --category, --add-tag, --remove-tag), or run on a terminal to use $EDITOR")
             }
             let note = try library.show(id)
             let text = NoteText.render(note)
@@ -58,10 +85,12 @@ struct Edit: AsyncParsableCommand {
             edit = try NoteText.parse(edited)
             edit.category = edit.category ?? .some(nil)
             let saved = try library.edit(note.id, edit)
+            if let warning = NotesLibrary.sizeWarning(saved) { tell("warning: \(warning)") }
             try global.printID(of: saved)
             return
         }
         let saved = try library.edit(id, edit)
+        if let warning = NotesLibrary.sizeWarning(saved) { tell("warning: \(warning)") }
         try global.printID(of: saved)
     }
 }
@@ -161,6 +190,20 @@ struct Show: AsyncParsableCommand {
         }
         if note.isDeleted { print("deleted   \(Terminal.time(note.deletedAt ?? 0)) (`\(Suggestion.command("restore \(note.id.prefix(8))"))`)") }
         if !note.body.isEmpty { print("\n\(note.body)") }
+    }
+}
+
+struct Cat: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print a note's body alone: as it is into a pipe or file, control characters shown on a terminal.")
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The note's id (any unique prefix).") var id: String
+
+    func run() async throws {
+        let body = try global.library().show(id).body
+        let text = body.isEmpty || body.hasSuffix("\n") ? body : body + "\n"
+        // The note's own bytes for a script; on a terminal, nothing it could obey.
+        FileHandle.standardOutput.write(Data((Terminal.isOutputInteractive ? TerminalText.safe(text) : text).utf8))
     }
 }
 

@@ -18,7 +18,8 @@ enum NotesLog {
     enum Destination {
         case nowhere
         case standardError
-        case file(FileHandle)
+        /// The log file, opened at the first line written to it.
+        case file(path: String, handle: FileHandle?)
     }
 
     static let destination = Locked(Destination.nowhere)
@@ -28,24 +29,35 @@ enum NotesLog {
     }
 
     static func route(verbose: Bool, database: String) {
-        if verbose { return destination.withLock { $0 = .standardError } }
-        let path = database + ".log"
-        let manager = FileManager.default
-        if let size = (try? manager.attributesOfItem(atPath: path))?[.size] as? Int, size > 1 << 20 { try? manager.removeItem(atPath: path) }
-        if !manager.fileExists(atPath: path) { manager.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) }
-        guard let handle = FileHandle(forWritingAtPath: path) else { return }
-        _ = try? handle.seekToEnd()
-        destination.withLock { $0 = .file(handle) }
+        destination.withLock { $0 = verbose ? .standardError : .file(path: database + ".log", handle: nil) }
     }
 
     fileprivate static func write(_ line: String, level: Logger.Level) {
+        let data = Data((TerminalText.line(line) + "\n").utf8)
         destination.withLock { destination in
             switch destination {
-            case .nowhere: break
-            case .standardError: FileHandle.standardError.write(Data((TerminalText.line(line) + "\n").utf8))
-            case .file(let handle): if level >= .warning { handle.write(Data((TerminalText.line(line) + "\n").utf8)) }
+            case .nowhere:
+                break
+            case .standardError:
+                FileHandle.standardError.write(data)
+            case .file(let path, let handle):
+                guard level >= .warning else { return }
+                if let handle { return handle.write(data) }
+                guard let opened = open(path) else { return }
+                opened.write(data)
+                destination = .file(path: path, handle: opened)
             }
         }
+    }
+
+    /// The log for appending, created 0600, started afresh past 1 MiB.
+    private static func open(_ path: String) -> FileHandle? {
+        let manager = FileManager.default
+        if let size = (try? manager.attributesOfItem(atPath: path))?[.size] as? Int, size > 1 << 20 { try? manager.removeItem(atPath: path) }
+        if !manager.fileExists(atPath: path) { manager.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) }
+        guard let handle = FileHandle(forWritingAtPath: path) else { return nil }
+        _ = try? handle.seekToEnd()
+        return handle
     }
 }
 

@@ -12,6 +12,7 @@ import FerryNotes
 enum Terminal {
     static var isInteractive: Bool { isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 }
     static var isErrorInteractive: Bool { isatty(STDERR_FILENO) == 1 }
+    static var isOutputInteractive: Bool { isatty(STDOUT_FILENO) == 1 }
 
     /// Columns: the terminal's, else `$COLUMNS`, else 100.
     static var width: Int {

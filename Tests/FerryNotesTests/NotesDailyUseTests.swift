@@ -187,4 +187,32 @@ import Testing
         let mistyped = try notes.run(["lss"])
         #expect(mistyped.status == 64 && mistyped.errors.contains("`lss` is not a command (did you mean `ls`?)"), "\(mistyped)")
     }
+
+    /// What a daily user expects from a notes tool on the command line.
+    @Test func appendCatSizeWarningsPrivateFilesAndCompletion() throws {
+        let notes = try offlineDevice("expected")
+        // The database holds the token: its owner's alone.
+        for file in [notes.database, notes.database + "-wal"] {
+            #expect((try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int) == 0o600, "\(file)")
+        }
+        let id = try notes.ok(["add", "Log", "--body", "first"])
+        _ = try notes.ok(["edit", id, "--append", "second"])
+        #expect(try notes.run(["cat", id]).output == "first\nsecond\n")
+        // cat gives a script the note's own bytes (a terminal gets them escaped, like every other command).
+        let file = directory.url.appending(path: "body.txt")
+        try "x\u{1B}[31mred".write(to: file, atomically: true, encoding: .utf8)
+        _ = try notes.ok(["edit", id, "--body-file", file.path])
+        #expect(try notes.run(["cat", id]).output == "x\u{1B}[31mred\n")
+        // A note too large for a server's default limits is said at once, not at the next sync.
+        let big = directory.url.appending(path: "big.txt")
+        try String(repeating: "a", count: 5 << 20).write(to: big, atomically: true, encoding: .utf8)
+        let added = try notes.run(["add", "Big", "--body-file", big.path])
+        #expect(added.status == 0 && added.errors.contains("warning: note ") && added.errors.contains("will refuse it at sync"), "\(added)")
+        // A file that cannot be read: said in words, exit 1 (3 is for a missing note).
+        let missing = try notes.run(["add", "X", "--body-file", directory.path("missing.txt")])
+        #expect(missing.status == 1 && missing.errors.contains("cannot read \(directory.path("missing.txt")): no such file"), "\(missing)")
+        // Shell completion, from the argument parser.
+        let completion = try notes.run(["--generate-completion-script", "bash"])
+        #expect(completion.status == 0 && completion.output.contains("ferry-notes"), "\(completion.errors)")
+    }
 }
