@@ -24,6 +24,11 @@ import Testing
     @Test func aSnippetIsTheWordsAroundTheFirstMatch() throws {
         #expect(SearchSnippet.make(text: "no match here", words: ["cafe"], highlight: ("[", "]")) == nil)
         #expect(SearchSnippet.make(text: "Café crème", words: ["cafe"], highlight: ("[", "]")) == "[Café] crème")
+        // Accents on either side, other scripts, emoji between words, a query word longer than the token.
+        #expect(SearchSnippet.make(text: "un CAFE noir", words: ["café"], highlight: ("[", "]")) == "un [CAFE] noir")
+        #expect(SearchSnippet.make(text: "東京 ☕ 漢字テスト end", words: ["漢字"], highlight: ("[", "]")) == "東京 ☕ [漢字テスト] end")
+        #expect(SearchSnippet.make(text: "ca cafe", words: ["cafes"], highlight: ("[", "]")) == nil)
+        #expect(SearchSnippet.make(text: "Ünïcode résumé", words: ["RESU"], highlight: ("<", ">")) == "Ünïcode <résumé>")
         // Prefixes, case and accents, as FTS5 matches them; punctuation kept as it was.
         #expect(
             SearchSnippet.make(text: "Coffee at the CAFÉ, on the corner.", words: ["caf", "corn"], highlight: ("[", "]"))
