@@ -10,7 +10,7 @@ import Foundation
 extension NotesLibrary {
     public func attach(file: URL, to id: String) async throws -> Attachment {
         let note = try show(id)
-        guard FileManager.default.isReadableFile(atPath: file.path) else { throw NotesError(.notFound, "cannot read \(file.path)") }
+        guard FileManager.default.isReadableFile(atPath: file.path) else { throw NotesError(.failure, "cannot read \(file.path)") }
         return try await database.attachments.add(file: file, to: "note", row: note.id)
     }
 
@@ -20,6 +20,18 @@ extension NotesLibrary {
 
     /// The attachment's file here (fetched from the server first if it is
     /// not), or a checked copy at `copyTo`.
+    /// Removes an attachment (any unique prefix of its id) from its note,
+    /// on every device at the next sync.
+    @discardableResult
+    public func removeAttachment(_ prefix: String) async throws -> Attachment {
+        let id = try await database.read { db in try Self.resolve(prefix, table: "ferry_attachments", label: "attachment", db) }
+        guard let attachment = try database.attachments.attachment(id: id) else { throw NotesError(.notFound, "no attachment \(prefix)") }
+        let scope = try await database.read { db in try Note.fetchOne(db, key: attachment.rowID)?.scope }
+        if let scope { try await database.read { db in try Self.requireWritable(scope, db) } }
+        try await database.attachments.remove(attachment)
+        return attachment
+    }
+
     public func openAttachment(_ prefix: String, copyTo destination: URL?) async throws -> URL {
         let id = try await database.read { db in try Self.resolve(prefix, table: "ferry_attachments", label: "attachment", db) }
         guard let attachment = try database.attachments.attachment(id: id) else { throw NotesError(.notFound, "no attachment \(prefix)") }

@@ -86,7 +86,7 @@ extension NotesLibrary {
         case (.theirs, _): try database.conflicts.resolve(conflict, with: .theirs)
         case (.edited(let text), let column):
             guard let column else {
-                throw NotesError(.usage, "conflict \(id) is about the whole row; resolve it with --mine or --theirs")
+                throw NotesError(.failure, "conflict \(id) is about the whole row; resolve it with --mine or --theirs")
             }
             let value: ColumnValue =
                 column == "tags"

@@ -26,8 +26,9 @@ public final class NotesLibrary: Sendable {
             ?? URL(filePath: path).deletingLastPathComponent().appending(path: URL(filePath: path).lastPathComponent + "-attachments")
         configuration.label = "ferry-notes"
         // The database holds the sign-in token: readable by its owner alone, from the moment it exists.
-        let created = !FileManager.default.fileExists(atPath: path)
-        if created { FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) }
+        // O_EXCL: a database another process has just made is never replaced.
+        let descriptor = open(path, O_CREAT | O_EXCL | O_WRONLY, 0o600)
+        if descriptor >= 0 { close(descriptor) }
         database = try FerryDatabase(path: path, schema: NotesSchema.schema, configuration: configuration)
         self.clock = clock
         for file in [path, path + "-wal", path + "-shm"] where FileManager.default.fileExists(atPath: file) {
@@ -64,16 +65,22 @@ public final class NotesLibrary: Sendable {
 
     /// Remembers the server and token (no network: works offline).
     ///
-    /// - throws: ``NotesError`` `.usage` when the token names no user.
+    /// - throws: ``NotesError`` `.usage` when the token names no user;
+    ///   `.failure` when it has expired, or when the database holds another
+    ///   user's notes.
     public func signIn(server: URL, token: String) throws -> Session {
         guard let user = Session.user(fromToken: token) else {
             throw NotesError(.usage, "the token names no user (it is not a Ferry JWT with a `sub`)")
+        }
+        if let expiry = Session.expiry(ofToken: token), expiry <= clock() {
+            let when = Date(timeIntervalSince1970: Double(expiry) / 1000).formatted(.iso8601)
+            throw NotesError(.failure, "the token expired at \(when); get a fresh one (`ferry-server token --user \(user)`)")
         }
         try database.write { db in
             if let previous = try Self.settings(db)["user"], previous != user,
                 try Int.fetchOne(db, sql: "SELECT count(*) FROM note") ?? 0 > 0
             {
-                throw NotesError(.usage, "this database holds \(previous)'s notes; use another --db for \(user)")
+                throw NotesError(.failure, "this database holds \(previous)'s notes; use another --db for \(user)")
             }
             for (key, value) in ["server": server.absoluteString, "token": token, "user": user] {
                 try db.execute(
@@ -258,7 +265,7 @@ public final class NotesLibrary: Sendable {
             .split(separator: " ").dropFirst().first
         if role == "read" {
             let name = try String.fetchOne(db, sql: "SELECT name FROM notebook WHERE scope = ?", arguments: [scope]) ?? scope
-            throw NotesError(.refused, "you may only read notebook \(name); its owner can give you write access")
+            throw NotesError(.failure, "you may only read notebook \(name); its owner can give you write access")
         }
     }
 
@@ -279,12 +286,41 @@ public final class NotesLibrary: Sendable {
             var note = try Self.note(id, db, includingDeleted: true)
             try Self.requireWritable(note.scope, db)
             guard note.isDeleted != deleted else {
-                throw NotesError(.usage, "note \(note.id.prefix(8)) is \(deleted ? "already deleted" : "not deleted")")
+                throw NotesError(.failure, "note \(note.id.prefix(8)) is \(deleted ? "already deleted" : "not deleted")")
             }
             note.deletedAt = deleted ? now : nil
             note.updatedAt = max(now, note.updatedAt + 1)
             try note.update(db)
             return note
+        }
+    }
+
+    /// Deletes every note in the trash for good, on every device at the
+    /// next sync (the notes of notebooks the user may only read stay).
+    /// Returns how many.
+    @discardableResult
+    public func emptyTrash() throws -> Int {
+        try database.write { db in
+            let trashed = try Note.filter(Column("deleted_at") != nil).fetchAll(db)
+            var removed = 0
+            for note in trashed where (try? Self.requireWritable(note.scope, db)) != nil {
+                try note.delete(db)
+                removed += 1
+            }
+            return removed
+        }
+    }
+
+    /// Every tag on a note not in the trash, with how many notes carry it, most used first.
+    public func tags() throws -> [(tag: String, notes: Int)] {
+        try database.read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT tag.value AS tag, count(*) AS notes FROM note, json_each(note.tags) AS tag
+                    WHERE note.deleted_at IS NULL GROUP BY tag.value ORDER BY notes DESC, tag.value
+                    """
+            ).map { ($0["tag"], $0["notes"]) }
         }
     }
 

@@ -24,7 +24,7 @@ extension NotesLibrary {
         let now = clock()
         return try database.write { db in
             guard try Notebook.filter(Column("name") == name).fetchCount(db) == 0 else {
-                throw NotesError(.usage, "a notebook named \(name) exists already")
+                throw NotesError(.failure, "a notebook named \(name) exists already")
             }
             return try Self.makeNotebook(name, owner: session.user, now: now, db)
         }
@@ -43,12 +43,12 @@ extension NotesLibrary {
     /// Gives `user` a role in a notebook (applied on the server at the next sync).
     public func shareNotebook(_ name: String, with user: String, role: ScopeRole) throws {
         let session = try requireSession()
-        guard user != session.user else { throw NotesError(.usage, "you own your notebooks already") }
+        guard user != session.user else { throw NotesError(.failure, "you own your notebooks already") }
         guard ScopeName.isValidUserID(user) else { throw NotesError(.usage, "\(user) is not a valid user id") }
         try database.write { db in
             let notebook = try Self.notebook(named: name, db)
             guard notebook.owner == session.user else {
-                throw NotesError(.refused, "only \(notebook.owner), who owns \(name), can share it")
+                throw NotesError(.failure, "only \(notebook.owner), who owns \(name), can share it")
             }
             try db.execute(
                 sql: "INSERT INTO notes_server_task(kind, scope, user, role) VALUES ('share', ?, ?, ?)",

@@ -16,8 +16,15 @@ import Ferry
 /// SyncProgress.line(status, server: "…")                     // "sending   [#####---------------] 5/20"
 /// ```
 public enum SyncProgress {
+    /// The gauge's width in cells, between its brackets.
     public static let gaugeWidth = 20
 
+    /// The line for `status` (`nil` before the engine reports anything),
+    /// syncing with `server`.
+    ///
+    /// ```swift
+    /// SyncProgress.line(nil, server: "http://127.0.0.1:8080")   // "connecting to http://127.0.0.1:8080…"
+    /// ```
     public static func line(_ status: SyncStatus?, server: String) -> String {
         guard let status else { return "connecting to \(server)…" }
         switch status.phase {

@@ -23,11 +23,17 @@ struct CategoryCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Set a category's colour (none: clear it).")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The category's name.") var name: String
-        @Argument(help: "A colour such as #ff8800 or red; none clears it.") var color: String?
+        @Argument(help: "A colour such as #ff8800 or red, or `none` to clear it; left out, the current one is shown.") var color: String?
 
         func run() async throws {
-            try global.library().setColor(color, ofCategory: name)
-            print("\(name): \(color ?? "no colour")")
+            let library = try global.library()
+            guard let color else {
+                let current = try library.categories().first { $0.name == name }
+                return print("\(name): \(current?.color ?? "no colour")")
+            }
+            let value = color == "none" ? nil : color
+            try library.setColor(value, ofCategory: name)
+            print("\(name): \(value ?? "no colour")")
         }
     }
 }

@@ -52,8 +52,8 @@ struct Resolve: AsyncParsableCommand {
             }
             let text = "\(conflict.mine ?? "")\n=======\n\(conflict.theirs ?? "")\n"
             let edited = try Editor.edit(text, name: "conflict-\(conflictID).txt")
-            guard edited != text, !edited.contains("\n=======\n") else {
-                throw NotesError(.failure, "conflict \(conflictID) stays: save one version (the ======= line removed) to resolve it")
+            guard edited != text else {
+                throw NotesError(.failure, "conflict \(conflictID) stays: nothing was changed in the editor")
             }
             var value = edited.replacingOccurrences(of: "\n=======\n", with: "\n")
             if value.hasSuffix("\n") { value.removeLast() }

@@ -24,8 +24,8 @@ struct FerryNotesCommand: AsyncParsableCommand {
             """,
         version: "ferry-notes 0.1.0",
         subcommands: [
-            Login.self, Logout.self, Add.self, Edit.self, Remove.self, Restore.self, List.self, Show.self, Cat.self, Search.self,
-            Attach.self, AttachmentsList.self, OpenAttachment.self, NotebookCommand.self, Sync.self, Watch.self,
+            Login.self, Logout.self, Add.self, Edit.self, Remove.self, Restore.self, EmptyTrash.self, List.self, Show.self, Cat.self, Search.self, Tags.self,
+            Attach.self, AttachmentsList.self, OpenAttachment.self, Detach.self, NotebookCommand.self, Sync.self, Watch.self,
             CategoryCommand.self, Conflicts.self, Resolve.self, Rejected.self, Status.self, Import.self, Export.self,
         ])
 
@@ -124,7 +124,7 @@ struct GlobalOptions: ParsableArguments {
     func library() throws -> NotesLibrary {
         let url = URL(filePath: path)
         guard FileManager.default.fileExists(atPath: url.deletingLastPathComponent().path) else {
-            throw NotesError(.notFound, "no folder \(url.deletingLastPathComponent().path) for the database")
+            throw NotesError(.failure, "no folder \(url.deletingLastPathComponent().path) for the database")
         }
         if let db { Suggestion.given(database: db) }
         NotesLog.route(verbose: verbose, database: path)

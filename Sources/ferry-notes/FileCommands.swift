@@ -82,6 +82,17 @@ struct AttachmentsList: AsyncParsableCommand {
     }
 }
 
+struct Detach: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Remove an attachment from its note (on every device at the next sync).")
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The attachment's id (any unique prefix).") var attachmentID: String
+
+    func run() async throws {
+        let removed = try await global.library().removeAttachment(attachmentID)
+        if global.json { try global.printJSON(["removed": removed.id]) } else { print("removed \(removed.name ?? removed.id) from note \(removed.rowID.prefix(8))") }
+    }
+}
+
 struct OpenAttachment: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "open-attachment", abstract: "Fetch an attachment if need be; print its path, or copy it to --out.")

@@ -35,23 +35,6 @@ func readText(_ path: String) throws -> String {
     }
 }
 
-/// What went wrong with a file, in words (never `NSCocoaErrorDomain error 256`).
-enum FileError {
-    static func reason(_ error: any Error) -> String {
-        var underlying = error as NSError
-        while let next = underlying.userInfo[NSUnderlyingErrorKey] as? NSError { underlying = next }
-        if underlying.domain == NSPOSIXErrorDomain, let code = POSIXErrorCode(rawValue: Int32(underlying.code)) {
-            return String(cString: strerror(code.rawValue))
-        }
-        switch (error as? CocoaError)?.code {
-        case .fileReadNoSuchFile?, .fileNoSuchFile?: return "no such file"
-        case .fileReadNoPermission?, .fileWriteNoPermission?: return "permission denied"
-        case .fileReadCorruptFile?: return "not readable"
-        default: return (error as? CocoaError).map { _ in "it could not be read" } ?? "\(error)"
-        }
-    }
-}
-
 struct Edit: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Change a note; with no field given on a terminal, opens $EDITOR on it.")
@@ -79,6 +62,9 @@ struct Edit: AsyncParsableCommand {
                     .usage, "give a field to change (--title, --body, --body-file, --append, --category, --add-tag, --remove-tag), or run on a terminal to use $EDITOR")
             }
             let note = try library.show(id)
+            guard !note.isDeleted else {
+                throw NotesError(.failure, "note \(note.id.prefix(8)) is in the trash; `ferry-notes restore \(note.id.prefix(8))` brings it back to edit")
+            }
             let text = NoteText.render(note)
             let edited = try Editor.edit(text, name: "note-\(note.id.prefix(8)).txt")
             guard edited != text else { return tell("no change") }
@@ -160,9 +146,9 @@ struct List: AsyncParsableCommand {
         for line in Terminal.table(notes) { print(line) }
         if let next {
             var again = [Suggestion.command("ls")]
-            if let category { again += ["--category", "'\(category)'"] }
-            if let tag { again += ["--tag", "'\(tag)'"] }
-            if let notebook { again += ["--notebook", "'\(notebook)'"] }
+            if let category { again += ["--category", Suggestion.quoted(category)] }
+            if let tag { again += ["--tag", Suggestion.quoted(tag)] }
+            if let notebook { again += ["--notebook", Suggestion.quoted(notebook)] }
             if deleted { again.append("--deleted") }
             if limit != 50 { again += ["--limit", "\(limit)"] }
             tell("more: \((again + ["--after", next]).joined(separator: " "))")
@@ -193,6 +179,42 @@ struct Show: AsyncParsableCommand {
     }
 }
 
+struct Tags: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Every tag in use, with how many notes carry it.")
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        let tags = try global.library().tags()
+        if global.json {
+            struct Tag: Encodable { var tag: String; var notes: Int }
+            return try global.printJSON(tags.map { Tag(tag: $0.tag, notes: $0.notes) })
+        }
+        guard !tags.isEmpty else { return tell("no tags") }
+        let width = tags.map { TerminalText.cells($0.tag) }.max() ?? 0
+        for (tag, notes) in tags { print("\(TerminalText.fit(tag, width))  \(notes)") }
+    }
+}
+
+struct EmptyTrash: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "empty-trash", abstract: "Delete the notes in the trash for good, on every device at the next sync.")
+    @OptionGroup var global: GlobalOptions
+    @Flag(help: "Do not ask first.") var yes = false
+
+    func run() async throws {
+        let library = try global.library()
+        let count = try library.list(NoteQuery(filter: .deleted, limit: 10_001)).count
+        guard count > 0 else { return tell("the trash is empty") }
+        if !yes {
+            guard Terminal.isInteractive else { throw NotesError(.usage, "add --yes to delete \(count) note(s) for good") }
+            FileHandle.standardError.write(Data("delete \(count == 10_001 ? "over 10000" : "\(count)") note(s) for good? [y/N] ".utf8))
+            guard let answer = readLine(), ["y", "yes"].contains(answer.lowercased()) else { throw NotesError(.failure, "the trash is kept") }
+        }
+        let removed = try library.emptyTrash()
+        if global.json { try global.printJSON(["deleted": removed]) } else { print("deleted \(removed) note\(removed == 1 ? "" : "s") for good") }
+    }
+}
+
 struct Cat: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print a note's body alone: as it is into a pipe or file, control characters shown on a terminal.")
@@ -216,8 +238,8 @@ struct Search: AsyncParsableCommand {
 
     func run() async throws {
         let library = try global.library()
-        let color = Terminal.isInteractive && !global.json
-        let hits = try library.search(query, limit: limit, highlight: color ? ("\u{1B}[1;33m", "\u{1B}[0m") : ("[", "]"))
+        let color = Terminal.usesColor && !global.json
+        let hits = try library.search(query, limit: limit, highlight: color ? (Style.hitStart, Style.hitEnd) : ("[", "]"))
         if global.json {
             struct Hit: Encodable { var note: Note; var snippet: String; var rank: Double }
             return try global.printJSON(hits.map { Hit(note: $0.note, snippet: $0.snippet, rank: $0.rank) })

@@ -18,8 +18,8 @@ enum NotesLog {
     enum Destination {
         case nowhere
         case standardError
-        /// The log file, opened at the first line written to it.
-        case file(path: String, handle: FileHandle?)
+        /// The log file, opened at the first line written to it, and the bytes written since.
+        case file(path: String, handle: FileHandle?, written: Int)
     }
 
     static let destination = Locked(Destination.nowhere)
@@ -29,7 +29,7 @@ enum NotesLog {
     }
 
     static func route(verbose: Bool, database: String) {
-        destination.withLock { $0 = verbose ? .standardError : .file(path: database + ".log", handle: nil) }
+        destination.withLock { $0 = verbose ? .standardError : .file(path: database + ".log", handle: nil, written: 0) }
     }
 
     fileprivate static func write(_ line: String, level: Logger.Level) {
@@ -39,13 +39,18 @@ enum NotesLog {
             case .nowhere:
                 break
             case .standardError:
-                FileHandle.standardError.write(data)
-            case .file(let path, let handle):
+                try? FileHandle.standardError.write(contentsOf: data)
+            case .file(let path, let handle, let written):
                 guard level >= .warning else { return }
-                if let handle { return handle.write(data) }
-                guard let opened = open(path) else { return }
-                opened.write(data)
-                destination = .file(path: path, handle: opened)
+                // A log past 1 MiB starts afresh; one that cannot be written (a full disk) costs the line, never the command.
+                var handle = written > 1 << 20 ? nil : handle
+                if handle == nil {
+                    if written > 1 << 20 { try? FileManager.default.removeItem(atPath: path) }
+                    handle = open(path)
+                }
+                guard let handle else { return }
+                try? handle.write(contentsOf: data)
+                destination = .file(path: path, handle: handle, written: (written > 1 << 20 ? 0 : written) + data.count)
             }
         }
     }

@@ -14,11 +14,46 @@ enum Terminal {
     static var isErrorInteractive: Bool { isatty(STDERR_FILENO) == 1 }
     static var isOutputInteractive: Bool { isatty(STDOUT_FILENO) == 1 }
 
+    /// Colour on a terminal, unless `NO_COLOR` is set (no-color.org) or the terminal is dumb.
+    static var usesColor: Bool {
+        let environment = ProcessInfo.processInfo.environment
+        return isOutputInteractive && (environment["NO_COLOR"] ?? "").isEmpty && environment["TERM"] != "dumb"
+    }
+
     /// Columns: the terminal's, else `$COLUMNS`, else 100.
     static var width: Int {
         var size = winsize()
         if isatty(STDOUT_FILENO) == 1, ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 20 { return Int(size.ws_col) }
         return ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init) ?? 100
+    }
+
+    /// A time as a person reads it on a terminal: relative within a week
+    /// ("5 min ago", "yesterday 14:02"); elsewhere, and for older times, the date.
+    static func when(_ milliseconds: Int64, now: Date = Date()) -> String {
+        guard isOutputInteractive else { return time(milliseconds) }
+        return relative(milliseconds, now: now)
+    }
+
+    static func relative(_ milliseconds: Int64, now: Date) -> String {
+        let date = Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+        let seconds = now.timeIntervalSince(date)
+        guard seconds >= -60, seconds < 7 * 86_400 else { return time(milliseconds) }
+        let clock = DateFormatter()
+        clock.locale = Locale(identifier: "en_US_POSIX")
+        clock.dateFormat = "HH:mm"
+        switch seconds {
+        case ..<60: return "just now"
+        case ..<3_600: return "\(Int(seconds / 60)) min ago"
+        case ..<(12 * 3_600): return "\(Int(seconds / 3_600)) h ago"
+        default:
+            let calendar = Calendar.current
+            if calendar.isDate(date, inSameDayAs: now) { return "today \(clock.string(from: date))" }
+            if let yesterday = calendar.date(byAdding: .day, value: -1, to: now), calendar.isDate(date, inSameDayAs: yesterday) {
+                return "yesterday \(clock.string(from: date))"
+            }
+            clock.dateFormat = "EEE HH:mm"
+            return clock.string(from: date)
+        }
     }
 
     static func time(_ milliseconds: Int64) -> String {
@@ -44,59 +79,17 @@ enum Terminal {
             flexible = title + max(4, notes.map { TerminalText.cells($0.tags.joined(separator: ", ")) }.max() ?? 4)
         }
         let tags = flexible - title
-        let header = [fit("ID", id), fit("UPDATED", time), fit("AUTHOR", author), fit("TITLE", title), fit("CATEGORY", category), "TAGS"]
+        var header = [fit("ID", id), fit("UPDATED", time), fit("AUTHOR", author), fit("TITLE", title), fit("CATEGORY", category), "TAGS"]
             .joined(separator: "  ")
+        if usesColor { header = Style.boldStart + header + Style.boldEnd }
         return [header]
             + notes.map { note in
                 [
-                    fit(String(note.id.prefix(id)), id), fit(Terminal.time(note.updatedAt), time), fit(note.author, author),
+                    fit(String(note.id.prefix(id)), id), fit(Terminal.when(note.updatedAt), time), fit(note.author, author),
                     fit(note.title, title), fit(note.category ?? "", category), fit(note.tags.joined(separator: ", "), tags),
                 ]
                 .joined(separator: "  ").trimmingCharacters(in: .whitespaces)
             }
-    }
-}
-
-/// The commands a run suggests (`ferry-notes sync`, a `more:` page) name
-/// the database the run was given with `--db`, so a copied suggestion
-/// opens that database, not the default one.
-///
-/// ```swift
-/// Suggestion.command("conflicts")   // "ferry-notes --db /tmp/a.sqlite conflicts"
-/// ```
-enum Suggestion {
-    static let invocation = Locked("ferry-notes")
-
-    static func given(database: String) {
-        let safe = database.allSatisfy { $0.isLetter && $0.isASCII || $0.isNumber || "/._-+,:@".contains($0) }
-        let quoted = safe ? database : "'" + database.replacingOccurrences(of: "'", with: "'\\''") + "'"
-        invocation.withLock { $0 = "ferry-notes --db \(quoted)" }
-    }
-
-    /// Edits between two words (Levenshtein), for "did you mean".
-    static func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
-        guard !a.isEmpty, !b.isEmpty else { return max(a.count, b.count) }
-        var row = Array(0...b.count)
-        for i in 1...a.count {
-            var diagonal = row[0]
-            row[0] = i
-            for j in 1...b.count {
-                let above = row[j]
-                row[j] = min(above + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1))
-                diagonal = above
-            }
-        }
-        return row[b.count]
-    }
-
-    static func command(_ arguments: String) -> String { "\(invocation.withLock { $0 }) \(arguments)" }
-
-    /// `text` with every `` `ferry-notes …` `` it suggests naming this run's database.
-    static func naming(_ text: String) -> String {
-        let invocation = self.invocation.withLock { $0 }
-        guard invocation != "ferry-notes" else { return text }
-        return text.replacingOccurrences(of: "`ferry-notes ", with: "`\(invocation) ")
     }
 }
 
@@ -111,5 +104,22 @@ func tell(_ text: String) {
 /// from another user, is printed with its control characters made visible,
 /// never obeyed by the terminal. JSON output is already escaped.
 func print(_ items: Any..., separator: String = " ", terminator: String = "\n") {
-    Swift.print(TerminalText.safe(items.map { "\($0)" }.joined(separator: separator)), terminator: terminator)
+    Swift.print(Style.apply(TerminalText.safe(items.map { "\($0)" }.joined(separator: separator))), terminator: terminator)
+}
+
+/// Styling this program adds to its own output (bold headers, search
+/// hits), written as private-use marks that survive ``TerminalText/safe(_:)``
+/// and become SGR codes only at the end, where colour is wanted: text from
+/// the database can never carry an escape sequence of its own.
+enum Style {
+    static let boldStart = "\u{E000}", boldEnd = "\u{E001}", hitStart = "\u{E002}", hitEnd = "\u{E003}"
+
+    static func apply(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { (0xE000...0xE003).contains($0.value) }) else { return text }
+        let color = Terminal.usesColor
+        return text.replacingOccurrences(of: boldStart, with: color ? "\u{1B}[1m" : "")
+            .replacingOccurrences(of: hitStart, with: color ? "\u{1B}[1;33m" : "")
+            .replacingOccurrences(of: boldEnd, with: color ? "\u{1B}[0m" : "")
+            .replacingOccurrences(of: hitEnd, with: color ? "\u{1B}[0m" : "")
+    }
 }

@@ -11,6 +11,10 @@ struct Login: AsyncParsableCommand {
     @Option(help: "The server, e.g. http://127.0.0.1:8080.") var server: String
     @Option(help: "A bearer token (`ferry-server token --user NAME` mints one).") var token: String?
     @Option(name: .customLong("token-file"), help: "Read the token from a file.") var tokenFile: String?
+    @Flag(
+        name: .customLong("switch-server"),
+        help: "Sync this database with another server than before (its notes and changes go there at the next sync).")
+    var switchServer = false
 
     func run() async throws {
         guard let url = URL(string: server), url.scheme == "http" || url.scheme == "https" else {
@@ -22,7 +26,18 @@ struct Login: AsyncParsableCommand {
         case (nil, let file?): text = try readText(file)
         default: throw NotesError(.usage, "give --token or --token-file")
         }
-        let session = try global.library().signIn(server: url, token: text.trimmingCharacters(in: .whitespacesAndNewlines))
+        let library = try global.library()
+        // Another server than before is asked about (on a terminal) or asked for (--switch-server), never taken silently.
+        if let previous = try library.setting("server"), previous != url.absoluteString, !switchServer {
+            guard Terminal.isInteractive else {
+                throw NotesError(.usage, "this database syncs with \(previous); add --switch-server to sync it with \(url.absoluteString) instead")
+            }
+            FileHandle.standardError.write(Data(TerminalText.safe("switch this database from \(previous) to \(url.absoluteString)? [y/N] ").utf8))
+            guard let answer = readLine(), ["y", "yes"].contains(answer.lowercased()) else {
+                throw NotesError(.failure, "still signed in to \(previous); nothing changed")
+            }
+        }
+        let session = try library.signIn(server: url, token: text.trimmingCharacters(in: .whitespacesAndNewlines))
         if global.json { try global.printJSON(["user": session.user, "server": session.server.absoluteString]) } else { print("signed in as \(session.user) to \(session.server.absoluteString)") }
     }
 }

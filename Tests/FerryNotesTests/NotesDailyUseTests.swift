@@ -51,7 +51,7 @@ import Testing
         _ = try notes.ok(["add", "fun 2", "--tag", "fun"])
         let first = try notes.run(["ls", "--tag", "fun", "--limit", "2"])
         let hint = try #require(first.errors.split(separator: "\n").first { $0.hasPrefix("more: ") }, "\(first)")
-        #expect(hint.hasPrefix("more: ferry-notes --db \(notes.database) ls --tag 'fun' --limit 2 --after "), "\(hint)")
+        #expect(hint.hasPrefix("more: ferry-notes --db \(notes.database) ls --tag fun --limit 2 --after "), "\(hint)")
         // The suggestion as a shell runs it (its own --db, quotes and all).
         let process = Process()
         process.executableURL = URL(filePath: "/bin/sh")
@@ -214,5 +214,75 @@ import Testing
         // Shell completion, from the argument parser.
         let completion = try notes.run(["--generate-completion-script", "bash"])
         #expect(completion.status == 0 && completion.output.contains("ferry-notes"), "\(completion.errors)")
+    }
+    /// Login refuses an expired token, and a database that synced with one
+    /// server is moved to another only when asked (--switch-server).
+    @Test func loginRefusesAnExpiredTokenAndAsksBeforeSwitchingServers() throws {
+        let notes = NotesCLI(device: "login", in: directory)
+        func token(_ claims: String) -> String {
+            "x.\(Data(claims.utf8).base64EncodedString().replacingOccurrences(of: "=", with: "")).y"
+        }
+        let expired = try notes.run(["login", "--server", "http://127.0.0.1:9", "--token", token(#"{"sub":"alice","exp":1000}"#)])
+        #expect(expired.status == 1 && expired.errors.contains("the token expired at 1970-01-01T00:16:40Z"), "\(expired)")
+        let later = Int(Date().timeIntervalSince1970) + 3600
+        _ = try notes.ok(["login", "--server", "http://127.0.0.1:9", "--token", token(#"{"sub":"alice","exp":\#(later)}"#)])
+        let other = try notes.run(["login", "--server", "http://127.0.0.1:10", "--token", token(#"{"sub":"alice"}"#)])
+        #expect(other.status == 64 && other.errors.contains("add --switch-server"), "\(other)")
+        #expect(try notes.ok(["status"]).contains("127.0.0.1:9"))
+        _ = try notes.ok(["login", "--server", "http://127.0.0.1:10", "--token", token(#"{"sub":"alice"}"#), "--switch-server"])
+        #expect(try notes.ok(["status"]).contains("127.0.0.1:10"))
+    }
+
+    /// A tag list, an emptied trash, a removed attachment.
+    @Test func tagsTheTrashAndAttachments() throws {
+        let notes = try offlineDevice("tidy")
+        let first = try notes.ok(["add", "One", "--tag", "home", "--tag", "todo"])
+        _ = try notes.ok(["add", "Two", "--tag", "todo"])
+        let gone = try notes.ok(["add", "Gone", "--tag", "old"])
+        #expect(try notes.ok(["tags"]) == "todo  2\nhome  1\nold   1")
+        _ = try notes.ok(["rm", gone])
+        #expect(try notes.ok(["tags"]) == "todo  2\nhome  1")
+        #expect(try notes.run(["empty-trash"]).status == 64, "asks for --yes off a terminal")
+        #expect(try notes.ok(["empty-trash", "--yes"]) == "deleted 1 note for good")
+        #expect(try notes.run(["show", gone]).status == 3)
+        #expect(try notes.run(["empty-trash", "--yes"]).errors.contains("the trash is empty"))
+        let file = directory.url.appending(path: "list.txt")
+        try Data("milk".utf8).write(to: file)
+        let attachment = try notes.ok(["attach", first, file.path])
+        #expect(try notes.ok(["detach", String(attachment.prefix(8))]) == "removed list.txt from note \(first.prefix(8))")
+        #expect(try notes.run(["attachments", first]).errors.contains("no attachments"))
+    }
+
+    /// Every exit code the README's table lists is the code a command
+    /// exits with for that kind of error, and no command exits with one the
+    /// table does not list.
+    @Test func theExitCodeTableIsWhatCommandsDo() throws {
+        let readme = try String(
+            contentsOf: URL(filePath: #filePath).deletingLastPathComponent().appending(path: "../../README.md").standardized, encoding: .utf8)
+        let table = Set(
+            readme.split(separator: "\n").compactMap { line -> Int32? in
+                let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
+                return cells.count >= 2 ? Int32(cells[0]) : nil
+            })
+        let signedOut = NotesCLI(device: "codes-none", in: directory)
+        let notes = try offlineDevice("codes")
+        // Seventeen ids: two of them start with the same hex digit.
+        let ids = try (0..<17).map { try notes.ok(["add", "note \($0)"]) }
+        let prefix = try #require(Dictionary(grouping: ids, by: { $0.prefix(1) }).first { $0.value.count > 1 }?.key).description
+        let cases: [(code: Int32, NotesCLI, [String])] = [
+            (0, notes, ["ls"]),
+            (1, notes, ["add", "x", "--body-file", directory.path("none.txt")]),
+            (3, notes, ["show", "ffffffffffff"]),
+            (4, notes, ["show", prefix]),
+            (5, signedOut, ["sync"]),
+            (6, notes, ["sync"]),
+            (64, notes, ["ls", "--limit", "0"]),
+        ]
+        for (code, device, arguments) in cases {
+            #expect(table.contains(code), "exit \(code) is not in the README's table")
+            let result = try device.run(arguments)
+            #expect(result.status == code, "ferry-notes \(arguments.joined(separator: " ")): \(result)")
+        }
+        #expect(table.isSubset(of: Set(cases.map(\.code) + [7])), "the table lists \(table.sorted()); 7 is shown in aRefusedChangeIsNamed")
     }
 }

@@ -123,9 +123,9 @@ import FerryTestSupport
         streams.removeAll()
     }
 
-    /// Five cycles of 500 live streams opened and closed: the subscriber
+    /// Seven cycles of 500 live streams opened and closed: the subscriber
     /// gauge is back to 0 within a second of the clients closing, and the
-    /// server's memory grows by at most 2 MiB a cycle (the median of four).
+    /// server's memory grows by at most 2 MiB a cycle (the median of six).
     @Test func repeatedCyclesOfLiveStreamsLeaveNothingBehind() async throws {
         let directory = try TemporaryDirectory()
         // One user opens 2,500 streams in seconds: past the default request rate, which is not under test here.
@@ -134,7 +134,7 @@ import FerryTestSupport
         let alice = try server.token("alice")
         var resident: [Int] = []
         var drained: [Duration] = []
-        for _ in 0..<5 {
+        for _ in 0..<7 {
             var streams: [RawConnection] = []
             for _ in 0..<500 {
                 let connection = try RawConnection(port: server.port)
@@ -155,9 +155,10 @@ import FerryTestSupport
         }
         print("gauge back to 0 after closing: \(drained); RSS after each cycle (MB): \(resident.map { $0 >> 20 })")
         #expect(drained.allSatisfy { $0 < .seconds(1) })
-        // A leak grows memory every cycle; the allocator grows it in steps now and then. The median
-        // growth per cycle of 500 streams stays under 2 MiB (4 KiB a stream). Measured here: about
-        // 0.7 MiB a cycle, steady over 14 cycles (about 1.4 KiB a stream, before this bound was set too).
+        // A leak grows memory every cycle; the allocator grows it in steps now and then (two steps of
+        // 3.7 and 8 MiB among four cycles once, then flat). The median growth per cycle of 500 streams
+        // stays under 2 MiB (4 KiB a stream). Measured here: about 0.7 MiB a cycle, steady over 14 cycles
+        // (about 1.4 KiB a stream, before this bound was set too).
         let growth = zip(resident.dropFirst(), resident).map { $0 - $1 }.sorted()
         #expect(growth[growth.count / 2] <= 2 << 20, "RSS growth per cycle: \(growth.map { $0 >> 10 }) KiB")
     }

@@ -89,6 +89,11 @@ import FerryTestSupport
         #expect(fromJSON.settings["identityProvider.tokenLeeway"]?.value == "5")
         // A rate written as a JSON number reads as its text: 30 a second, the default burst of ten seconds.
         #expect(fromJSON.settings["rateLimits.pushes"]?.value == "30" && fromJSON.settings["rateLimits.pushes"]?.origin == "rateLimits.pushes in \(json)")
+        // A flat dotted key is as good as a nested one, numbers and all.
+        let flat = directory.path("flat.json")
+        try #"{"limits.maxBodyBytes": 4096, "drainSeconds": 2}"#.write(toFile: flat, atomically: true, encoding: .utf8)
+        let fromFlat = try Self.check(["--config", flat], environment: ["FERRY_JWT_SECRET": ""])
+        #expect(fromFlat.status == 0 && fromFlat.settings["limits.maxBodyBytes"]?.value == "4096", "\(fromFlat.output)")
     }
 
     @Test func anUnknownKeyOrABadValueIsOneLineNamingItAndTheServerDoesNotStart() throws {
@@ -109,6 +114,8 @@ import FerryTestSupport
             (nil, [:], ["--admin-port", "0"], "--admin-port needs the admin token"),
             (nil, [:], ["--tls-key", "/etc/hostname"], "--tls-key needs --tls-cert too"),
             (nil, ["FERRY_OTEL_ENDPOINT": "collector:4318"], [], "FERRY_OTEL_ENDPOINT must be an http or https URL"),
+            (nil, ["FERRY_OTEL_ENDPOINT": "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"], [], "OTEL_EXPORTER_OTLP_PROTOCOL=grpc: ferry-server exports over OTLP/HTTP"),
+            (nil, ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://x:4318"], ["--otel-endpoint", "http://127.0.0.1:4318"], "OTEL_EXPORTER_OTLP_ENDPOINT is set: give the collector with --otel-endpoint alone"),
             (nil, [:], ["--tls-cert", "/etc/hostname", "--tls-key", "/etc/hostname"], "badRequest: cannot read a PEM certificate from /etc/hostname"),
         ]
         for (index, item) in cases.enumerated() {

@@ -19,7 +19,16 @@ import Testing
 
     @Test func aPushWithATraceparentIsExportedAsPartOfTheClientsTrace() async throws {
         let collector = try await OTLPCollector.start()
-        defer { Task { await collector.stop() } }
+        do {
+            try await exportsThePushUnderTheClientsTrace(to: collector)
+        } catch {
+            await collector.stop()
+            throw error
+        }
+        await collector.stop()
+    }
+
+    private func exportsThePushUnderTheClientsTrace(to collector: OTLPCollector) async throws {
         let directory = try TemporaryDirectory()
         let server = try ServerProcess(
             [

@@ -46,7 +46,9 @@ public struct PostgresTurns: TestTrait, SuiteTrait, TestScoping {
         /// Runs `cleanup` when the test case ends, before the cluster goes
         /// to the next one: for a `defer`, which cannot wait.
         func atEnd(_ cleanup: @escaping @Sendable () async -> Void) {
-            cleanups.withLock { $0.append(cleanup) }
+            let ended = state.withLock { $0.ended }
+            // Asked for after the test case ended: done now, never dropped.
+            if ended { Task { await cleanup() } } else { cleanups.withLock { $0.append(cleanup) } }
         }
 
         /// Waits for the cluster, once per test case: every caller (several

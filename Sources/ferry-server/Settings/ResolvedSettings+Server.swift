@@ -286,8 +286,24 @@ extension ResolvedSettings {
     }
 
     /// Where spans are exported (`<endpoint>/v1/traces`), or nil when tracing is off.
-    func traceEndpoint() throws(SettingsError) -> URL? {
+    ///
+    /// The standard `OTEL_*` variables that would change where or how
+    /// spans go are refused: the endpoint is this setting's (flags win over
+    /// the environment), and this build exports over OTLP/HTTP alone (a
+    /// gRPC or console exporter would stop the server at start).
+    func traceEndpoint(environment: [String: String] = ProcessInfo.processInfo.environment) throws(SettingsError) -> URL? {
         guard let text = text("otel.endpoint") else { return nil }
+        for name in ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] where !(environment[name] ?? "").isEmpty {
+            throw SettingsError("\(name) is set: give the collector with \(self.name("otel.endpoint")) alone")
+        }
+        for name in ["OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] {
+            if let value = environment[name], !value.isEmpty, !["http/protobuf", "http/json"].contains(value) {
+                throw SettingsError("\(name)=\(value): ferry-server exports over OTLP/HTTP (http/protobuf or http/json)")
+            }
+        }
+        if let value = environment["OTEL_TRACES_EXPORTER"], !value.isEmpty, value != "otlp" {
+            throw SettingsError("OTEL_TRACES_EXPORTER=\(value): ferry-server exports spans over OTLP (otlp) only")
+        }
         guard let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased()), url.host(percentEncoded: false)?.isEmpty == false,
             url.query == nil
         else { throw SettingsError("\(name("otel.endpoint")) must be an http or https URL such as http://collector:4318, not `\(text)`") }

@@ -184,12 +184,23 @@ extension ResolvedSettings {
 
     /// Whether the file holds a number (not `true` or `false`, which swift-configuration also reads as one) at `key`.
     private static func isNumber(_ key: String, in path: String) -> Bool {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8), var node = try? Yams.load(yaml: text) else { return false }
-        for component in key.split(separator: ".") {
-            guard let child = mapping(node)?[String(component)] else { return false }
-            node = child
-        }
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8), let root = try? Yams.load(yaml: text),
+            let node = value(at: key.split(separator: ".")[...], in: root)
+        else { return false }
         return (node is Int || node is Double) && !(node is Bool)
+    }
+
+    /// The value at a dotted key, nested (`limits: {maxBodyBytes: …}`),
+    /// flat (`limits.maxBodyBytes: …`) or anything between, as the file has it.
+    private static func value(at parts: ArraySlice<Substring>, in node: Any) -> Any? {
+        guard !parts.isEmpty else { return node }
+        guard let mapping = mapping(node) else { return nil }
+        for count in stride(from: parts.count, through: 1, by: -1) {
+            if let child = mapping[parts.prefix(count).joined(separator: ".")], let found = value(at: parts.dropFirst(count), in: child) {
+                return found
+            }
+        }
+        return nil
     }
 
     /// A mapping as JSON or YAML reads it, with text keys.
