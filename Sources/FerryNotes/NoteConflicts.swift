@@ -38,6 +38,7 @@ extension NotesLibrary {
     /// categories (named by their row).
     public func conflicts() throws -> [ConflictView] {
         let conflicts = try database.conflicts.list()
+        let numbers = try number(conflicts)
         let titles = try database.read { db in
             var titles: [String: String] = [:]
             for id in Set(conflicts.filter { $0.table == "note" }.map(\.rowID)) {
@@ -53,28 +54,62 @@ extension NotesLibrary {
                 ? titles[conflict.rowID] ?? Self.text(conflict.serverRow?.values["title"] ?? .null)
                 : "\(conflict.table) \(Self.text(conflict.serverRow?.values["name"] ?? .text(conflict.rowID)))"
             return ConflictView(
-                id: conflict.id, table: conflict.table, noteID: conflict.rowID, title: title, field: conflict.column,
+                id: numbers[conflict.id] ?? conflict.id, table: conflict.table, noteID: conflict.rowID, title: title, field: conflict.column,
                 kind: conflict.kind.rawValue, mine: mine, theirs: theirs, overriddenBy: conflict.overriddenBy,
                 diff: LineDiff.lines(from: mine ?? "(deleted)", to: theirs ?? "(deleted)"))
+        }
+    }
+
+    /// The number shown for each conflict, by the library's conflict id:
+    /// kept while the conflict lives, never given to another; numbers of
+    /// conflicts gone are forgotten.
+    private func number(_ conflicts: [SyncConflict]) throws -> [Int64: Int64] {
+        try database.write { db in
+            var numbers: [Int64: Int64] = [:]
+            var live: Set<Int64> = []
+            for conflict in conflicts {
+                let detected = conflict.detectedAt.timeIntervalSince1970
+                try db.execute(
+                    sql: "INSERT OR IGNORE INTO notes_conflict_number(conflict_id, detected_at) VALUES (?, ?)",
+                    arguments: [conflict.id, detected])
+                let number = try Int64.fetchOne(
+                    db, sql: "SELECT number FROM notes_conflict_number WHERE conflict_id = ? AND detected_at = ?",
+                    arguments: [conflict.id, detected])
+                if let number {
+                    numbers[conflict.id] = number
+                    live.insert(number)
+                }
+            }
+            for number in try Int64.fetchAll(db, sql: "SELECT number FROM notes_conflict_number") where !live.contains(number) {
+                try db.execute(sql: "DELETE FROM notes_conflict_number WHERE number = ?", arguments: [number])
+            }
+            return numbers
         }
     }
 
     /// Settles every conflict on one note (any unique prefix of its id).
     public func resolveAll(onNote prefix: String, _ choice: Choice) throws -> Int {
         let id = try show(prefix).id
-        let ids = try database.conflicts.list().filter { $0.table == "note" && $0.rowID == id }.map(\.id)
+        let ids = try database.conflicts.list().filter { $0.table == "note" && $0.rowID == id }
         guard !ids.isEmpty else { throw NotesError(.notFound, "note \(prefix) has no conflict") }
         for conflict in ids { try resolve(conflict, choice) }
         return ids.count
     }
 
-    /// Settles conflict `id`.
+    /// Settles conflict `number`, as `conflicts` shows it.
     ///
     /// - throws: ``NotesError`` `.notFound` for a conflict that is not there.
-    public func resolve(_ id: Int64, _ choice: Choice) throws {
-        guard let conflict = try database.conflicts.list().first(where: { $0.id == id }) else {
-            throw NotesError(.notFound, "no conflict \(id); `ferry-notes conflicts` lists them")
+    public func resolve(_ number: Int64, _ choice: Choice) throws {
+        let conflicts = try database.conflicts.list()
+        let numbers = try self.number(conflicts)
+        guard let conflict = conflicts.first(where: { numbers[$0.id] == number }) else {
+            throw NotesError(.notFound, "no conflict \(number); `ferry-notes conflicts` lists them")
         }
+        try resolve(conflict, choice, shownAs: number)
+    }
+
+    private func resolve(_ conflict: SyncConflict, _ choice: Choice, shownAs id: Int64? = nil) throws {
+        let id = id ?? conflict.id
         let now = ColumnValue.integer(clock())
         switch (choice, conflict.column) {
         // A field's value chosen: written with a new time, so lists and `watch` see the change.

@@ -26,12 +26,30 @@ public enum NotesSchema {
         ])
 
     /// The version a database made by this build ends at.
-    public static let version = "v1"
+    public static let version = "v2"
 
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in try createVersion1(db) }
+        migrator.registerMigration("v2") { db in try addConflictNumbers(db) }
         return migrator
+    }
+
+    /// Version 2: the number `conflicts` shows for each conflict, never
+    /// given twice (the library's conflict ids are reused once a conflict
+    /// is resolved, so a `resolve 1` from shell history could reach
+    /// another conflict). A number names one conflict by its id and the
+    /// moment it was detected. Local: never synced.
+    static func addConflictNumbers(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE notes_conflict_number (
+                    number INTEGER PRIMARY KEY AUTOINCREMENT,
+                    conflict_id INTEGER NOT NULL,
+                    detected_at REAL NOT NULL,
+                    UNIQUE (conflict_id, detected_at)
+                );
+                """)
     }
 
     /// Version 1. Shipped: never edit it; add a migration instead. Public

@@ -64,6 +64,20 @@ import Testing
             let shown = try device.ok(["show", id, "--json"])
             #expect(shown.contains(mine.replacingOccurrences(of: "\n", with: "\\n")), "\(device.database): \(shown)")
         }
+
+        // A later conflict never takes a settled one's number: `resolve <number>` from shell history reaches nothing.
+        _ = try laptop.ok(["edit", String(id.prefix(5)), "--body", "laptop again"])
+        _ = try phone.ok(["edit", String(id.prefix(5)), "--body", "phone again"])
+        for device in [laptop, phone, laptop] { _ = try device.ok(["sync"]) }
+        let again = try laptop.ok(["conflicts"]).contains("conflict ") ? laptop : phone
+        let second = try #require(
+            try again.ok(["conflicts"]).split(separator: "\n").first { $0.hasPrefix("conflict ") }?
+                .split(separator: " ")[1].split(separator: ":").first.map(String.init))
+        // The same edits in the same order: the same device holds it.
+        #expect(again.database == holder.database)
+        #expect(second != conflictID, "conflict \(conflictID)'s number was given again")
+        #expect(try again.run(["resolve", conflictID, "--mine"]).status == 3)
+        _ = try again.ok(["resolve", second, "--theirs"])
     }
 
     @Test func aSharedNotebookSyncsToItsMemberAndNotToAThirdUser() async throws {

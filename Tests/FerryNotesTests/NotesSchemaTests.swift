@@ -145,23 +145,28 @@ import Testing
         #expect(try library.list(NoteQuery(filter: .tag("remote"))).isEmpty)
     }
 
-    @Test func versionOneUpgradesFromItsCommittedFixtureAndMatchesItsSnapshot() throws {
+    /// Every shipped version's committed fixture upgrades to this one, and
+    /// a fresh install matches this version's committed snapshot.
+    @Test(arguments: ["v1", "v2"])
+    func shippedVersionsUpgradeFromTheirCommittedFixtures(version: String) throws {
         let tester = MigrationTester(schema: NotesSchema.schema, snapshotsDirectory: Self.fixtures)
         try tester.checkCommittedSnapshot()
-        try tester.upgrade(fixture: Self.fixtures.appending(path: "notes-v1.sqlite")) { database in
+        try tester.upgrade(fixture: Self.fixtures.appending(path: "notes-\(version).sqlite")) { database in
             let titles = try database.read { db in try String.fetchAll(db, sql: "SELECT title FROM note ORDER BY id") }
             #expect(titles.contains("naïve café ☕️"))
             let tagged = try database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM note_tag") ?? 0 }
             #expect(tagged > 0)
+            // v2: conflict numbers are kept, and never given twice.
+            #expect(try database.read { db in try db.tableExists("notes_conflict_number") })
         }
     }
 
-    /// Writes the version 1 fixture and snapshot: run once when a version
+    /// Writes this version's fixture and snapshot: run once when a version
     /// ships (`FERRY_NOTES_WRITE_FIXTURES=1 swift test --filter NotesSchemaTests`).
     @Test(.enabled(if: ProcessInfo.processInfo.environment["FERRY_NOTES_WRITE_FIXTURES"] == "1"))
-    func writeVersionOneFixture() throws {
+    func writeThisVersionsFixture() throws {
         try FileManager.default.createDirectory(at: Self.fixtures, withIntermediateDirectories: true)
-        let file = Self.fixtures.appending(path: "notes-v1.sqlite")
+        let file = Self.fixtures.appending(path: "notes-\(NotesSchema.version).sqlite")
         try? FileManager.default.removeItem(at: file)
         let directory = try TemporaryDirectory()
         let library = try Self.library(directory)
