@@ -24,11 +24,17 @@ public struct NoteQuery: Sendable, Hashable {
     public var limit: Int
     /// Where the page starts: the cursor of the previous page's last note.
     public var after: NoteCursor?
+    /// Only notes changed at or after this time (milliseconds since 1970).
+    public var since: Int64?
+    /// Only notes changed before this time (milliseconds since 1970).
+    public var until: Int64?
 
-    public init(filter: Filter = .all, limit: Int = 50, after: NoteCursor? = nil) {
+    public init(filter: Filter = .all, limit: Int = 50, after: NoteCursor? = nil, since: Int64? = nil, until: Int64? = nil) {
         self.filter = filter
         self.limit = limit
         self.after = after
+        self.since = since
+        self.until = until
     }
 
     /// The statement and its arguments: notes newest first, then by id.
@@ -58,9 +64,18 @@ public struct NoteQuery: Sendable, Hashable {
             order = "note.updated_at DESC, note.id DESC"
         case .tag(let tag):
             // The tag's rows in order, each joined to its note by primary key.
-            let keyset = after.map { _ in " AND (t.updated_at, t.note_id) < (?, ?)" } ?? ""
+            // Times bound the same index range the order walks: the scan stops at `since`.
+            var keyset = after.map { _ in " AND (t.updated_at, t.note_id) < (?, ?)" } ?? ""
             var tagArguments: StatementArguments = [tag]
             if let after { tagArguments += [after.updatedAt, after.id] }
+            if let since {
+                keyset += " AND t.updated_at >= ?"
+                tagArguments += [since]
+            }
+            if let until {
+                keyset += " AND t.updated_at < ?"
+                tagArguments += [until]
+            }
             tagArguments += [limit]
             return (
                 """
@@ -73,6 +88,14 @@ public struct NoteQuery: Sendable, Hashable {
         if let after {
             conditions.append("(note.updated_at, note.id) < (?, ?)")
             arguments += [after.updatedAt, after.id]
+        }
+        if let since {
+            conditions.append("note.updated_at >= ?")
+            arguments += [since]
+        }
+        if let until {
+            conditions.append("note.updated_at < ?")
+            arguments += [until]
         }
         arguments += [limit]
         return ("SELECT note.* FROM \(from) WHERE \(conditions.joined(separator: " AND ")) ORDER BY \(order) LIMIT ?", arguments)

@@ -111,6 +111,8 @@ struct List: AsyncParsableCommand {
     @Option(help: "Only notes in this shared notebook.") var notebook: String?
     @Option(help: "Notes per page.") var limit = 50
     @Option(help: "Start after this cursor (printed at the end of the previous page).") var after: String?
+    @Option(help: "Only notes changed since then: 2026-11-01, 2026-11-01T14:30, or an age such as 12h, 7d, 2w.") var since: String?
+    @Option(help: "Only notes changed before then (the same forms as --since).") var until: String?
     @Flag(help: "List deleted notes instead.") var deleted = false
 
     func run() async throws {
@@ -133,7 +135,14 @@ struct List: AsyncParsableCommand {
             cursor = parsed
         }
         // One more than a page: a next page is offered only when a note is on it.
-        var notes = try library.list(NoteQuery(filter: filter, limit: limit + 1, after: cursor))
+        let times = try [("--since", since), ("--until", until)].map { (name, text) throws -> Int64? in
+            guard let text else { return nil }
+            guard let time = NoteTime.parse(text) else {
+                throw NotesError(.usage, "\(name) \(text): give a day (2026-11-01), a day and time (2026-11-01T14:30) or an age (12h, 7d, 2w)")
+            }
+            return time
+        }
+        var notes = try library.list(NoteQuery(filter: filter, limit: limit + 1, after: cursor, since: times[0], until: times[1]))
         let more = notes.count > limit
         if more { notes.removeLast() }
         let next = more ? notes.last.map { NoteCursor($0).text } : nil
@@ -151,6 +160,9 @@ struct List: AsyncParsableCommand {
             if let notebook { again += ["--notebook", Suggestion.quoted(notebook)] }
             if deleted { again.append("--deleted") }
             if limit != 50 { again += ["--limit", "\(limit)"] }
+            // An age is fixed to the time it meant, so the next page continues the same list.
+            if let since = times[0] { again += ["--since", Suggestion.quoted(NoteTime.text(since))] }
+            if let until = times[1] { again += ["--until", Suggestion.quoted(NoteTime.text(until))] }
             tell("more: \((again + ["--after", next]).joined(separator: " "))")
         }
     }

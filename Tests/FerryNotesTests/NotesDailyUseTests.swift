@@ -285,4 +285,30 @@ import Testing
         }
         #expect(table.isSubset(of: Set(cases.map(\.code) + [7])), "the table lists \(table.sorted()); 7 is shown in aRefusedChangeIsNamed")
     }
+
+    /// `ls --since/--until`: days, times and ages, with every filter, and a
+    /// next page that keeps the window.
+    @Test func listingByTime() throws {
+        let notes = try offlineDevice("dates")
+        let day: Int64 = 86_400_000
+        let november = try #require(NoteTime.parse("2026-11-01"))
+        let file = directory.url.appending(path: "dated.jsonl")
+        // Ten notes a day apart from November 1st, all tagged; and one from now.
+        try (0..<10).map { #"{"id":"d\#($0)","title":"Day \#($0)","tags":["t"],"updatedAt":\#(november + Int64($0) * day)}"# }
+            .joined(separator: "\n").write(to: file, atomically: true, encoding: .utf8)
+        _ = try notes.ok(["import", file.path])
+        _ = try notes.ok(["add", "Today", "--tag", "t"])
+        for filter in [[], ["--tag", "t"]] {
+            let window = try notes.ok(["ls", "--since", "2026-11-03", "--until", "2026-11-06"] + filter)
+            // November 3rd from midnight, up to (not including) the 6th: days 2, 3 and 4.
+            #expect(window.contains("Day 2") && window.contains("Day 4") && !window.contains("Day 1") && !window.contains("Day 5"), "\(window)")
+            #expect(window.split(separator: "\n").count == 4, "\(window)")
+            let recent = try notes.ok(["ls", "--since", "1h"] + filter)
+            #expect(recent.contains("Today") && !recent.contains("Day "), "\(recent)")
+        }
+        let paged = try notes.run(["ls", "--since", "2026-11-03", "--limit", "2"])
+        let hint = try #require(paged.errors.split(separator: "\n").first { $0.hasPrefix("more: ") }, "\(paged)")
+        #expect(hint.contains("--since 2026-11-03T00:00:00"), "\(hint)")
+        #expect(try notes.run(["ls", "--since", "last week"]).status == 64)
+    }
 }
