@@ -8,7 +8,7 @@ import Testing
 /// the built binary: columns in terminal cells, paging hints that lead
 /// somewhere and name the database, and a sync line that never swallows
 /// an error.
-@Suite struct NotesDailyUseTests {
+@Suite(.serialized) struct NotesDailyUseTests {
     let directory: TemporaryDirectory
 
     init() throws {
