@@ -91,11 +91,16 @@ import Testing
             process.executableURL = URL(filePath: "/usr/bin/script")
             process.arguments = ["-qec", "\(try NotesCLI.executable().path) sync --db \(notes.database)", "/dev/null"]
             let output = Pipe()
-            process.standardInput = Pipe()
+            // Nothing to type: `script` gets end-of-file at once, and is killed if it outstays 30 s.
+            process.standardInput = FileHandle.nullDevice
             process.standardOutput = output
             try process.run()
+            let pid = process.processIdentifier
+            let killer = DispatchWorkItem { kill(pid, SIGKILL) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + 30, execute: killer)
             let screen = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             process.waitUntilExit()
+            killer.cancel()
             #expect(process.terminationStatus == 6, "\(screen)")
             #expect(screen.hasPrefix("\r\u{1B}[Kconnecting to http://127.0.0.1:9…"), "\(screen.debugDescription)")
             #expect(screen.contains("\r\u{1B}[Kferry-notes: the server at http://127.0.0.1:9 is unreachable"), "\(screen.debugDescription)")
