@@ -21,6 +21,11 @@ public struct NoteQuery: Sendable, Hashable {
     }
 
     public var filter: Filter
+    /// The order of the list: by last change (the default, newest first),
+    /// by creation (newest first), or by title (A to Z, case ignored).
+    public var order: NoteOrder = .updated
+    /// The order turned around (oldest first; Z to A).
+    public var reversed = false
     public var limit: Int
     /// Where the page starts: the cursor of the previous page's last note.
     public var after: NoteCursor?
@@ -29,16 +34,22 @@ public struct NoteQuery: Sendable, Hashable {
     /// Only notes changed before this time (milliseconds since 1970).
     public var until: Int64?
 
-    public init(filter: Filter = .all, limit: Int = 50, after: NoteCursor? = nil, since: Int64? = nil, until: Int64? = nil) {
+    public init(
+        filter: Filter = .all, order: NoteOrder = .updated, reversed: Bool = false, limit: Int = 50, after: NoteCursor? = nil,
+        since: Int64? = nil, until: Int64? = nil
+    ) {
         self.filter = filter
+        self.order = order
+        self.reversed = reversed
         self.limit = limit
         self.after = after
         self.since = since
         self.until = until
     }
 
-    /// The statement and its arguments: notes newest first, then by id.
+    /// The statement and its arguments: notes in `order`, then by id.
     public func sql() -> (String, StatementArguments) {
+        guard order == .updated, !reversed else { return orderedSQL() }
         var arguments: StatementArguments = []
         var conditions: [String] = []
         let from: String
@@ -102,34 +113,155 @@ public struct NoteQuery: Sendable, Hashable {
     }
 }
 
-/// Where a page of notes ends: the last note's time and id, as text a user
-/// passes back with `--after`.
+extension NoteQuery {
+    /// Any order but the default: the filter's rows sorted (a temporary
+    /// b-tree over the notes the filter selects), each page starting after
+    /// the cursor's sort key and id.
+    func orderedSQL() -> (String, StatementArguments) {
+        var arguments: StatementArguments = []
+        var conditions: [String] = []
+        var from = "note"
+        switch filter {
+        case .all: conditions.append("note.deleted_at IS NULL")
+        case .deleted: conditions.append("note.deleted_at IS NOT NULL")
+        case .category(let name):
+            conditions.append("note.deleted_at IS NULL AND note.category = ?")
+            arguments += [name]
+        case .notebook(let id):
+            conditions.append("note.deleted_at IS NULL AND note.notebook_id = ?")
+            arguments += [id]
+        case .tag(let tag):
+            from = "note_tag t JOIN note ON note.id = t.note_id"
+            conditions.append("t.tag = ?")
+            arguments += [tag]
+        }
+        let key = order.column
+        let ascending = order.ascending != reversed
+        let direction = ascending ? "ASC" : "DESC"
+        let beyond = ascending ? ">" : "<"
+        if let after {
+            conditions.append("(\(key) \(beyond) ? OR (\(key) = ? AND note.id \(beyond) ?))")
+            let value: DatabaseValue =
+                switch after.key {
+                case .time(let time): time.databaseValue
+                case .title(let title): title.databaseValue
+                }
+            arguments += [value, value, after.id]
+        }
+        if let since {
+            conditions.append("note.updated_at >= ?")
+            arguments += [since]
+        }
+        if let until {
+            conditions.append("note.updated_at < ?")
+            arguments += [until]
+        }
+        arguments += [limit]
+        return (
+            "SELECT note.* FROM \(from) WHERE \(conditions.joined(separator: " AND ")) ORDER BY \(key) \(direction), note.id \(direction) LIMIT ?",
+            arguments
+        )
+    }
+}
+
+/// How `ls` orders notes.
+public enum NoteOrder: String, Sendable, Hashable, CaseIterable {
+    /// By last change, newest first.
+    case updated
+    /// By creation, newest first.
+    case created
+    /// By title, A to Z, case ignored.
+    case title
+
+    var column: String {
+        switch self {
+        case .updated: "note.updated_at"
+        case .created: "note.created_at"
+        case .title: "note.title COLLATE NOCASE"
+        }
+    }
+
+    var ascending: Bool { self == .title }
+}
+
+/// Where a page of notes ends: the last note's sort key and id, as text a
+/// user passes back with `--after`.
 ///
 /// ```swift
-/// let cursor = NoteCursor(note)
+/// let cursor = NoteCursor(note, order: .title)
 /// NoteCursor(text: cursor.text) == cursor   // true
 /// ```
 public struct NoteCursor: Sendable, Hashable {
-    public var updatedAt: Int64
+    /// A note's value in the list's order: a time, or a title.
+    public enum Key: Sendable, Hashable {
+        case time(Int64)
+        case title(String)
+    }
+
+    public var key: Key
     public var id: String
 
-    public init(updatedAt: Int64, id: String) {
-        self.updatedAt = updatedAt
+    public init(key: Key, id: String) {
+        self.key = key
         self.id = id
     }
 
-    public init(_ note: Note) {
-        self.init(updatedAt: note.updatedAt, id: note.id)
+    public init(updatedAt: Int64, id: String) {
+        self.init(key: .time(updatedAt), id: id)
     }
 
-    /// `<updated_at>.<id>`.
-    public var text: String { "\(updatedAt).\(id)" }
+    /// The cursor after `note` in the default order (by last change).
+    public init(_ note: Note) {
+        self.init(note, order: .updated)
+    }
+
+    public init(_ note: Note, order: NoteOrder) {
+        switch order {
+        case .updated: self.init(key: .time(note.updatedAt), id: note.id)
+        case .created: self.init(key: .time(note.createdAt), id: note.id)
+        case .title: self.init(key: .title(note.title), id: note.id)
+        }
+    }
+
+    /// The time of a cursor of a list by time (`updatedAt` for the default order).
+    public var updatedAt: Int64 {
+        if case .time(let time) = key { return time }
+        return 0
+    }
+
+    /// `<time>.<id>`, or `t<title as base64url>.<id>`.
+    public var text: String {
+        switch key {
+        case .time(let time): return "\(time).\(id)"
+        case .title(let title):
+            let encoded = Data(title.utf8).base64EncodedString()
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            return "t\(encoded).\(id)"
+        }
+    }
 
     public init?(text: String) {
-        guard let dot = text.firstIndex(of: "."), let time = Int64(text[..<dot]) else { return nil }
+        guard let dot = text.firstIndex(of: ".") else { return nil }
+        let head = text[..<dot]
         let id = String(text[text.index(after: dot)...])
         guard !id.isEmpty else { return nil }
-        self.init(updatedAt: time, id: id)
+        if head.hasPrefix("t") {
+            var encoded = String(head.dropFirst()).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+            while encoded.count % 4 != 0 { encoded += "=" }
+            guard let data = Data(base64Encoded: encoded), let title = String(data: data, encoding: .utf8) else { return nil }
+            self.init(key: .title(title), id: id)
+        } else {
+            guard let time = Int64(head) else { return nil }
+            self.init(key: .time(time), id: id)
+        }
+    }
+
+    /// Whether this cursor can continue a list in `order`.
+    public func fits(_ order: NoteOrder) -> Bool {
+        switch key {
+        case .time: order != .title
+        case .title: order == .title
+        }
     }
 }
 
@@ -147,39 +279,95 @@ public struct NoteSearch: Sendable, Hashable {
     /// The words, each matched as a token prefix: `["naive", "caf"]`.
     public var words: [String]
     public var limit: Int
+    /// Hits skipped before the first shown (the pages before this one).
+    public var offset: Int
+    /// Only hits the filter keeps (`.deleted` finds nothing: deleted notes
+    /// are not indexed).
+    public var filter: NoteQuery.Filter
+    /// Only notes changed at or after this time (milliseconds since 1970).
+    public var since: Int64?
+    /// Only notes changed before this time.
+    public var until: Int64?
     public var highlight: (String, String)
 
     /// `nil` when the text has no word to search for.
-    public init?(_ text: String, limit: Int = 20, highlight: (String, String) = ("[", "]")) {
+    public init?(
+        _ text: String, limit: Int = 20, offset: Int = 0, filter: NoteQuery.Filter = .all, since: Int64? = nil, until: Int64? = nil,
+        highlight: (String, String) = ("[", "]")
+    ) {
         let words = text.split { !$0.isLetter && !$0.isNumber }.map(String.init)
         guard !words.isEmpty else { return nil }
         self.words = words
         match = words.map { "\"\($0)\"*" }.joined(separator: " ")
         self.limit = limit
+        self.offset = offset
+        self.filter = filter
+        self.since = since
+        self.until = until
         self.highlight = highlight
     }
 
     /// The hits, best first (their snippets are built by ``SearchSnippet``:
     /// FTS5's `snippet()` and `highlight()` are quadratic in a note that
     /// matches often).
+    ///
+    /// Unfiltered, FTS5 picks the page itself before any join; filtered,
+    /// each hit is joined to its note and kept or not, best first.
     public func sql() -> (String, StatementArguments) {
-        (
+        var conditions: [String] = []
+        var arguments: StatementArguments = [match]
+        switch filter {
+        case .all: break
+        case .deleted: conditions.append("0")
+        case .category(let name):
+            conditions.append("note.category = ?")
+            arguments += [name]
+        case .notebook(let id):
+            conditions.append("note.notebook_id = ?")
+            arguments += [id]
+        case .tag(let tag):
+            conditions.append("EXISTS (SELECT 1 FROM note_tag t WHERE t.note_id = note.id AND t.tag = ?)")
+            arguments += [tag]
+        }
+        if let since {
+            conditions.append("note.updated_at >= ?")
+            arguments += [since]
+        }
+        if let until {
+            conditions.append("note.updated_at < ?")
+            arguments += [until]
+        }
+        arguments += [limit, offset]
+        guard !conditions.isEmpty else {
+            return (
+                """
+                SELECT note.*, hit.rank FROM (
+                    SELECT rowid, rank FROM note_fts WHERE note_fts MATCH ? ORDER BY rank LIMIT ? OFFSET ?
+                ) hit
+                JOIN note_key ON note_key.key = hit.rowid JOIN note ON note.id = note_key.note_id
+                ORDER BY hit.rank
+                """, arguments
+            )
+        }
+        return (
             """
-            SELECT note.*, hit.rank FROM (
-                SELECT rowid, rank FROM note_fts WHERE note_fts MATCH ? ORDER BY rank LIMIT ?
-            ) hit
-            JOIN note_key ON note_key.key = hit.rowid JOIN note ON note.id = note_key.note_id
-            ORDER BY hit.rank
-            """, [match, limit]
+            SELECT note.*, note_fts.rank AS rank FROM note_fts
+            JOIN note_key ON note_key.key = note_fts.rowid JOIN note ON note.id = note_key.note_id
+            WHERE note_fts MATCH ? AND \(conditions.joined(separator: " AND "))
+            ORDER BY note_fts.rank LIMIT ? OFFSET ?
+            """, arguments
         )
     }
 
     public static func == (lhs: NoteSearch, rhs: NoteSearch) -> Bool {
-        lhs.match == rhs.match && lhs.limit == rhs.limit && lhs.highlight == rhs.highlight
+        lhs.match == rhs.match && lhs.limit == rhs.limit && lhs.offset == rhs.offset && lhs.filter == rhs.filter
+            && lhs.since == rhs.since && lhs.until == rhs.until && lhs.highlight == rhs.highlight
     }
 
     public func hash(into hasher: inout Hasher) {
         hasher.combine(match)
         hasher.combine(limit)
+        hasher.combine(offset)
+        hasher.combine(filter)
     }
 }

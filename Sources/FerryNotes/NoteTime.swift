@@ -32,6 +32,21 @@ public enum NoteTime {
         return nil
     }
 
+    /// `--since` and `--until` as typed, read; either may be absent.
+    ///
+    /// - throws: ``NotesError`` `.usage` naming the option whose text is
+    ///   none of the forms.
+    public static func options(since: String?, until: String?, now: Date = Date()) throws -> (since: Int64?, until: Int64?) {
+        func read(_ name: String, _ text: String?) throws -> Int64? {
+            guard let text else { return nil }
+            guard let time = parse(text, now: now) else {
+                throw NotesError(.usage, "\(name) \(text): give a day (2026-11-01), a day and time (2026-11-01T14:30) or an age (12h, 7d, 2w)")
+            }
+            return time
+        }
+        return (try read("--since", since), try read("--until", until))
+    }
+
     /// `milliseconds` in a form ``parse(_:now:timeZone:)`` reads back exactly (to the second).
     public static func text(_ milliseconds: Int64, timeZone: TimeZone = .current) -> String {
         let formatter = DateFormatter()

@@ -36,6 +36,41 @@ public final class NotesLibrary: Sendable {
         }
     }
 
+    /// Opens a database this user may read but not write (another user's
+    /// file, a read-only folder or volume): every reading command works,
+    /// and a write fails with SQLite's `SQLITE_READONLY`.
+    ///
+    /// The file is opened immutable when its write-ahead log is absent or
+    /// empty (SQLite cannot make the log's index in a folder it may not
+    /// write); a log with content is read through, which needs its index
+    /// file to exist already.
+    ///
+    /// ```swift
+    /// let notes = try NotesLibrary(readOnlyPath: "/mnt/backup/notes.sqlite")
+    /// let page = try notes.list(NoteQuery())
+    /// ```
+    public convenience init(readOnlyPath path: String) throws {
+        let log = (try? FileManager.default.attributesOfItem(atPath: path + "-wal"))?[.size] as? Int ?? 0
+        var grdb = Configuration()
+        grdb.readonly = true
+        grdb.label = "ferry-notes"
+        var uri = URLComponents()
+        uri.scheme = "file"
+        uri.path = URL(filePath: path).standardizedFileURL.path
+        if log == 0 { uri.queryItems = [URLQueryItem(name: "immutable", value: "1")] }
+        let queue = try DatabaseQueue(path: uri.string ?? path, configuration: grdb)
+        var configuration = FerryConfiguration()
+        configuration.label = "ferry-notes"
+        configuration.attachmentsDirectory =
+            URL(filePath: path).deletingLastPathComponent().appending(path: URL(filePath: path).lastPathComponent + "-attachments")
+        self.init(database: try FerryDatabase(writer: queue, schema: NotesSchema.schema, configuration: configuration))
+    }
+
+    init(database: FerryDatabase, clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
+        self.database = database
+        self.clock = clock
+    }
+
     /// The most bytes a note may hold and still sync with a server on its
     /// default limits (a push is one request body, 4 MiB by default, with
     /// room for its envelope). `add` and `edit` warn past it.
@@ -82,6 +117,7 @@ public final class NotesLibrary: Sendable {
             {
                 throw NotesError(.failure, "this database holds \(previous)'s notes; use another --db for \(user)")
             }
+            try Self.claimUnclaimed(for: user, db)
             for (key, value) in ["server": server.absoluteString, "token": token, "user": user] {
                 try db.execute(
                     sql: "INSERT INTO notes_setting(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
@@ -94,6 +130,36 @@ public final class NotesLibrary: Sendable {
     /// Forgets the token (the notes stay).
     public func signOut() throws {
         try database.write { db in try db.execute(sql: "DELETE FROM notes_setting WHERE key = 'token'") }
+    }
+
+    /// Whose notes a write makes, and in which scope: the user signed in
+    /// (or signed in before a `logout`), else nobody yet. Notes written
+    /// before the first `login` are kept in ``unclaimedScope`` and moved to
+    /// the user's own scope when they sign in, before anything is pushed.
+    func writer(_ db: Database) throws -> (user: String, scope: String) {
+        guard let user = try Self.settings(db)["user"] else { return (Self.unclaimedAuthor, Self.unclaimedScope) }
+        return (user, "user:\(user)")
+    }
+
+    /// The scope of notes written before the first `login`: never sent
+    /// (a push needs a session, and `signIn` claims them first).
+    public static let unclaimedScope = "local:unclaimed"
+    /// The author shown for notes written before the first `login`.
+    public static let unclaimedAuthor = "me"
+
+    /// Notes, their attachments and notebooks-to-be written before the
+    /// first sign-in become `user`'s, in the same transaction as the
+    /// sign-in. The capture triggers record the move; the pending inserts
+    /// it joins have never been pushed, so each note reaches the server
+    /// once, as an insert in the user's scope.
+    static func claimUnclaimed(for user: String, _ db: Database) throws {
+        try db.execute(
+            sql: """
+                UPDATE note SET scope = ?, author = CASE WHEN author = ? THEN ? ELSE author END WHERE scope = ?
+                """,
+            arguments: ["user:\(user)", unclaimedAuthor, user, unclaimedScope])
+        try db.execute(
+            sql: "UPDATE ferry_attachments SET scope = ? WHERE scope = ?", arguments: ["user:\(user)", unclaimedScope])
     }
 
     func requireSession() throws -> Session {
@@ -131,13 +197,13 @@ public final class NotesLibrary: Sendable {
         title: String, body: String = "", category: String? = nil, tags: [String] = [],
         notebook: String? = nil
     ) throws -> Note {
-        let session = try requireSession()
         let title = title.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !title.isEmpty else { throw NotesError(.usage, "a note needs a title") }
         try Self.checkTags(tags)
         let now = clock()
         return try database.write { db in
-            var scope = "user:\(session.user)"
+            let writer = try writer(db)
+            var scope = writer.scope
             var notebookID: String?
             if let notebook {
                 let found = try Self.notebook(named: notebook, db)
@@ -146,7 +212,7 @@ public final class NotesLibrary: Sendable {
             }
             try Self.requireWritable(scope, db)
             let note = Note(
-                id: Self.newID(), title: title, body: body, category: category, tags: tags, author: session.user,
+                id: Self.newID(), title: title, body: body, category: category, tags: tags, author: writer.user,
                 notebookID: notebookID, scope: scope, createdAt: now, updatedAt: now)
             try note.insert(db)
             return note
@@ -347,7 +413,17 @@ public final class NotesLibrary: Sendable {
     /// `highlight`.
     public func search(_ text: String, limit: Int = 20, highlight: (String, String) = ("[", "]")) throws -> [Hit] {
         guard let search = NoteSearch(text, limit: limit, highlight: highlight) else { return [] }
+        return try self.search(search)
+    }
+
+    /// A search with filters and paging:
+    ///
+    /// ```swift
+    /// let page2 = try notes.search(NoteSearch("budget", limit: 20, offset: 20, filter: .tag("work"))!)
+    /// ```
+    public func search(_ search: NoteSearch) throws -> [Hit] {
         let (sql, arguments) = search.sql()
+        let highlight = search.highlight
         return try database.read { db in
             try Row.fetchAll(db, sql: sql, arguments: arguments).map { row in
                 let note = try Note(row: row)

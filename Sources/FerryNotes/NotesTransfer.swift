@@ -49,7 +49,7 @@ extension NotesLibrary {
         try Self.jsonLines(exportedNotes())
     }
 
-    private static func jsonLines(_ exported: [Exported]) throws -> Data {
+    static func jsonLines(_ exported: [Exported]) throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         var text = Data()
@@ -83,8 +83,10 @@ extension NotesLibrary {
     /// never doubles a note (a Markdown file without an id gets one from
     /// its name). A notebook named that is not on this device is created,
     /// as `notebook create` does (sync first to file notes into a shared
-    /// notebook that has not reached this device yet). Returns how many
-    /// were imported.
+    /// notebook that has not reached this device yet). With `keepExisting`,
+    /// a note whose id is here already is left as it is (restoring a saved
+    /// export after a sync fetched the newer copies). Returns how many were
+    /// written.
     ///
     /// All or nothing: every note is read before any is written, and all
     /// are written in one transaction, telling `progress` every
@@ -94,31 +96,39 @@ extension NotesLibrary {
     ///   five, each with everything wrong in it), or what stopped the write;
     ///   either way nothing was imported.
     @discardableResult
-    public func importNotes(from url: URL, batchSize: Int = 500, progress: (Int) -> Void = { _ in }) throws -> Int {
-        let session = try requireSession()
+    public func importNotes(
+        from url: URL, batchSize: Int = 500, keepExisting: Bool = false, progress: (Int) -> Void = { _ in }
+    ) throws -> Int {
         let notes = try Self.readImport(url, now: clock())
         let now = clock()
+        var written = 0
         do {
             try database.write { db in
+                let writer = try writer(db)
                 var notebooks = Dictionary(try Notebook.fetchAll(db).map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
                 for (index, item) in notes.enumerated() {
                     let id = item.id.isEmpty ? Self.newID() : item.id.lowercased()
                     // A note already here stays in its scope: a row never moves between scopes.
                     let existing = try Note.fetchOne(db, key: id)
+                    if existing != nil, keepExisting { continue }
                     var notebook = item.notebook.flatMap { notebooks[$0] }
                     if existing == nil, notebook == nil, let name = item.notebook {
-                        let made = try Self.makeNotebook(name, owner: session.user, now: now, db)
+                        guard writer.scope != Self.unclaimedScope else {
+                            throw NotesError(.notSignedIn, "note \(index + 1) goes in notebook \(name): notebooks are shared on a server, so `ferry-notes login` first")
+                        }
+                        let made = try Self.makeNotebook(name, owner: writer.user, now: now, db)
                         notebooks[name] = made
                         notebook = made
                     }
-                    let scope = existing?.scope ?? notebook?.scope ?? "user:\(session.user)"
+                    let scope = existing?.scope ?? notebook?.scope ?? writer.scope
                     try Self.requireWritable(scope, db)
                     let note = Note(
                         id: id, title: item.title, body: item.body,
-                        category: item.category, tags: item.tags, author: item.author ?? session.user,
+                        category: item.category, tags: item.tags, author: item.author ?? writer.user,
                         notebookID: existing == nil ? notebook?.id : existing?.notebookID, scope: scope,
                         createdAt: item.createdAt, updatedAt: max(item.updatedAt, 0), deletedAt: item.deletedAt)
                     try note.save(db)
+                    written += 1
                     if (index + 1) % batchSize == 0 { progress(index + 1) }
                 }
             }
@@ -127,7 +137,7 @@ extension NotesLibrary {
             throw NotesError((error as? NotesError)?.code ?? .failure, "nothing imported: \(reason)")
         }
         progress(notes.count)
-        return notes.count
+        return written
     }
 
     /// Every note of a `.jsonl` file or a Markdown folder, checked.

@@ -2,6 +2,7 @@ import ArgumentParser
 import Ferry
 import FerryNotes
 import Foundation
+import GRDB
 
 /// `ferry-notes`: offline-first notes on Ferry.
 @main
@@ -45,12 +46,12 @@ struct FerryNotesCommand: AsyncParsableCommand {
             fail(error.message, code: error.code.rawValue)
         } catch let error as FerryError {
             fail(error.message, code: 1)
+        } catch let error as DatabaseError {
+            let path = GlobalOptions.openedPath.withLock { $0 } ?? "the notes database"
+            fail(DatabaseProblem.explain(error, database: path)?.message ?? "database error: \(error)", code: 1)
         } catch let error as CocoaError {
             fail(FileError.reason(error), code: 1)
         } catch {
-            if "\(type(of: error))".contains("DatabaseError") {
-                fail("database error: \(error)", code: 1)
-            }
             exit(withError: error)
         }
     }
@@ -128,10 +129,20 @@ struct GlobalOptions: ParsableArguments {
         }
         if let db { Suggestion.given(database: db) }
         NotesLog.route(verbose: verbose, database: path)
-        let library = try NotesLibrary(path: path)
+        Self.openedPath.withLock { $0 = path }
+        let library: NotesLibrary
+        do {
+            library = try NotesLibrary(path: path)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_READONLY {
+            // Another user's file, or a read-only folder: reading commands still work.
+            library = try NotesLibrary(readOnlyPath: path)
+        }
         Self.opened.withLock { $0 = library }
         return library
     }
+
+    /// The database this run opens, for messages about it.
+    static let openedPath = Locked<String?>(nil)
 
     /// The database this run opened, whose timings are kept as it ends.
     static let opened = Locked<NotesLibrary?>(nil)

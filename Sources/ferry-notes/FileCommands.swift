@@ -2,12 +2,17 @@ import ArgumentParser
 import Ferry
 import FerryNotes
 import Foundation
+import GRDB
 
 struct Import: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Import notes from JSON Lines or a folder of Markdown files (as `export` writes them).")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "A .jsonl file, or a folder of Markdown files.") var path: String
+    @Flag(
+        name: .customLong("keep-existing"),
+        help: "Leave notes whose id is here already as they are (restoring a saved export after a sync fetched the rest).")
+    var keepExisting = false
 
     func run() async throws {
         let library = try global.library()
@@ -15,7 +20,7 @@ struct Import: AsyncParsableCommand {
         let before = Set(try library.notebooks().map(\.name))
         let count: Int
         do {
-            count = try library.importNotes(from: URL(filePath: path)) { done in
+            count = try library.importNotes(from: URL(filePath: path), keepExisting: keepExisting) { done in
                 if bar { FileHandle.standardError.write(Data("\r\u{1B}[Kimported \(done)".utf8)) } else if !global.json { tell("imported \(done)") }
             }
         } catch {
@@ -45,12 +50,44 @@ struct Export: AsyncParsableCommand {
         guard let format = NotesLibrary.ExportFormat(rawValue: format) else { throw NotesError(.usage, "--format must be jsonl or markdown") }
         if out == "-" {
             guard format == .jsonl else { throw NotesError(.usage, "--out - writes JSON Lines; Markdown needs a folder") }
-            let lines = try global.library().exportedLines()
+            let lines: Data
+            do {
+                lines = try global.library().exportedLines()
+            } catch  where DatabaseProblem.isDamage(error) {
+                return try salvage()
+            }
             FileHandle.standardOutput.write(lines)
             return
         }
-        let count = try global.library().exportNotes(to: URL(filePath: out), format: format)
+        let count: Int
+        do {
+            count = try global.library().exportNotes(to: URL(filePath: out), format: format)
+        } catch  where DatabaseProblem.isDamage(error) {
+            guard format == .jsonl else {
+                throw NotesError(.failure, "the database is damaged; export what can still be read as JSON Lines (--format jsonl)")
+            }
+            return try salvage()
+        }
         if global.json { try global.printJSON(["exported": count]) } else { print("exported \(count) notes to \(out)") }
+    }
+}
+
+extension Export {
+    /// A damaged database: every note still readable, one at a time; the
+    /// file is written even when some were lost, and the run says how many.
+    func salvage() throws {
+        let path = global.path
+        let saved: NotesLibrary.Salvage
+        do {
+            saved = try NotesLibrary.salvage(path: path)
+        } catch let error as DatabaseError {
+            throw DatabaseProblem.unreadable(path, reason: error.message ?? "\(error.resultCode)")
+        }
+        if out == "-" { FileHandle.standardOutput.write(saved.lines) } else { try saved.lines.write(to: URL(filePath: out), options: .atomic) }
+        let lost = saved.damagedRecords == 0 ? "" : "; \(saved.damagedRecords) damaged record\(saved.damagedRecords == 1 ? "" : "s") could not be read"
+        let message = "\(path) is damaged: saved the \(saved.notes) notes still readable to \(out == "-" ? "standard output" : out)\(lost)"
+        if saved.damagedRecords > 0 { throw NotesError(.failure, message) }
+        tell(message)
     }
 }
 

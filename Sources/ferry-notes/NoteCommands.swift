@@ -114,8 +114,11 @@ struct List: AsyncParsableCommand {
     @Option(help: "Only notes changed since then: 2026-11-01, 2026-11-01T14:30, or an age such as 12h, 7d, 2w.") var since: String?
     @Option(help: "Only notes changed before then (the same forms as --since).") var until: String?
     @Flag(help: "List deleted notes instead.") var deleted = false
+    @Option(help: "updated (newest change first), created (newest first) or title (A to Z).") var sort = "updated"
+    @Flag(help: "Turn the order around (oldest first; Z to A).") var reverse = false
 
     func run() async throws {
+        guard let order = NoteOrder(rawValue: sort) else { throw NotesError(.usage, "--sort must be updated, created or title") }
         let library = try global.library()
         let filters = [category != nil, tag != nil, notebook != nil, deleted].filter { $0 }.count
         guard filters <= 1 else { throw NotesError(.usage, "give one of --category, --tag, --notebook, --deleted") }
@@ -131,21 +134,19 @@ struct List: AsyncParsableCommand {
         if deleted { filter = .deleted }
         var cursor: NoteCursor?
         if let after {
-            guard let parsed = NoteCursor(text: after) else { throw NotesError(.usage, "--after \(after) is not a cursor `ls` printed") }
+            guard let parsed = NoteCursor(text: after), parsed.fits(order) else {
+                throw NotesError(.usage, "--after \(after) is not a cursor `ls --sort \(sort)` printed")
+            }
             cursor = parsed
         }
         // One more than a page: a next page is offered only when a note is on it.
-        let times = try [("--since", since), ("--until", until)].map { (name, text) throws -> Int64? in
-            guard let text else { return nil }
-            guard let time = NoteTime.parse(text) else {
-                throw NotesError(.usage, "\(name) \(text): give a day (2026-11-01), a day and time (2026-11-01T14:30) or an age (12h, 7d, 2w)")
-            }
-            return time
-        }
-        var notes = try library.list(NoteQuery(filter: filter, limit: limit + 1, after: cursor, since: times[0], until: times[1]))
+        let parsed = try NoteTime.options(since: since, until: until)
+        let times = [parsed.since, parsed.until]
+        var notes = try library.list(
+            NoteQuery(filter: filter, order: order, reversed: reverse, limit: limit + 1, after: cursor, since: times[0], until: times[1]))
         let more = notes.count > limit
         if more { notes.removeLast() }
-        let next = more ? notes.last.map { NoteCursor($0).text } : nil
+        let next = more ? notes.last.map { NoteCursor($0, order: order).text } : nil
         if global.json {
             struct Page: Encodable { var notes: [Note]; var next: String? }
             try global.printJSON(Page(notes: notes, next: next))
@@ -159,6 +160,8 @@ struct List: AsyncParsableCommand {
             if let tag { again += ["--tag", Suggestion.quoted(tag)] }
             if let notebook { again += ["--notebook", Suggestion.quoted(notebook)] }
             if deleted { again.append("--deleted") }
+            if order != .updated { again += ["--sort", sort] }
+            if reverse { again.append("--reverse") }
             if limit != 50 { again += ["--limit", "\(limit)"] }
             // An age is fixed to the time it meant, so the next page continues the same list.
             if let since = times[0] { again += ["--since", Suggestion.quoted(NoteTime.text(since))] }
@@ -246,20 +249,56 @@ struct Search: AsyncParsableCommand {
         abstract: "Search titles, bodies and tags: every word as a prefix, accents ignored, best first.")
     @OptionGroup var global: GlobalOptions
     @Argument(help: "Words to find (each as a prefix).") var query: String
-    @Option(help: "The most notes shown.") var limit = 20
+    @Option(help: "Only notes in this category.") var category: String?
+    @Option(help: "Only notes with this tag.") var tag: String?
+    @Option(help: "Only notes in this shared notebook.") var notebook: String?
+    @Option(help: "Only notes changed since then (as `ls --since`).") var since: String?
+    @Option(help: "Only notes changed before then.") var until: String?
+    @Option(help: "Notes per page.") var limit = 20
+    @Option(help: "Which page of hits (1 is the best).") var page = 1
 
     func run() async throws {
         let library = try global.library()
+        guard [category, tag, notebook].compactMap({ $0 }).count <= 1 else { throw NotesError(.usage, "give one of --category, --tag, --notebook") }
+        guard (1...10_000).contains(limit) else { throw NotesError(.usage, "--limit must be 1–10000") }
+        guard page >= 1 else { throw NotesError(.usage, "--page counts from 1") }
+        var filter = NoteQuery.Filter.all
+        if let category { filter = .category(category) }
+        if let tag { filter = .tag(tag) }
+        if let notebook {
+            filter = .notebook(
+                id: try library.notebooks().first { $0.name == notebook }?.id
+                    ?? { throw NotesError(.notFound, "no notebook named \(notebook)") }())
+        }
+        let times = try NoteTime.options(since: since, until: until)
         let color = Terminal.usesColor && !global.json
-        let hits = try library.search(query, limit: limit, highlight: color ? (Style.hitStart, Style.hitEnd) : ("[", "]"))
+        // One more than a page: a next page is offered only when a hit is on it.
+        guard
+            let search = NoteSearch(
+                query, limit: limit + 1, offset: (page - 1) * limit, filter: filter, since: times.since, until: times.until,
+                highlight: color ? (Style.hitStart, Style.hitEnd) : ("[", "]"))
+        else { throw NotesError(.usage, "give a word to search for") }
+        var hits = try library.search(search)
+        let more = hits.count > limit
+        if more { hits.removeLast() }
         if global.json {
             struct Hit: Encodable { var note: Note; var snippet: String; var rank: Double }
             return try global.printJSON(hits.map { Hit(note: $0.note, snippet: $0.snippet, rank: $0.rank) })
         }
-        guard !hits.isEmpty else { return tell("no match") }
+        guard !hits.isEmpty else { return tell(page == 1 ? "no match" : "no more matches") }
         for hit in hits {
             print("\(hit.note.id.prefix(8))  \(hit.note.title)")
             print("          \(hit.snippet.replacingOccurrences(of: "\n", with: " "))")
+        }
+        if more {
+            var again = [Suggestion.command("search"), Suggestion.quoted(query)]
+            if let category { again += ["--category", Suggestion.quoted(category)] }
+            if let tag { again += ["--tag", Suggestion.quoted(tag)] }
+            if let notebook { again += ["--notebook", Suggestion.quoted(notebook)] }
+            if let since = times.since { again += ["--since", Suggestion.quoted(NoteTime.text(since))] }
+            if let until = times.until { again += ["--until", Suggestion.quoted(NoteTime.text(until))] }
+            if limit != 20 { again += ["--limit", "\(limit)"] }
+            tell("more: \((again + ["--page", "\(page + 1)"]).joined(separator: " "))")
         }
     }
 }

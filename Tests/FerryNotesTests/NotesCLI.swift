@@ -7,6 +7,8 @@ import Foundation
 struct NotesCLI: Sendable {
     let database: String
     var environment: [String: String] = [:]
+    /// Another user to run as (through `runuser`, which needs root).
+    var user: String?
 
     init(database: String, environment: [String: String] = [:]) {
         self.database = database
@@ -16,6 +18,13 @@ struct NotesCLI: Sendable {
     /// A device named `name`: its database file in `directory`, a 120-column terminal.
     init(device name: String, in directory: TemporaryDirectory) {
         self.init(database: directory.path("\(name).sqlite"), environment: ["COLUMNS": "120"])
+    }
+
+    /// The same device, run as `user`.
+    func `as`(user: String) -> NotesCLI {
+        var other = self
+        other.user = user
+        return other
     }
 
     struct Result: Sendable, CustomStringConvertible {
@@ -30,8 +39,13 @@ struct NotesCLI: Sendable {
     @discardableResult
     func run(_ arguments: [String], input: String? = nil) throws -> Result {
         let process = Process()
-        process.executableURL = try Self.executable()
-        process.arguments = arguments + ["--db", database]
+        if let user {
+            process.executableURL = URL(filePath: "/usr/sbin/runuser")
+            process.arguments = ["-u", user, "--", try Self.executable().path] + arguments + ["--db", database]
+        } else {
+            process.executableURL = try Self.executable()
+            process.arguments = arguments + ["--db", database]
+        }
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let output = Pipe(), errors = Pipe(), stdin = Pipe()
         process.standardOutput = output

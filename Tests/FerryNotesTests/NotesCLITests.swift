@@ -263,6 +263,91 @@ import Testing
         #expect(try Data(contentsOf: URL(filePath: path)) == bytes)
     }
 
+    /// Offline from the first minute: notes (and a file attached to one)
+    /// written before any `login` become the user's at sign-in and reach
+    /// the server once at the first sync; after `logout` notes can still be
+    /// written, and go at the next sign-in's sync.
+    @Test func notesWrittenBeforeLoginAndAfterLogoutReachTheServer() async throws {
+        let server = try await NotesServer()
+        defer { server.stop() }
+        let token = try server.token("alice")
+        let laptop = device("fresh-laptop"), phone = device("fresh-phone")
+        let early = try laptop.ok(["add", "Written on the train", "--body", "before any login", "--tag", "early"])
+        #expect(try laptop.ok(["ls"]).contains("Written on the train"))
+        let sketch = directory.url.appending(path: "sketch.png")
+        try Data((0..<5_000).map { UInt8(truncatingIfNeeded: $0) }).write(to: sketch)
+        _ = try laptop.ok(["attach", early, sketch.path])
+        _ = try laptop.ok(["edit", early, "--append", "and edited"])
+        // Notebooks live on a server: they wait for a sign-in, and say so.
+        let notebook = try laptop.run(["notebook", "create", "Trip"])
+        #expect(notebook.status == 5 && notebook.errors.contains("login"), "\(notebook)")
+        #expect(try laptop.run(["sync"]).status == 5)
+
+        _ = try laptop.ok(["login", "--server", server.url, "--token", token])
+        #expect(try laptop.ok(["show", early]).contains("author    alice"))
+        let first = try laptop.ok(["sync", "--json"])
+        #expect(first.contains("\"attachmentsUploaded\" : 1"), "\(first)")
+        _ = try laptop.ok(["logout"])
+        let late = try laptop.ok(["add", "Written after logout"])
+        _ = try laptop.ok(["login", "--server", server.url, "--token", token])
+        _ = try laptop.ok(["sync"])
+
+        _ = try phone.ok(["login", "--server", server.url, "--token", token])
+        _ = try phone.ok(["sync"])
+        let shown = try phone.ok(["show", early])
+        #expect(shown.contains("before any login\nand edited") && shown.contains("author    alice"), "\(shown)")
+        #expect(try phone.ok(["show", late]).contains("Written after logout"))
+        #expect(try phone.ok(["attachments", early]).contains("sketch.png"))
+        // Each note arrived once: nothing doubled, nothing refused.
+        #expect(try phone.ok(["ls", "--json"]).components(separatedBy: "\"id\"").count - 1 == 2)
+        #expect(try laptop.ok(["status", "--json"]).contains("\"rejectedChanges\" : 0"))
+    }
+
+    /// A bad sector in the notes table: commands that meet it say the file
+    /// is damaged and how to recover; `export` saves every note still
+    /// readable (unsynced ones too) and says how many records were lost;
+    /// the recovery the message gives (move aside, log in, sync, import the
+    /// saved notes keeping the server's copies) brings back every synced note.
+    @Test func aDamagedDatabaseSaysHowToRecoverAndExportSavesWhatItCan() async throws {
+        let server = try await NotesServer()
+        defer { server.stop() }
+        let token = try server.token("alice")
+        let laptop = device("damaged")
+        _ = try laptop.ok(["login", "--server", server.url, "--token", token])
+        let lines = (0..<400).map { "{\"title\":\"synced \($0)\",\"body\":\"\(String(repeating: "b", count: 600))\"}" }
+        try lines.joined(separator: "\n").write(toFile: directory.path("synced.jsonl"), atomically: true, encoding: .utf8)
+        _ = try laptop.ok(["import", directory.path("synced.jsonl")])
+        _ = try laptop.ok(["sync"])
+        let unsynced = try (0..<40).map { try laptop.ok(["add", "unsynced \($0)", "--body", String(repeating: "u", count: 600)]) }
+        try DamagedFile.destroyALeaf(ofTable: "note", in: laptop.database)
+
+        let listed = try laptop.run(["ls", "--limit", "1000"])
+        #expect(listed.status == 1, "\(listed)")
+        #expect(listed.errors.contains("is damaged (database disk image is malformed)"), "\(listed)")
+        #expect(listed.errors.contains("`ferry-notes --db \(laptop.database) export --out saved.jsonl`"), "\(listed)")
+
+        let saved = directory.path("saved.jsonl")
+        let export = try laptop.run(["export", "--out", saved])
+        #expect(export.status == 1, "some records were lost: \(export)")
+        let savedLines = try String(contentsOfFile: saved, encoding: .utf8).split(separator: "\n")
+        #expect(savedLines.count > 300 && savedLines.count < 440, "\(savedLines.count) saved")
+        let lost = try #require(export.errors.firstMatch(of: /saved the (\d+) notes still readable to .*; (\d+) damaged records? could not be read/), "\(export)")
+        #expect(Int(lost.output.1) == savedLines.count && Int(lost.output.2)! > 0)
+
+        // The recovery, as the message gives it.
+        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: laptop.database + suffix) {
+            try FileManager.default.moveItem(atPath: laptop.database + suffix, toPath: laptop.database + ".damaged" + suffix)
+        }
+        _ = try laptop.ok(["login", "--server", server.url, "--token", token])
+        _ = try laptop.ok(["sync"])
+        let savedUnsynced = savedLines.filter { $0.contains("\"title\":\"unsynced ") }.count
+        let imported = try laptop.ok(["import", "--keep-existing", saved])
+        #expect(imported.hasSuffix("imported \(savedUnsynced) notes"), "only the notes the server never had: \(imported)")
+        let restored = try laptop.ok(["export", "--out", "-"]).split(separator: "\n")
+        #expect(restored.count == 400 + savedUnsynced && savedUnsynced > 0, "every synced note and every saved one")
+        #expect(unsynced.filter { id in restored.contains { $0.contains(id) } }.count == savedUnsynced)
+    }
+
     @Test func watchPrintsEachChangeAsItArrivesUntilInterrupted() async throws {
         let server = try await NotesServer()
         defer { server.stop() }

@@ -2,6 +2,7 @@ import Ferry
 import FerryNotes
 import FerryTestSupport
 import Foundation
+import GRDB
 import Testing
 
 /// What a person using `ferry-notes` every day runs into, driven through
@@ -21,6 +22,33 @@ import Testing
         let token = "x.\(Data("{\"sub\":\"alice\"}".utf8).base64EncodedString()).y"
         _ = try notes.ok(["login", "--server", "http://127.0.0.1:9", "--token", token])
         return notes
+    }
+
+    /// A database this user may only read (another user's file, a folder
+    /// it cannot write, no write-ahead log beside it): reading commands
+    /// work, and a change says why it cannot be made.
+    @Test func aReadOnlyDatabaseCanBeListedSearchedAndExported() throws {
+        let folder = directory.url.appending(path: "readonly")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let owner = NotesCLI(database: folder.appending(path: "notes.sqlite").path, environment: ["COLUMNS": "120"])
+        let id = try owner.ok(["add", "Field notes", "--body", "kestrel over the ridge", "--tag", "birds"])
+        // The log moved into the file and removed, as after a clean close or a copy.
+        let queue = try DatabaseQueue(path: owner.database)
+        try queue.inDatabase { db in _ = try Row.fetchAll(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        try queue.close()
+        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: owner.database + suffix) }
+        try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: owner.database)
+        try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: folder.path)
+        defer { try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path) }
+        // Root reads and writes anything: there the reader is `nobody`.
+        let reader = getuid() == 0 ? owner.as(user: "nobody") : owner
+        #expect(try reader.ok(["ls"]).contains("Field notes"))
+        #expect(try reader.ok(["search", "kestrel"]).contains("Field notes"))
+        #expect(try reader.ok(["show", String(id.prefix(6))]).contains("kestrel over the ridge"))
+        #expect(try reader.ok(["export", "--out", "-"]).contains("\"title\":\"Field notes\""))
+        let add = try reader.run(["add", "Another"])
+        #expect(add.status == 1 && add.errors.contains("is read-only for this user: reading commands work"), "\(add)")
+        #expect(!FileManager.default.fileExists(atPath: owner.database + "-wal"))
     }
 
     /// CJK, emoji and a tab in titles and categories: every row's columns

@@ -80,6 +80,54 @@ import Testing
         #expect(try library.list(NoteQuery(filter: .tag("three"))).first?.id == added[0].id)
     }
 
+    /// Every order, each way round, under every filter: the pages visit
+    /// every note once, in the order a plain sort of the same notes gives
+    /// (titles case ignored, equal keys by id), cursors printed and read back.
+    @Test func listsPageInEveryOrder() throws {
+        let directory = try TemporaryDirectory()
+        let clock = Counter()
+        let library = try NotesLibrary(path: directory.path("notes.sqlite"), clock: { clock.next() })
+        let titles = ["banana", "Apple", "cherry", "apple", "Banana", "date", "Éclair", "fig", "apple"]
+        var added: [Note] = []
+        for index in 0..<27 {
+            added.append(try library.add(title: "\(titles[index % titles.count]) \(index % 4)", category: index % 2 == 0 ? "even" : "odd", tags: index % 3 == 0 ? ["three"] : []))
+        }
+        // Edited in another order than created: by change and by creation differ.
+        for note in added.shuffled() { try library.edit(note.id, .init(body: "edited")) }
+        let notes = try library.list(NoteQuery(limit: 100))
+        func sorted(_ notes: [Note], _ order: NoteOrder, reversed: Bool) -> [String] {
+            let ascending: [Note] = notes.sorted { a, b in
+                switch order {
+                case .updated: return (a.updatedAt, a.id) < (b.updatedAt, b.id)
+                case .created: return (a.createdAt, a.id) < (b.createdAt, b.id)
+                case .title:
+                    let (x, y) = (a.title.lowercased(), b.title.lowercased())
+                    return x != y ? x < y : a.id < b.id
+                }
+            }
+            return (order == .title) != reversed ? ascending.map(\.id) : ascending.reversed().map(\.id)
+        }
+        for order in NoteOrder.allCases {
+            for reversed in [false, true] {
+                for (filter, expected) in [
+                    (NoteQuery.Filter.all, notes), (.category("even"), notes.filter { $0.category == "even" }),
+                    (.tag("three"), notes.filter { $0.tags == ["three"] }),
+                ] {
+                    var seen: [String] = []
+                    var cursor: NoteCursor?
+                    repeat {
+                        let page = try library.list(NoteQuery(filter: filter, order: order, reversed: reversed, limit: 4, after: cursor))
+                        seen += page.map(\.id)
+                        cursor = try page.count == 4 ? #require(page.last.flatMap { NoteCursor(text: NoteCursor($0, order: order).text) }) : nil
+                    } while cursor != nil
+                    #expect(seen == sorted(expected, order, reversed: reversed), "\(order) reversed \(reversed) \(filter)")
+                }
+            }
+        }
+        #expect(NoteCursor(text: "t\(Data("Ünïcode.title/+".utf8).base64EncodedString()).abc")?.key == .title("Ünïcode.title/+"))
+        #expect(NoteCursor(text: NoteCursor(key: .title("a.b/c+d"), id: "x").text) == NoteCursor(key: .title("a.b/c+d"), id: "x"))
+    }
+
     @Test func searchFoldsDiacriticsMatchesPrefixesAndRanksTitlesFirst() throws {
         let directory = try TemporaryDirectory()
         let library = try Self.library(directory)
@@ -96,6 +144,39 @@ import Testing
         try library.remove(body.id)
         #expect(try library.search("cafe").isEmpty)
         #expect(try library.search("  ").isEmpty)
+    }
+
+    /// Search pages and filters: pages of 7 visit every hit once, in the
+    /// order of the whole list; a filter keeps exactly the hits it should,
+    /// in the same order.
+    @Test func searchPagesAndFilters() throws {
+        let directory = try TemporaryDirectory()
+        let clock = Counter()
+        let library = try NotesLibrary(path: directory.path("notes.sqlite"), clock: { clock.next() })
+        for index in 0..<40 {
+            let body = String(repeating: "budget ", count: 1 + index % 5) + String(repeating: "filler ", count: index % 7)
+            try library.add(
+                title: index % 4 == 0 ? "budget \(index)" : "note \(index)", body: index % 10 == 9 ? "nothing" : body,
+                category: index % 2 == 0 ? "even" : "odd", tags: index % 3 == 0 ? ["work"] : [])
+        }
+        let all = try library.search(try #require(NoteSearch("budg", limit: 100)))
+        #expect(all.count == 36)
+        var paged: [String] = []
+        for page in 0..<6 { paged += try library.search(try #require(NoteSearch("budg", limit: 7, offset: page * 7))).map(\.note.id) }
+        #expect(paged == all.map(\.note.id))
+        let middle = try #require(all.dropFirst(10).first).note.updatedAt
+        for (filter, since, keep) in [
+            (NoteQuery.Filter.tag("work"), nil as Int64?, { (note: Note) in note.tags == ["work"] }),
+            (.category("odd"), nil, { $0.category == "odd" }),
+            (.all, middle, { $0.updatedAt >= middle }),
+            (.deleted, nil, { _ in false }),
+        ] {
+            var filtered: [String] = []
+            for page in 0..<6 {
+                filtered += try library.search(try #require(NoteSearch("budg", limit: 7, offset: page * 7, filter: filter, since: since))).map(\.note.id)
+            }
+            #expect(filtered == all.filter { keep($0.note) }.map(\.note.id), "\(filter)")
+        }
     }
 
     @Test func searchSurvivesAVacuum() throws {
