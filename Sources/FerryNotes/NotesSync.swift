@@ -122,6 +122,8 @@ extension NotesLibrary {
             do {
                 if task["kind"] == "create" {
                     try await client.create(scope)
+                } else if task["kind"] == "unshare", let user: String = task["user"] {
+                    try await client.unshare(scope, from: user)
                 } else if let user: String = task["user"] {
                     try await client.share(scope, with: user, role: ScopeRole(rawValue: task["role"] ?? "read") ?? .read)
                 }

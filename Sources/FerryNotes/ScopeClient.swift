@@ -6,7 +6,7 @@ import NIOCore
 import NIOFoundationCompat
 
 /// The server's scope endpoints, for notebooks: create a shared scope, add
-/// a member, list the caller's scopes.
+/// or remove a member, list the caller's scopes.
 ///
 /// ```swift
 /// let client = ScopeClient(session: session)
@@ -24,6 +24,12 @@ struct ScopeClient: Sendable {
 
     func share(_ scope: String, with user: String, role: ScopeRole) async throws {
         _ = try await send(.member(scope: scope, user: user), body: MemberRequest(role: role), accepting: [200, 201, 204])
+    }
+
+    /// Takes `user` out of a scope the caller owns; one who is no member
+    /// (taken out already) is fine.
+    func unshare(_ scope: String, from user: String) async throws {
+        _ = try await send(.removeMember(scope: scope, user: user), body: nil as MemberRequest?, accepting: [204, 404])
     }
 
     /// The scopes the user owns or belongs to.

@@ -7,8 +7,10 @@ import Foundation
 struct Conflicts: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Each conflict, mine against theirs.")
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var pager: PagerOptions
 
     func run() async throws {
+        pager.start()
         let conflicts = try global.library().conflicts()
         if global.json { return try global.printJSON(conflicts) }
         guard !conflicts.isEmpty else { return tell("no conflicts") }

@@ -34,41 +34,15 @@ enum Editor {
         return try String(contentsOf: file, encoding: .utf8)
     }
 
-    /// Runs `arguments` in this process group, with Ctrl-C and Ctrl-\ going
-    /// to it alone, and returns its exit status (128 + the signal that ended it).
+    /// Runs `arguments` in this process group with Ctrl-C and Ctrl-\ going
+    /// to it alone, and returns its exit status.
     private static func run(_ arguments: [String]) throws -> Int32 {
-        #if canImport(Darwin)
-            var attributes: posix_spawnattr_t? = nil
-        #else
-            var attributes = posix_spawnattr_t()
-        #endif
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        sigaddset(&defaults, SIGINT)
-        sigaddset(&defaults, SIGQUIT)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF))
-
         // This process ignores them while the editor runs, so its cleanup runs.
         let interrupt = signal(SIGINT, SIG_IGN), quit = signal(SIGQUIT, SIG_IGN)
         defer {
             signal(SIGINT, interrupt)
             signal(SIGQUIT, quit)
         }
-        var cArguments = arguments.map { strdup($0) } + [nil]
-        defer { cArguments.forEach { free($0) } }
-        var pid = pid_t()
-        let spawned = posix_spawn(&pid, arguments[0], nil, &attributes, &cArguments, environ)
-        guard spawned == 0 else {
-            throw NotesError(.failure, "cannot start the editor: \(String(cString: strerror(spawned)))")
-        }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 {
-            guard errno == EINTR else { throw NotesError(.failure, "lost the editor: \(String(cString: strerror(errno)))") }
-        }
-        // WIFEXITED / WEXITSTATUS / WTERMSIG, which Swift does not import as macros.
-        return status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+        return try ForegroundProcess.wait(try ForegroundProcess.spawn(arguments))
     }
 }

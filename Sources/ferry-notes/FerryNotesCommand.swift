@@ -96,6 +96,8 @@ struct FerryNotesCommand: AsyncParsableCommand {
     }
 
     static func fail(_ message: String, code: Int32) -> Never {
+        // The error after whatever the pager shows, on the terminal itself.
+        Pager.finish()
         FileHandle.standardError.write(Data("ferry-notes: \(TerminalText.line(Suggestion.naming(message)))\n".utf8))
         Foundation.exit(code)
     }

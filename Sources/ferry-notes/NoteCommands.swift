@@ -106,6 +106,7 @@ struct Restore: AsyncParsableCommand {
 struct List: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "ls", abstract: "List notes, newest first, a page at a time.")
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var pager: PagerOptions
     @Option(help: "Only notes in this category.") var category: String?
     @Option(help: "Only notes with this tag.") var tag: String?
     @Option(help: "Only notes in this shared notebook.") var notebook: String?
@@ -120,6 +121,7 @@ struct List: AsyncParsableCommand {
     func run() async throws {
         guard let order = NoteOrder(rawValue: sort) else { throw NotesError(.usage, "--sort must be updated, created or title") }
         let library = try global.library()
+        pager.start()
         let filters = [category != nil, tag != nil, notebook != nil, deleted].filter { $0 }.count
         guard filters <= 1 else { throw NotesError(.usage, "give one of --category, --tag, --notebook, --deleted") }
         guard (1...10_000).contains(limit) else { throw NotesError(.usage, "--limit must be 1–10000") }
@@ -174,10 +176,12 @@ struct List: AsyncParsableCommand {
 struct Show: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show one note.")
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var pager: PagerOptions
     @Argument(help: "The note's id (any unique prefix).") var id: String
 
     func run() async throws {
         let library = try global.library()
+        pager.start()
         let note = try library.show(id)
         if global.json { return try global.printJSON(note) }
         print("\(note.title)\n")
@@ -197,8 +201,10 @@ struct Show: AsyncParsableCommand {
 struct Tags: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Every tag in use, with how many notes carry it.")
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var pager: PagerOptions
 
     func run() async throws {
+        pager.start()
         let tags = try global.library().tags()
         if global.json {
             struct Tag: Encodable { var tag: String; var notes: Int }
@@ -234,9 +240,11 @@ struct Cat: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print a note's body alone: as it is into a pipe or file, control characters shown on a terminal.")
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var pager: PagerOptions
     @Argument(help: "The note's id (any unique prefix).") var id: String
 
     func run() async throws {
+        pager.start()
         let body = try global.library().show(id).body
         let text = body.isEmpty || body.hasSuffix("\n") ? body : body + "\n"
         // The note's own bytes for a script; on a terminal, nothing it could obey.
@@ -248,6 +256,7 @@ struct Search: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Search titles, bodies and tags: every word as a prefix, accents ignored, best first.")
     @OptionGroup var global: GlobalOptions
+    @OptionGroup var pager: PagerOptions
     @Argument(help: "Words to find (each as a prefix).") var query: String
     @Option(help: "Only notes in this category.") var category: String?
     @Option(help: "Only notes with this tag.") var tag: String?
@@ -259,6 +268,7 @@ struct Search: AsyncParsableCommand {
 
     func run() async throws {
         let library = try global.library()
+        pager.start()
         guard [category, tag, notebook].compactMap({ $0 }).count <= 1 else { throw NotesError(.usage, "give one of --category, --tag, --notebook") }
         guard (1...10_000).contains(limit) else { throw NotesError(.usage, "--limit must be 1–10000") }
         guard page >= 1 else { throw NotesError(.usage, "--page counts from 1") }

@@ -10,9 +10,12 @@ import FerryNotes
 /// How output fits the terminal: its width, whether it is one, times and
 /// columns.
 enum Terminal {
-    static var isInteractive: Bool { isatty(STDIN_FILENO) == 1 && isatty(STDOUT_FILENO) == 1 }
+    static var isInteractive: Bool { isatty(STDIN_FILENO) == 1 && isOutputInteractive }
     static var isErrorInteractive: Bool { isatty(STDERR_FILENO) == 1 }
-    static var isOutputInteractive: Bool { isatty(STDOUT_FILENO) == 1 }
+    /// Whether standard output was a terminal when the command began (a
+    /// ``Pager`` then takes it over, and it is a pipe to the pager).
+    static var isOutputInteractive: Bool { outputWasTerminal }
+    static let outputWasTerminal = isatty(STDOUT_FILENO) == 1
 
     /// Colour on a terminal, unless `NO_COLOR` is set (no-color.org) or the terminal is dumb.
     static var usesColor: Bool {
@@ -22,10 +25,15 @@ enum Terminal {
 
     /// Columns: the terminal's, else `$COLUMNS`, else 100.
     static var width: Int {
-        var size = winsize()
-        if isatty(STDOUT_FILENO) == 1, ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 20 { return Int(size.ws_col) }
-        return ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init) ?? 100
+        terminalSize?.columns ?? ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init) ?? 100
     }
+
+    /// The terminal's size when the command began, if standard output was one.
+    static let terminalSize: (columns: Int, rows: Int)? = {
+        var size = winsize()
+        guard isatty(STDOUT_FILENO) == 1, ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 20 else { return nil }
+        return (Int(size.ws_col), Int(size.ws_row))
+    }()
 
     /// A time as a person reads it on a terminal: relative within a week
     /// ("5 min ago", "yesterday 14:02"); elsewhere, and for older times, the date.
@@ -96,7 +104,14 @@ enum Terminal {
 /// Writes to standard error, control characters made visible (a message
 /// may quote a note's title or a server's reply).
 func tell(_ text: String) {
-    FileHandle.standardError.write(Data((TerminalText.safe(Suggestion.naming(text)) + "\n").utf8))
+    let line = Data((TerminalText.safe(Suggestion.naming(text)) + "\n").utf8)
+    // While a pager shows the output, a note about it (the next page's command) is read there, after it.
+    if Pager.isRunning {
+        fflush(nil)
+        FileHandle.standardOutput.write(line)
+    } else {
+        FileHandle.standardError.write(line)
+    }
 }
 
 /// Every line this command prints goes through here (it shadows the

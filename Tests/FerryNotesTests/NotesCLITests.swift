@@ -108,6 +108,67 @@ import Testing
         #expect(try alice.ok(["search", "passport"]).contains(String(shared.prefix(8))))
     }
 
+    /// A notebook renamed reaches its member under the new name; taking
+    /// the member out (offline, done at the next sync) stops the notebook's
+    /// news reaching them; deleting it trashes its notes for everyone.
+    /// Categories rename (colour and all) and go.
+    @Test func notebooksAndCategoriesRenameUnshareAndDelete() async throws {
+        let server = try await NotesServer()
+        defer { server.stop() }
+        let alice = device("alice-organizes"), bob = device("bob-organizes")
+        for (device, user) in [(alice, "alice"), (bob, "bob")] {
+            _ = try device.ok(["login", "--server", server.url, "--token", try server.token(user)])
+        }
+        _ = try alice.ok(["notebook", "create", "Trip"])
+        _ = try alice.ok(["notebook", "share", "Trip", "--with", "bob"])
+        let packing = try alice.ok(["add", "Packing list", "--notebook", "Trip", "--category", "todo"])
+        let diary = try alice.ok(["add", "Diary", "--category", "todo"])
+        _ = try alice.ok(["category", "color", "todo", "#ff8800"])
+        _ = try alice.ok(["sync"])
+        _ = try bob.ok(["sync"])
+        #expect(try bob.ok(["ls", "--notebook", "Trip"]).contains("Packing list"))
+
+        _ = try alice.ok(["notebook", "rename", "Trip", "Lisbon 2026"])
+        #expect(try alice.run(["notebook", "rename", "Nope", "X"]).status == 3)
+        _ = try alice.ok(["sync"])
+        _ = try bob.ok(["sync"])
+        #expect(try bob.ok(["notebook", "ls"]).contains("Lisbon 2026"))
+        #expect(try bob.ok(["ls", "--notebook", "Lisbon 2026"]).contains("Packing list"))
+        #expect(try bob.run(["notebook", "unshare", "Lisbon 2026", "--from", "alice"]).errors.contains("only alice"))
+
+        // Categories: renamed on both notes with the colour; then deleted, the notes kept.
+        #expect(try alice.ok(["category", "rename", "todo", "errands"]).contains("on 2 notes"))
+        #expect(try alice.ok(["category", "ls"]) == "errands  #ff8800")
+        #expect(try alice.ok(["show", diary]).contains("errands"))
+        _ = try alice.ok(["sync"])
+        _ = try bob.ok(["sync"])
+        #expect(try bob.ok(["show", packing]).contains("errands"))
+        #expect(try alice.ok(["category", "delete", "errands"]).contains("taken off 2 notes"))
+        #expect(try alice.run(["category", "ls"]).errors.contains("no categories"))
+        #expect(try alice.run(["category", "delete", "errands"]).status == 3)
+
+        // Unshared: what Alice writes there next no longer reaches Bob, and Bob's writes to it are refused.
+        _ = try alice.ok(["notebook", "unshare", "Lisbon 2026", "--from", "bob"])
+        _ = try alice.ok(["sync"])
+        _ = try alice.ok(["add", "Hotel booking", "--notebook", "Lisbon 2026"])
+        _ = try alice.ok(["sync"])
+        _ = try bob.run(["sync"])
+        #expect(!(try bob.ok(["ls"]).contains("Hotel booking")))
+        _ = try bob.ok(["edit", packing, "--title", "Bob was here"])
+        let refused = try bob.run(["sync"])
+        #expect(refused.status == 7, "\(refused)")
+        _ = try alice.ok(["sync"])
+        #expect(try alice.ok(["show", packing]).contains("Packing list"))
+
+        // Deleted: its notes in the trash, the notebook gone from the list.
+        #expect(try alice.ok(["notebook", "delete", "Lisbon 2026"]).contains("2 notes moved to the trash"))
+        #expect(try alice.run(["notebook", "ls"]).errors.contains("no notebooks"))
+        #expect(try alice.ok(["ls", "--deleted"]).contains("Hotel booking"))
+        _ = try alice.ok(["sync"])
+        _ = try alice.ok(["restore", packing])
+        #expect(try alice.ok(["ls"]).contains("Packing list"))
+    }
+
     @Test func tenThousandImportedNotesSyncToASecondDevice() async throws {
         let server = try await NotesServer()
         defer { server.stop() }

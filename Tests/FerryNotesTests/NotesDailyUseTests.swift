@@ -51,6 +51,47 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: owner.database + "-wal"))
     }
 
+    /// Long output on a terminal goes through the pager, which holds the
+    /// terminal as the foreground job and gets the table laid out for the
+    /// terminal with the next page's command after it; `--no-pager` and a
+    /// pipe print straight.
+    @Test func aTerminalGetsThePagerAndAPipeDoesNot() throws {
+        #if os(Linux)
+            let notes = try offlineDevice("pager")
+            for index in 0..<5 { _ = try notes.ok(["add", "paged \(index)"]) }
+            let paged = directory.path("paged.txt")
+            // The pager records what it read, and whether its group holds the terminal (/proc/<pid>/stat: pgrp is field 5, tpgid 8).
+            let pager = "cat > \(paged); set -- $(cat /proc/$$/stat); [ \"$5\" = \"$8\" ] && echo foreground >> \(paged)"
+            func onTerminal(_ arguments: String) throws -> Int32 {
+                let process = Process()
+                process.executableURL = URL(filePath: "/usr/bin/script")
+                process.arguments = ["-qec", "\(try NotesCLI.executable().path) \(arguments) --db \(notes.database)", "/dev/null"]
+                process.environment = ProcessInfo.processInfo.environment.merging(["FERRY_NOTES_PAGER": pager, "COLUMNS": "120"]) { $1 }
+                process.standardInput = FileHandle.nullDevice
+                process.standardOutput = FileHandle.nullDevice
+                try process.run()
+                let pid = process.processIdentifier
+                let killer = DispatchWorkItem { kill(pid, SIGKILL) }
+                DispatchQueue.global().asyncAfter(deadline: .now() + 30, execute: killer)
+                process.waitUntilExit()
+                killer.cancel()
+                return process.terminationStatus
+            }
+            #expect(try onTerminal("ls --limit 3") == 0)
+            let shown = try String(contentsOfFile: paged, encoding: .utf8)
+            #expect(shown.contains("just now") && shown.contains("paged 4"), "laid out for the terminal: \(shown)")
+            #expect(shown.contains("more: ferry-notes --db \(notes.database) ls --limit 3 --after "), "\(shown)")
+            #expect(shown.hasSuffix("foreground\n"), "the pager holds the terminal: \(shown)")
+            try FileManager.default.removeItem(atPath: paged)
+            #expect(try onTerminal("ls --no-pager") == 0)
+            #expect(!FileManager.default.fileExists(atPath: paged))
+            var piped = notes
+            piped.environment["FERRY_NOTES_PAGER"] = pager
+            #expect(try piped.ok(["ls"]).contains("paged 0"))
+            #expect(!FileManager.default.fileExists(atPath: paged))
+        #endif
+    }
+
     /// CJK, emoji and a tab in titles and categories: every row's columns
     /// start at the same terminal cell.
     @Test func wideCharactersKeepTheColumnsAligned() throws {

@@ -100,6 +100,18 @@ import Testing
                     ScopeMembership(scope: "user:rita", role: .write, owner: true),
                     ScopeMembership(scope: "team:survey@olga", role: .read, owner: false),
                 ])
+
+            // The owner takes a member out: only the owner, never themself, and a non-member is 404.
+            let scope = "/v1/scopes/team:survey@olga/members/"
+            #expect(try await client.send(.delete, scope + "rita", token: writer).status == .forbidden)
+            #expect(try await client.send(.delete, scope + "olga", token: owner).status == .badRequest)
+            #expect(try await client.send(.delete, scope + "eve", token: owner).status == .notFound)
+            #expect(try await client.send(.delete, "/v1/scopes/user:olga/members/rita", token: owner).status == .forbidden)
+            #expect(try await client.send(.delete, scope + "rita", token: owner).status == .noContent)
+            let refused = try await client.send(.post, "/v1/pull", token: reader, body: PullRequest(clientID: "rc", scopes: [.init(scope: "team:survey@olga")]))
+            #expect(refused.status == .forbidden)
+            #expect(try await client.send(.get, "/v1/scopes", token: reader).decode(ScopeList.self).scopes.count == 1)
+            #expect(try await client.send(.delete, scope + "rita", token: owner).status == .notFound)
         }
     }
     /// `GET /v1/rows` is authorized like a pull: a non-member gets the same

@@ -82,13 +82,18 @@ public struct SyncEndpoint: Sendable, Hashable, CustomStringConvertible {
         SyncEndpoint(.put, "/v1/scopes/{scope}/members/{user}", [scope, user])
     }
 
+    /// `DELETE /v1/scopes/{scope}/members/{user}`: the owner takes a member out.
+    public static func removeMember(scope: String, user: String) -> SyncEndpoint {
+        SyncEndpoint(.delete, "/v1/scopes/{scope}/members/{user}", [scope, user])
+    }
+
     /// Every endpoint, with sample parameters: what the agreement test
     /// checks against the document.
     public static var all: [SyncEndpoint] {
         [
             push, pull, row(scope: "s", table: "t", rowID: "r"), live(scopes: ["s"]),
             blob(.head, scope: "s", sha256: "h"), blob(.put, scope: "s", sha256: "h"), blob(.get, scope: "s", sha256: "h"),
-            scopes, createScope, member(scope: "s", user: "u"),
+            scopes, createScope, member(scope: "s", user: "u"), removeMember(scope: "s", user: "u"),
         ]
     }
 

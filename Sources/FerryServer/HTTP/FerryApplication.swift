@@ -154,6 +154,7 @@ public enum FerryApplication {
             (.get, "scopes", api.listScopes),
             (.post, "scopes", api.createScope),
             (.put, "scopes/:scope/members/:user", api.setMember),
+            (.delete, "scopes/:scope/members/:user", api.removeMember),
             (.head, "blobs/:scope/:sha256", api.headBlob),
             (.put, "blobs/:scope/:sha256", api.putBlob),
             (.get, "blobs/:scope/:sha256", api.getBlob),

@@ -1,7 +1,7 @@
 import FerryProtocol
 import Hummingbird
 
-/// `GET /v1/scopes`, `POST /v1/scopes` and `PUT /v1/scopes/{scope}/members/{user}`.
+/// `GET /v1/scopes`, `POST /v1/scopes`, and `PUT` and `DELETE /v1/scopes/{scope}/members/{user}`.
 extension SyncAPI {
     func listScopes(_ request: Request, context: FerryRequestContext) async throws -> Response {
         let userID = try context.requireUser()
@@ -53,5 +53,31 @@ extension SyncAPI {
         }
         try await store.setMember(member, role: body.role, in: scope)
         return JSONResponse.make(ScopeMembership(scope: scope, role: body.role, owner: false))
+    }
+
+    /// The owner takes a member out: their pulls of the scope are refused
+    /// from then on, and their live streams of it end with `revoked` (told
+    /// as news to this instance's streams, and to the others' at the next
+    /// news or heartbeat), as the admin API's removal does.
+    func removeMember(_ request: Request, context: FerryRequestContext) async throws -> Response {
+        let userID = try context.requireUser()
+        let scope = try Self.pathParameter("scope", context)
+        let member = try Self.pathParameter("user", context)
+        guard ScopeName.isValid(scope), ScopeName.owner(of: scope) == nil,
+            try await store.membership(of: userID, in: scope)?.owner == true
+        else {
+            throw FerryServerError(.forbidden, "only the owner of a shared scope may remove members from it")
+        }
+        guard ScopeName.isValidUserID(member) else {
+            throw FerryServerError.badRequest("user id \(MutationCheck.quoted(member)) is not a valid user id")
+        }
+        guard member != userID else {
+            throw FerryServerError.badRequest("you own `\(scope)`: an owner cannot leave their own scope")
+        }
+        guard try await store.removeMember(member, from: scope) else {
+            throw FerryServerError(.notFound, "`\(member)` is not a member of `\(scope)`")
+        }
+        store.changeFeed.publish([scope])
+        return Response(status: .noContent)
     }
 }
