@@ -46,8 +46,13 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
+        // SHA-256's block function in C, with x86-64's SHA instructions where the processor has them.
         .target(
-            name: "FerryProtocol"
+            name: "CFerrySHA256"
+        ),
+        .target(
+            name: "FerryProtocol",
+            dependencies: ["CFerrySHA256"]
         ),
         .target(
             name: "Ferry",

@@ -143,7 +143,7 @@ extension NoteQuery {
             conditions.append("(\(key) \(beyond) ? OR (\(key) = ? AND note.id \(beyond) ?))")
             let value: DatabaseValue =
                 switch after.key {
-                case .time(let time): time.databaseValue
+                case .time(let time), .created(let time): time.databaseValue
                 case .title(let title): title.databaseValue
                 }
             arguments += [value, value, after.id]
@@ -192,9 +192,11 @@ public enum NoteOrder: String, Sendable, Hashable, CaseIterable {
 /// NoteCursor(text: cursor.text) == cursor   // true
 /// ```
 public struct NoteCursor: Sendable, Hashable {
-    /// A note's value in the list's order: a time, or a title.
+    /// A note's value in the list's order: when it last changed (the
+    /// default order), when it was made, or its title.
     public enum Key: Sendable, Hashable {
         case time(Int64)
+        case created(Int64)
         case title(String)
     }
 
@@ -218,7 +220,7 @@ public struct NoteCursor: Sendable, Hashable {
     public init(_ note: Note, order: NoteOrder) {
         switch order {
         case .updated: self.init(key: .time(note.updatedAt), id: note.id)
-        case .created: self.init(key: .time(note.createdAt), id: note.id)
+        case .created: self.init(key: .created(note.createdAt), id: note.id)
         case .title: self.init(key: .title(note.title), id: note.id)
         }
     }
@@ -229,10 +231,11 @@ public struct NoteCursor: Sendable, Hashable {
         return 0
     }
 
-    /// `<time>.<id>`, or `t<title as base64url>.<id>`.
+    /// `<time>.<id>`, `c<time>.<id>`, or `t<title as base64url>.<id>`.
     public var text: String {
         switch key {
         case .time(let time): return "\(time).\(id)"
+        case .created(let time): return "c\(time).\(id)"
         case .title(let title):
             let encoded = Data(title.utf8).base64EncodedString()
                 .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
@@ -250,6 +253,9 @@ public struct NoteCursor: Sendable, Hashable {
             while encoded.count % 4 != 0 { encoded += "=" }
             guard let data = Data(base64Encoded: encoded), let title = String(data: data, encoding: .utf8) else { return nil }
             self.init(key: .title(title), id: id)
+        } else if head.hasPrefix("c") {
+            guard let time = Int64(head.dropFirst()) else { return nil }
+            self.init(key: .created(time), id: id)
         } else {
             guard let time = Int64(head) else { return nil }
             self.init(key: .time(time), id: id)
@@ -259,7 +265,8 @@ public struct NoteCursor: Sendable, Hashable {
     /// Whether this cursor can continue a list in `order`.
     public func fits(_ order: NoteOrder) -> Bool {
         switch key {
-        case .time: order != .title
+        case .time: order == .updated
+        case .created: order == .created
         case .title: order == .title
         }
     }

@@ -147,8 +147,8 @@ public final class NotesLibrary: Sendable {
     /// The author shown for notes written before the first `login`.
     public static let unclaimedAuthor = "me"
 
-    /// Notes, their attachments and notebooks-to-be written before the
-    /// first sign-in become `user`'s, in the same transaction as the
+    /// Notes and their attachments written before the first sign-in
+    /// become `user`'s, in the same transaction as the
     /// sign-in. The capture triggers record the move; the pending inserts
     /// it joins have never been pushed, so each note reaches the server
     /// once, as an insert in the user's scope.

@@ -23,6 +23,7 @@ extension NotesLibrary {
         try database.write { db in
             var notebook = try Self.notebook(named: name, db)
             try Self.requireWritable(notebook.scope, db)
+            guard newName != notebook.name else { throw NotesError(.usage, "the notebook is called \(newName) already") }
             guard try Notebook.filter(Column("name") == newName).fetchCount(db) == 0 else {
                 throw NotesError(.failure, "a notebook named \(newName) exists already")
             }
@@ -36,20 +37,23 @@ extension NotesLibrary {
     public func unshareNotebook(_ name: String, from user: String) throws {
         let session = try requireSession()
         guard ScopeName.isValidUserID(user) else { throw NotesError(.usage, "\(user) is not a valid user id") }
-        guard user != session.user else { throw NotesError(.failure, "you own \(name); an owner cannot leave their own notebook") }
         try database.write { db in
             let notebook = try Self.notebook(named: name, db)
             guard notebook.owner == session.user else {
                 throw NotesError(.failure, "only \(notebook.owner), who owns \(name), can take members out of it")
             }
+            guard user != session.user else { throw NotesError(.failure, "you own \(name); an owner cannot leave their own notebook") }
             try db.execute(
                 sql: "INSERT INTO notes_server_task(kind, scope, user) VALUES ('unshare', ?, ?)", arguments: [notebook.scope, user])
         }
     }
 
     /// Deletes a notebook the user owns: its notes go to the trash (where
-    /// `restore` brings each back) and the notebook leaves every member's
-    /// list, at the next sync. Returns how many notes went to the trash.
+    /// `restore` brings each back, still in the notebook's scope) and the
+    /// notebook leaves every member's list, at the next sync. The shared
+    /// scope stays on the server with its members (the API has no way to
+    /// delete a scope); `unshareNotebook` first takes members out. Returns
+    /// how many notes went to the trash.
     @discardableResult
     public func deleteNotebook(_ name: String) throws -> Int {
         let session = try requireSession()

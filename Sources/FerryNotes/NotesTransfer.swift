@@ -124,7 +124,9 @@ extension NotesLibrary {
                     try Self.requireWritable(scope, db)
                     let note = Note(
                         id: id, title: item.title, body: item.body,
-                        category: item.category, tags: item.tags, author: item.author ?? writer.user,
+                        category: item.category, tags: item.tags,
+                        // "me": written before a sign-in (an export or salvage of an unclaimed note) is the writer's now.
+                        author: item.author.flatMap { $0 == Self.unclaimedAuthor ? nil : $0 } ?? writer.user,
                         notebookID: existing == nil ? notebook?.id : existing?.notebookID, scope: scope,
                         createdAt: item.createdAt, updatedAt: max(item.updatedAt, 0), deletedAt: item.deletedAt)
                     try note.save(db)

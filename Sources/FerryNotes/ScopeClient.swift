@@ -26,10 +26,10 @@ struct ScopeClient: Sendable {
         _ = try await send(.member(scope: scope, user: user), body: MemberRequest(role: role), accepting: [200, 201, 204])
     }
 
-    /// Takes `user` out of a scope the caller owns; one who is no member
-    /// (taken out already) is fine.
+    /// Takes `user` out of a scope the caller owns. A user who is no member
+    /// (a typo, or taken out already) is refused with 404 and said as such.
     func unshare(_ scope: String, from user: String) async throws {
-        _ = try await send(.removeMember(scope: scope, user: user), body: nil as MemberRequest?, accepting: [204, 404])
+        _ = try await send(.removeMember(scope: scope, user: user), body: nil as MemberRequest?, accepting: [204])
     }
 
     /// The scopes the user owns or belongs to.

@@ -23,11 +23,14 @@ public struct PostgresBlobStore: BlobStore {
     let store: PostgresSyncStore
     /// The largest blob accepted.
     public let maxBlobBytes: Int64
+    private let rehashed = BlobRehashCount()
 
     public init(store: PostgresSyncStore, maxBlobBytes: Int64 = 1 << 30) {
         self.store = store
         self.maxBlobBytes = maxBlobBytes
     }
+
+    public var bytesRehashed: Int64 { rehashed.value }
 
     public func state(of key: BlobKey) async throws -> BlobState {
         let logger = store.logger
@@ -62,7 +65,7 @@ public struct PostgresBlobStore: BlobStore {
         }
         return try await BlobUpload.append(
             to: key, state: state, length: length, offset: offset, limit: limit,
-            bytes: bytes, target: Target(store: store, key: key))
+            bytes: bytes, target: Target(store: store, key: key), rehashed: rehashed)
     }
 
     public func read(_ key: BlobKey, range: Range<Int64>) async throws -> BlobBytes {
@@ -188,17 +191,31 @@ public struct PostgresBlobStore: BlobStore {
         let store: PostgresSyncStore
         let key: BlobKey
 
-        func heldBytes(count: Int64) async throws -> BlobBytes {
-            PostgresBlobStore.bytes(of: key, 0..<count, store)
+        func savedHash() async throws -> [UInt8]? {
+            let (key, logger) = (key, store.logger)
+            return try await store.transaction(.snapshot) { connection, _ in
+                let rows = try await connection.query(
+                    "SELECT hash_state FROM ferry_blobs WHERE scope = \(key.scope) AND sha256 = \(key.sha256)", logger: logger
+                ).decode(ByteBuffer?.self)
+                for try await state in rows { return state.map { Array($0.readableBytesView) } }
+                return nil
+            }
         }
 
-        func write(_ chunk: ByteBuffer, at position: Int64) async throws {
+        func heldBytes(_ range: Range<Int64>) async throws -> BlobBytes {
+            PostgresBlobStore.bytes(of: key, range, store)
+        }
+
+        /// The chunk, the byte count and the hash in one transaction: the
+        /// saved hash always covers exactly the bytes held.
+        func write(_ chunk: ByteBuffer, at position: Int64, hash: [UInt8]) async throws {
             let (key, logger) = (key, store.logger)
             let count = Int64(chunk.readableBytes)
+            let hashState = ByteBuffer(bytes: hash)
             try await store.transaction(.serializable) { connection, _ in
                 let moved = try await connection.query(
                     """
-                    UPDATE ferry_blobs SET received = received + \(count), modified_at = now()
+                    UPDATE ferry_blobs SET received = received + \(count), hash_state = \(hashState), modified_at = now()
                     WHERE scope = \(key.scope) AND sha256 = \(key.sha256) AND received = \(position) AND NOT complete
                     RETURNING received
                     """, logger: logger

@@ -39,20 +39,22 @@ enum DatabaseProblem {
             """)
     }
 
-    /// A damaged file: what is safe, and the commands that recover the rest.
+    /// Whether `error` is SQLite finding the file damaged.
     static func isDamage(_ error: any Error) -> Bool {
         guard let error = error as? DatabaseError else { return false }
         return error.resultCode == .SQLITE_CORRUPT || error.resultCode == .SQLITE_NOTADB
     }
 
+    /// A damaged file: what is safe, and the commands that recover the rest.
     static func damaged(_ path: String, reason: String) -> NotesError {
         NotesError(
             .failure,
             """
             \(path) is damaged (\(reason)). Notes already synced are safe on the server. To recover: \
-            `ferry-notes export --out saved.jsonl` saves every note still readable (unsynced ones too); \
-            move it aside with its -wal and -shm files; then `ferry-notes login` and `ferry-notes sync` fetch the rest, \
-            and `ferry-notes import --keep-existing saved.jsonl` puts back what the server never had
+            `ferry-notes export --out saved.jsonl` saves every note still readable, unsynced ones too; \
+            move the file aside with its -wal and -shm files; `ferry-notes login --server URL --token TOKEN` \
+            and `ferry-notes sync` fetch what the server has; then `ferry-notes import --keep-existing saved.jsonl` \
+            adds the notes it never had (for a note on both, the server's copy is kept: compare with saved.jsonl)
             """)
     }
 }

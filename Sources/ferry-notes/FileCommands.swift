@@ -56,7 +56,7 @@ struct Export: AsyncParsableCommand {
             } catch  where DatabaseProblem.isDamage(error) {
                 return try salvage()
             }
-            FileHandle.standardOutput.write(lines)
+            writeOut(lines)
             return
         }
         let count: Int
@@ -83,10 +83,12 @@ extension Export {
         } catch let error as DatabaseError {
             throw DatabaseProblem.unreadable(path, reason: error.message ?? "\(error.resultCode)")
         }
-        if out == "-" { FileHandle.standardOutput.write(saved.lines) } else { try saved.lines.write(to: URL(filePath: out), options: .atomic) }
-        let lost = saved.damagedRecords == 0 ? "" : "; \(saved.damagedRecords) damaged record\(saved.damagedRecords == 1 ? "" : "s") could not be read"
+        if out == "-" { writeOut(saved.lines) } else { try saved.lines.write(to: URL(filePath: out), options: .atomic) }
+        var lost = ""
+        if saved.lostAtMost > 0 { lost += "; damaged pages hid at most \(saved.lostAtMost) more" }
+        if saved.stoppedEarly { lost += "; the walk could not get past one damaged stretch, so notes after it may be missing too" }
         let message = "\(path) is damaged: saved the \(saved.notes) notes still readable to \(out == "-" ? "standard output" : out)\(lost)"
-        if saved.damagedRecords > 0 { throw NotesError(.failure, message) }
+        if saved.lostAtMost > 0 || saved.stoppedEarly { throw NotesError(.failure, message) }
         tell(message)
     }
 }

@@ -248,7 +248,7 @@ struct Cat: AsyncParsableCommand {
         let body = try global.library().show(id).body
         let text = body.isEmpty || body.hasSuffix("\n") ? body : body + "\n"
         // The note's own bytes for a script; on a terminal, nothing it could obey.
-        FileHandle.standardOutput.write(Data((Terminal.isOutputInteractive ? TerminalText.safe(text) : text).utf8))
+        writeOut(Data((Terminal.isOutputInteractive ? TerminalText.safe(text) : text).utf8))
     }
 }
 
@@ -271,7 +271,7 @@ struct Search: AsyncParsableCommand {
         pager.start()
         guard [category, tag, notebook].compactMap({ $0 }).count <= 1 else { throw NotesError(.usage, "give one of --category, --tag, --notebook") }
         guard (1...10_000).contains(limit) else { throw NotesError(.usage, "--limit must be 1–10000") }
-        guard page >= 1 else { throw NotesError(.usage, "--page counts from 1") }
+        guard (1...1_000_000).contains(page) else { throw NotesError(.usage, "--page counts from 1 (to 1000000)") }
         var filter = NoteQuery.Filter.all
         if let category { filter = .category(category) }
         if let tag { filter = .tag(tag) }

@@ -101,6 +101,17 @@ enum Terminal {
     }
 }
 
+/// Writes bytes to standard output. A reader that went away (the user
+/// quit the pager, which ignores SIGPIPE for us) ends the command quietly.
+func writeOut(_ data: Data) {
+    do {
+        try FileHandle.standardOutput.write(contentsOf: data)
+    } catch {
+        Pager.finish()
+        exit(0)
+    }
+}
+
 /// Writes to standard error, control characters made visible (a message
 /// may quote a note's title or a server's reply).
 func tell(_ text: String) {
@@ -108,7 +119,7 @@ func tell(_ text: String) {
     // While a pager shows the output, a note about it (the next page's command) is read there, after it.
     if Pager.isRunning {
         fflush(nil)
-        FileHandle.standardOutput.write(line)
+        writeOut(line)
     } else {
         FileHandle.standardError.write(line)
     }

@@ -14,7 +14,7 @@ import Foundation
 /// screen, keeps colour, and leaves the text on the screen). Never into a
 /// pipe or a file; `--no-pager`, or an empty or `cat` pager, turns it off.
 enum Pager {
-    private static let running = Locked<pid_t?>(nil)
+    private static let running = Locked<(pid: pid_t, command: String)?>(nil)
 
     /// From here on, standard output goes to the pager (when there is one
     /// to use). The terminal's size and kind are read first, so output is
@@ -42,9 +42,12 @@ enum Pager {
         fflush(nil)
         dup2(ends[1], STDOUT_FILENO)
         close(ends[1])
-        // A pager that quits early (`q` in less) is no error of ours.
+        // A pager that quits early (`q` in less) is no error of ours (see `writeOut`).
         signal(SIGPIPE, SIG_IGN)
-        running.withLock { $0 = pid }
+        // Ctrl-C is the pager's: this process waits for it, as git does, so the shell never takes the terminal back from it.
+        signal(SIGINT, SIG_IGN)
+        signal(SIGQUIT, SIG_IGN)
+        running.withLock { $0 = (pid, command) }
         atexit { Pager.finish() }
     }
 
@@ -54,13 +57,16 @@ enum Pager {
     /// Ends the output and waits for the reader to leave the pager.
     static func finish() {
         guard
-            let pid = running.withLock({ value in
+            let pager = running.withLock({ value in
                 defer { value = nil }; return value
             })
         else { return }
         fflush(nil)
         close(STDOUT_FILENO)
-        _ = try? ForegroundProcess.wait(pid)
+        if (try? ForegroundProcess.wait(pager.pid)) == 127 {
+            let message = "ferry-notes: the pager `\(pager.command)` was not found; set PAGER (or FERRY_NOTES_PAGER), or add --no-pager\n"
+            try? FileHandle.standardError.write(contentsOf: Data(message.utf8))
+        }
     }
 }
 

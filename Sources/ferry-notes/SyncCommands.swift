@@ -142,10 +142,10 @@ struct Watch: AsyncParsableCommand {
                 }
                 for note in notes {
                     if global.json {
-                        FileHandle.standardOutput.write(try JSONEncoder().encode(note) + Data("\n".utf8))
+                        writeOut(try JSONEncoder().encode(note) + Data("\n".utf8))
                     } else {
                         let line = "\(note.isDeleted ? "deleted" : "changed")  \(note.id.prefix(8))  \(TerminalText.line(note.title))  (\(TerminalText.line(note.author)))\n"
-                        FileHandle.standardOutput.write(Data(line.utf8))
+                        writeOut(Data(line.utf8))
                     }
                 }
             }

@@ -48,7 +48,18 @@ import Testing
         #expect(try reader.ok(["export", "--out", "-"]).contains("\"title\":\"Field notes\""))
         let add = try reader.run(["add", "Another"])
         #expect(add.status == 1 && add.errors.contains("is read-only for this user: reading commands work"), "\(add)")
-        #expect(!FileManager.default.fileExists(atPath: owner.database + "-wal"))
+
+        // With its log beside it (the newest note only there), read through the log.
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: owner.database)
+        let latest = try owner.ok(["add", "Only in the log"])
+        #expect(try Data(contentsOf: URL(filePath: owner.database + "-wal")).count > 0)
+        for file in [owner.database, owner.database + "-wal", owner.database + "-shm"] {
+            try FileManager.default.setAttributes([.posixPermissions: 0o444], ofItemAtPath: file)
+        }
+        try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: folder.path)
+        #expect(try reader.ok(["show", latest]).contains("Only in the log"))
+        #expect(try reader.run(["add", "Another"]).status == 1)
     }
 
     /// Long output on a terminal goes through the pager, which holds the
@@ -85,6 +96,18 @@ import Testing
             try FileManager.default.removeItem(atPath: paged)
             #expect(try onTerminal("ls --no-pager") == 0)
             #expect(!FileManager.default.fileExists(atPath: paged))
+            // A pager that is not there is said, not silent.
+            let missing = Process()
+            missing.executableURL = URL(filePath: "/usr/bin/script")
+            missing.arguments = ["-qec", "\(try NotesCLI.executable().path) ls --db \(notes.database)", "/dev/null"]
+            missing.environment = ProcessInfo.processInfo.environment.merging(["FERRY_NOTES_PAGER": "no-such-pager-here"]) { $1 }
+            missing.standardInput = FileHandle.nullDevice
+            let screen = Pipe()
+            missing.standardOutput = screen
+            try missing.run()
+            let text = String(decoding: screen.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            missing.waitUntilExit()
+            #expect(text.contains("the pager `no-such-pager-here` was not found"), "\(text)")
             var piped = notes
             piped.environment["FERRY_NOTES_PAGER"] = pager
             #expect(try piped.ok(["ls"]).contains("paged 0"))

@@ -126,6 +126,11 @@ import Testing
         }
         #expect(NoteCursor(text: "t\(Data("Ünïcode.title/+".utf8).base64EncodedString()).abc")?.key == .title("Ünïcode.title/+"))
         #expect(NoteCursor(text: NoteCursor(key: .title("a.b/c+d"), id: "x").text) == NoteCursor(key: .title("a.b/c+d"), id: "x"))
+        // A cursor knows its order: one from a list by change does not continue a list by creation.
+        let byChange = try #require(NoteCursor(text: NoteCursor(notes[0], order: .updated).text))
+        let byCreation = try #require(NoteCursor(text: NoteCursor(notes[0], order: .created).text))
+        #expect(byChange.fits(.updated) && !byChange.fits(.created) && !byChange.fits(.title))
+        #expect(byCreation.fits(.created) && !byCreation.fits(.updated))
     }
 
     @Test func searchFoldsDiacriticsMatchesPrefixesAndRanksTitlesFirst() throws {

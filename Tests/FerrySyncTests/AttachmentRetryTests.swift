@@ -35,6 +35,7 @@ import Testing
         let waited = retry.delay(attempt: 0, unit: 0.5) + retry.delay(attempt: 1, unit: 0.5)
         #expect(waited == .seconds(3))
         #expect(time.nowMilliseconds - before == 3000)
-        #expect(ContinuousClock.now - started < .seconds(2), "no real sleep")
+        // Real waits would take 3 s; the requests themselves, on a loaded machine, well under that.
+        #expect(ContinuousClock.now - started < .seconds(3), "no real sleep")
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import FerryProtocol
 import GRDB
 #if canImport(Glibc)
     import Glibc

@@ -126,6 +126,45 @@ public struct FerryDatabase: Sendable {
 
     private init(writer: any DatabaseWriter, schema: FerrySchema, configuration: FerryConfiguration, telemetry: DatabaseTelemetry) throws {
         let capture = ChangeCapture(clock: EditClock(wallClock: configuration.wallClock, resumingAfter: .zero))
+        // A read-only writer (GRDB's `readonly`): nothing is migrated, installed or optimized, so nothing is written.
+        let layouts: [TableLayout]
+        if writer.configuration.readonly {
+            layouts = try writer.read { db in
+                try capture.register(on: db)
+                guard try FerryMigrations.isComplete(db), try schema.isMigrated(db) else {
+                    throw FerryError(
+                        .invalidConfiguration,
+                        "the database is open read-only and needs migrating (its schema is older than this build's): open it once with write access")
+                }
+                return try schema.syncedTables.map { try TableLayout.read($0, in: db) } + [TableLayout.attachments(in: db)]
+            }
+        } else {
+            layouts = try Self.prepare(writer, schema: schema, configuration: configuration, capture: capture)
+        }
+        self.writer = writer
+        self.schema = schema
+        self.telemetry = telemetry
+        self.capture = capture
+        self.layouts = Dictionary(uniqueKeysWithValues: layouts.map { ($0.table.name, $0) })
+        self.wallClock = configuration.wallClock
+        let path = writer.path
+        self.attachmentSettings = AttachmentSettings(
+            root: configuration.attachmentsDirectory
+                ?? (path.isEmpty || path.hasPrefix(":memory:") || path.hasPrefix("file:")
+                    ? nil
+                    : URL(filePath: path).deletingLastPathComponent()),
+            cipher: configuration.attachmentCipher,
+            downloads: configuration.attachmentDownloads,
+            cacheLimit: configuration.attachmentCacheLimit,
+            steps: configuration.attachmentSteps)
+    }
+
+    /// Migrates Ferry's tables and the app's, installs the capture triggers
+    /// and optimizes: what opening a writable database does. The layouts of
+    /// the synced tables.
+    private static func prepare(
+        _ writer: any DatabaseWriter, schema: FerrySchema, configuration: FerryConfiguration, capture: ChangeCapture
+    ) throws -> [TableLayout] {
         try writer.writeWithoutTransaction { db in
             // GRDB's WAL setup sets synchronous=NORMAL after prepareDatabase runs, so FULL is applied here.
             try db.execute(sql: "PRAGMA synchronous = \(configuration.synchronous.rawValue)")
@@ -162,22 +201,7 @@ public struct FerryDatabase: Sendable {
             // Recommended on open for long-lived connections (sqlite.org/pragma.html#pragma_optimize).
             try db.execute(sql: "PRAGMA optimize = 0x10002")
         }
-        self.writer = writer
-        self.schema = schema
-        self.telemetry = telemetry
-        self.capture = capture
-        self.layouts = Dictionary(uniqueKeysWithValues: layouts.map { ($0.table.name, $0) })
-        self.wallClock = configuration.wallClock
-        let path = writer.path
-        self.attachmentSettings = AttachmentSettings(
-            root: configuration.attachmentsDirectory
-                ?? (path.isEmpty || path.hasPrefix(":memory:") || path.hasPrefix("file:")
-                    ? nil
-                    : URL(filePath: path).deletingLastPathComponent()),
-            cipher: configuration.attachmentCipher,
-            downloads: configuration.attachmentDownloads,
-            cacheLimit: configuration.attachmentCacheLimit,
-            steps: configuration.attachmentSteps)
+        return layouts
     }
 
     private static func removeEmptyFiles(at path: String) {

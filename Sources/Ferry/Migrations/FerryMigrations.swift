@@ -220,6 +220,13 @@ enum FerryMigrations {
         },
     ]
 
+    /// Whether every migration is applied (read only).
+    static func isComplete(_ db: Database) throws -> Bool {
+        guard try db.tableExists("ferry_migrations") else { return false }
+        let applied = Set(try String.fetchAll(db, sql: "SELECT identifier FROM ferry_migrations"))
+        return all.allSatisfy { applied.contains($0.identifier) }
+    }
+
     static func migrate(_ db: Database) throws {
         try db.execute(
             sql: """

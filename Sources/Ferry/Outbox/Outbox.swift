@@ -59,11 +59,12 @@ public struct Outbox: Sendable {
             try Self.saveHighestStamp(db)
             // A row made and removed here before any push may exist on the
             // server under the same id (another device's): a pull that came
-            // meanwhile kept it out for the pending delete, so it is read back.
+            // meanwhile kept it out for the pending delete, so it is read back,
+            // from the scope of its latest entry (the first row inserted wins).
             try db.execute(
                 sql: """
                     INSERT OR IGNORE INTO ferry_row_fetches(tbl, row_id, scope)
-                    SELECT DISTINCT tbl, row_id, scope FROM ferry_outbox WHERE seq IN (SELECT value FROM json_each(?))
+                    SELECT tbl, row_id, scope FROM ferry_outbox WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq DESC
                     """, arguments: [Self.jsonArray(coalesced.discarded)])
             try db.execute(
                 sql: "DELETE FROM ferry_outbox WHERE seq IN (SELECT value FROM json_each(?))",

@@ -221,6 +221,14 @@ enum PostgresSchema {
                 )
                 """,
             ]),
+        Migration(
+            version: 7,
+            statements: [
+                // The hash of an upload's bytes so far (a SHA256Digest checkpoint),
+                // written with each chunk: a resumed or windowed upload hashes only
+                // its new bytes. NULL: none saved (an upload an older build began).
+                "ALTER TABLE ferry_blobs ADD COLUMN hash_state bytea"
+            ]),
     ]
 
     static var latestVersion: Int { migrations.map(\.version).max() ?? 0 }

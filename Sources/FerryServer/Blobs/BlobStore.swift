@@ -39,6 +39,12 @@ public protocol BlobStore: Sendable {
         bytes: some AsyncSequence<ByteBuffer, any Error>
     ) async throws -> BlobState
 
+    /// Bytes of partial uploads read back to resume their hash since the
+    /// store was made (the hash is saved with the bytes, so this stays 0
+    /// unless a saved hash was missing or behind). `/metrics` reports it as
+    /// `ferry_blob_upload_rehashed_bytes`.
+    var bytesRehashed: Int64 { get }
+
     /// The bytes of a complete blob in `range`, read chunk by chunk as the
     /// caller consumes them (never the whole blob in memory).
     ///

@@ -1,4 +1,5 @@
-import Crypto
+import FerryProtocol
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// The rules an append to a blob keeps, as a pure decision: where it may
@@ -50,12 +51,19 @@ package enum BlobUploadRules {
     }
 }
 
-/// The store-specific half of an upload: where the bytes go.
+/// The store-specific half of an upload: where the bytes go, and the hash
+/// of the bytes held, saved with them.
 package protocol BlobUploadTarget: Sendable {
-    /// The bytes already held, to hash before continuing a resumed upload.
-    func heldBytes(count: Int64) async throws -> BlobBytes
-    /// Writes `chunk` at `position` (where the held bytes end).
-    func write(_ chunk: ByteBuffer, at position: Int64) async throws
+    /// The checkpoint of the hash of the first bytes held (``SHA256Digest/checkpoint``),
+    /// as the last write saved it; `nil` when none was saved.
+    func savedHash() async throws -> [UInt8]?
+    /// The bytes of `range` already held, to hash those the saved hash
+    /// does not cover.
+    func heldBytes(_ range: Range<Int64>) async throws -> BlobBytes
+    /// Writes `chunk` at `position` (where the held bytes end), and saves
+    /// `hash`, the checkpoint of the hash of every byte up to the chunk's
+    /// end, with it.
+    func write(_ chunk: ByteBuffer, at position: Int64, hash: [UInt8]) async throws
     /// Every byte is in and hashed right: make the blob readable, atomically.
     func complete(size: Int64) async throws
     /// The bytes hashed wrong: keep nothing.
@@ -65,33 +73,45 @@ package protocol BlobUploadTarget: Sendable {
     func touch() async throws -> BlobState
 }
 
-/// Runs an append for either store: checks it, hashes the bytes held and
-/// the bytes arriving, writes them in chunks of `chunkSize`, and completes
-/// or discards the blob when the last byte is in.
+/// Bytes of partial uploads read back to resume their hash, since the
+/// store was made: zero while every resumed upload found its saved hash
+/// current.
+package final class BlobRehashCount: Sendable {
+    private let bytes = NIOLockedValueBox<Int64>(0)
+
+    package init() {}
+
+    package var value: Int64 { bytes.withLockedValue { $0 } }
+
+    func add(_ count: Int64) {
+        bytes.withLockedValue { $0 += count }
+    }
+}
+
+/// Runs an append for either store: checks it, resumes the hash of the
+/// bytes held from the checkpoint saved with them, hashes the bytes
+/// arriving, writes them in chunks of `chunkSize` (each with the hash up to
+/// its end), and completes or discards the blob when the last byte is in.
 package enum BlobUpload {
     package static let chunkSize = 1 << 20
 
     package static func append(
         to key: BlobKey, state: BlobState, length: Int64, offset: Int64, limit: Int64,
-        bytes: some AsyncSequence<ByteBuffer, any Error>, target: some BlobUploadTarget
+        bytes: some AsyncSequence<ByteBuffer, any Error>, target: some BlobUploadTarget, rehashed: BlobRehashCount
     ) async throws -> BlobState {
         if case .alreadyComplete(let size) = try BlobUploadRules.check(state: state, offset: offset, length: length, limit: limit) {
             // The uploader names the blob in a push next: its age counts from now, unless a collector took it first.
             guard case .complete = try await target.touch() else { throw BlobUploadRules.offsetMismatch(0) }
             return .complete(size: size)
         }
-        var hasher = SHA256()
-        if offset > 0 {
-            for try await chunk in try await target.heldBytes(count: offset) {
-                hasher.update(data: chunk.readableBytesView)
-            }
-        }
+        var hasher = try await resumedHash(held: offset, target: target, rehashed: rehashed)
         var position = offset
         var pending = ByteBuffer()
         pending.reserveCapacity(chunkSize)
         func flush() async throws {
             guard pending.readableBytes > 0 else { return }
-            try await target.write(pending, at: position)
+            pending.withUnsafeReadableBytes { hasher.update($0) }
+            try await target.write(pending, at: position, hash: hasher.checkpoint)
             position += Int64(pending.readableBytes)
             pending.clear()
         }
@@ -101,7 +121,6 @@ package enum BlobUpload {
                 try await target.discard()
                 throw FerryServerError.badRequest("the body runs past Upload-Length \(length); nothing of this upload was kept")
             }
-            hasher.update(data: piece.readableBytesView)
             while piece.readableBytes > 0 {
                 var slice = piece.readSlice(length: min(piece.readableBytes, chunkSize - pending.readableBytes))!
                 pending.writeBuffer(&slice)
@@ -110,13 +129,31 @@ package enum BlobUpload {
         }
         try await flush()
         guard position == length else { return .partial(received: position, length: length) }
-        let digest = hexDigest(hasher.finalize())
+        let digest = hasher.finalize()
         guard digest == key.sha256 else {
             try await target.discard()
             throw FerryServerError(.hashMismatch, "the \(length) bytes hash to \(digest), not \(key.sha256); nothing was kept")
         }
         try await target.complete(size: length)
         return .complete(size: length)
+    }
+
+    /// The hash of the `held` bytes: the saved checkpoint, and the held
+    /// bytes it does not cover read back and hashed (all of them when no
+    /// checkpoint was saved, or one that claims more bytes than are held).
+    static func resumedHash(held: Int64, target: some BlobUploadTarget, rehashed: BlobRehashCount) async throws -> SHA256Digest {
+        guard held > 0 else { return SHA256Digest() }
+        var hasher = SHA256Digest()
+        if let saved = try await target.savedHash(), let resumed = try? SHA256Digest(resuming: saved), resumed.byteCount <= held {
+            hasher = resumed
+        }
+        let covered = Int64(hasher.byteCount)
+        guard covered < held else { return hasher }
+        rehashed.add(held - covered)
+        for try await chunk in try await target.heldBytes(covered..<held) {
+            chunk.withUnsafeReadableBytes { hasher.update($0) }
+        }
+        return hasher
     }
 }
 

@@ -37,6 +37,9 @@ public final class FileBlobStore: BlobStore {
     /// Held (on the thread pool) around a touch and around a removal's
     /// check of the blob's age, so the two are decided one after the other.
     private let ages = NIOLock()
+    private let rehashed = BlobRehashCount()
+
+    public var bytesRehashed: Int64 { rehashed.value }
     private let pool = NIOThreadPool.singleton
 
     public init(directory: URL, maxBlobBytes: Int64 = 1 << 30) throws {
@@ -65,7 +68,7 @@ public final class FileBlobStore: BlobStore {
         }
         return try await BlobUpload.append(
             to: key, state: state, length: length, offset: offset, limit: maxBlobBytes,
-            bytes: bytes, target: Target(paths: paths, pool: pool, ages: ages))
+            bytes: bytes, target: Target(paths: paths, pool: pool, ages: ages), rehashed: rehashed)
     }
 
     public func read(_ key: BlobKey, range: Range<Int64>) async throws -> BlobBytes {
@@ -82,7 +85,7 @@ public final class FileBlobStore: BlobStore {
     public func remove(_ key: BlobKey) async throws {
         let paths = Paths(directory, key)
         try await pool.runIfActive {
-            for url in [paths.complete, paths.upload, paths.uploadLength] {
+            for url in [paths.complete] + paths.uploadFiles {
                 try? FileManager.default.removeItem(at: url)
             }
         }
@@ -96,7 +99,7 @@ public final class FileBlobStore: BlobStore {
         return try await pool.runIfActive {
             try ages.withLock {
                 guard let modified = paths.modified(), modified < cutoff else { return false }
-                for url in [paths.complete, paths.upload, paths.uploadLength] {
+                for url in [paths.complete] + paths.uploadFiles {
                     try? FileManager.default.removeItem(at: url)
                 }
                 return true
@@ -143,13 +146,19 @@ public final class FileBlobStore: BlobStore {
         let complete: URL
         let upload: URL
         let uploadLength: URL
+        /// The checkpoint of the hash of the upload's bytes, as of its last write.
+        let uploadHash: URL
 
         init(_ directory: URL, _ key: BlobKey) {
             scopeDirectory = directory.appending(path: hexDigest(SHA256.hash(data: Data(key.scope.utf8))))
             complete = scopeDirectory.appending(path: "complete").appending(path: key.sha256)
             upload = scopeDirectory.appending(path: "uploads").appending(path: key.sha256)
             uploadLength = scopeDirectory.appending(path: "uploads").appending(path: key.sha256 + ".length")
+            uploadHash = scopeDirectory.appending(path: "uploads").appending(path: key.sha256 + ".hash")
         }
+
+        /// Every file of an upload under way.
+        var uploadFiles: [URL] { [upload, uploadLength, uploadHash] }
 
         func state() throws -> BlobState {
             if let size = Self.size(of: complete) { return .complete(size: size) }
@@ -171,6 +180,8 @@ public final class FileBlobStore: BlobStore {
             } catch {
                 throw FileBlobStore.failure("prepare", scopeDirectory.path, error)
             }
+            // A hash left by an earlier upload of these bytes describes none of the new one's.
+            try? manager.removeItem(at: uploadHash)
             let fd = open(upload.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
             guard fd >= 0 else { throw FileBlobStore.failure("create", upload.path) }
             close(fd)
@@ -226,12 +237,21 @@ public final class FileBlobStore: BlobStore {
             return try await pool.runIfActive { try paths.touch(under: ages) }
         }
 
-        func heldBytes(count: Int64) async throws -> BlobBytes {
-            try await FileReader.make(paths.upload, range: 0..<count, pool: pool)
+        func savedHash() async throws -> [UInt8]? {
+            let url = paths.uploadHash
+            return try await pool.runIfActive { (try? Data(contentsOf: url)).map { [UInt8]($0) } }
         }
 
-        func write(_ chunk: ByteBuffer, at position: Int64) async throws {
+        func heldBytes(_ range: Range<Int64>) async throws -> BlobBytes {
+            try await FileReader.make(paths.upload, range: range, pool: pool)
+        }
+
+        /// The bytes first, then the hash beside them (replaced whole by a
+        /// rename): a hash never covers bytes the file lacks, and one that
+        /// lags behind (a crash between the two) is caught up from the file.
+        func write(_ chunk: ByteBuffer, at position: Int64, hash: [UInt8]) async throws {
             let path = paths.upload.path
+            let hashURL = paths.uploadHash
             try await pool.runIfActive {
                 let fd = open(path, O_WRONLY)
                 guard fd >= 0 else { throw FileBlobStore.failure("open", path) }
@@ -243,6 +263,11 @@ public final class FileBlobStore: BlobStore {
                         guard result > 0 else { throw FileBlobStore.failure("write", path) }
                         written += result
                     }
+                }
+                do {
+                    try Data(hash).write(to: hashURL, options: .atomic)
+                } catch {
+                    throw FileBlobStore.failure("save the hash of", path, error)
                 }
             }
         }
@@ -259,14 +284,14 @@ public final class FileBlobStore: BlobStore {
                 let folder = open(paths.complete.deletingLastPathComponent().path, O_RDONLY)
                 if folder >= 0 { _ = fsync(folder); close(folder) }
                 try? FileManager.default.removeItem(at: paths.uploadLength)
+                try? FileManager.default.removeItem(at: paths.uploadHash)
             }
         }
 
         func discard() async throws {
             let paths = paths
             try await pool.runIfActive {
-                try? FileManager.default.removeItem(at: paths.uploadLength)
-                try? FileManager.default.removeItem(at: paths.upload)
+                for url in paths.uploadFiles { try? FileManager.default.removeItem(at: url) }
             }
         }
     }

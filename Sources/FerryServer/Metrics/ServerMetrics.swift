@@ -68,6 +68,12 @@ public final class ServerMetrics: Sendable {
         set("ferry_live_subscribers", count)
     }
 
+    /// Bytes of partial uploads read back to resume their hash, since the
+    /// server started (``BlobStore/bytesRehashed``).
+    func recordBlobBytesRehashed(_ bytes: Int64) {
+        set("ferry_blob_upload_rehashed_bytes", Int(bytes))
+    }
+
     /// Open HTTP connections.
     func recordOpenConnections(_ count: Int) {
         set("ferry_open_connections", count)

@@ -2,6 +2,9 @@ import FerryProtocol
 @testable import FerryPostgres
 @testable import FerryServer
 import Foundation
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 import GRDB
 import Hummingbird
 import Logging
@@ -136,6 +139,12 @@ final class SyncServer: Sendable {
     /// Serves the admin API on a free port with ``AdminClient/token``.
     static func withAdmin(_ configuration: inout FerryServerConfiguration) {
         configuration.admin = try! AdminConfiguration(port: 0, token: AdminClient.token)
+    }
+
+    /// `GET /metrics`, as Prometheus scrapes it.
+    func metricsText() async throws -> String {
+        let (data, _) = try await URLSession.shared.data(from: baseURL.appending(path: "metrics"))
+        return String(decoding: data, as: UTF8.self)
     }
 
     func token(_ user: String, lifetime: Duration = .seconds(600)) async throws -> String {

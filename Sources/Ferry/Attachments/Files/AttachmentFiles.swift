@@ -1,3 +1,4 @@
+import FerryProtocol
 import Foundation
 #if canImport(Glibc)
     import Glibc

@@ -37,6 +37,7 @@ extension SyncAPI {
     func metricsText(_ request: Request, context: FerryRequestContext) async throws -> Response {
         // Read at scrape time, so no stream ending in a race leaves it stale.
         metrics.recordLiveSubscribers(store.changeFeed.subscriberCount)
+        metrics.recordBlobBytesRehashed(blobs.bytesRehashed)
         return Response(
             status: .ok,
             headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
