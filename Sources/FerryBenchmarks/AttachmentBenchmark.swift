@@ -1,6 +1,9 @@
 import Ferry
 import FerryHTTPClient
 import Foundation
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 import GRDB
 import Logging
 import PostgresNIO
@@ -31,20 +34,32 @@ public struct AttachmentBenchmark: Sendable {
 
     static let budget = 32 << 20
 
+    /// The devices' transport: AsyncHTTPClient streams one body each way;
+    /// URLSession sends 4 MiB windows, one `PUT` each.
+    public enum Transport: String, Sendable, CaseIterable {
+        case asyncHTTPClient = "async-http-client"
+        case urlSession = "urlsession"
+    }
+
     public func run(in directory: URL) async throws -> [BenchmarkResult] {
-        var results = try await run(store: "filesystem", arguments: [], in: directory)
+        var results: [BenchmarkResult] = []
+        for transport in Transport.allCases {
+            results += try await run(store: "filesystem", arguments: [], transport: transport, in: directory)
+        }
         guard PostgresStoreBenchmark.isConfigured else {
             print("attachments on PostgreSQL skipped: no PostgreSQL cluster; run through scripts/with-postgres")
             return results
         }
-        results += try await ThrowawayPostgresDatabase.with(prefix: "ferry_bench_blobs") { database in
-            try await run(store: "PostgreSQL", arguments: ["--postgres", database.url], in: directory)
+        for transport in Transport.allCases {
+            results += try await ThrowawayPostgresDatabase.with(prefix: "ferry_bench_blobs") { database in
+                try await run(store: "PostgreSQL", arguments: ["--postgres", database.url], transport: transport, in: directory)
+            }
         }
         return results
     }
 
-    func run(store: String, arguments: [String], in directory: URL) async throws -> [BenchmarkResult] {
-        let label = "attachment of \(bytes >> 20) MiB, \(store) blob store"
+    func run(store: String, arguments: [String], transport: Transport, in directory: URL) async throws -> [BenchmarkResult] {
+        let label = "attachment of \(bytes >> 20) MiB, \(store) blob store, \(transport.rawValue)"
         let server = try ServerRoundTripBenchmark.startServer(
             in: directory, name: "blob-server-\(store)",
             arguments: arguments + ["--max-blob-bytes", String(bytes)])
@@ -62,7 +77,7 @@ public struct AttachmentBenchmark: Sendable {
         child.arguments = [
             "--attachment-client-url", "http://127.0.0.1:\(proxy.port)", "--attachment-client-token", server.token,
             "--attachment-client-directory", directory.appendingPathComponent("blob-client-\(store)").path,
-            "--attachment-bytes", String(bytes),
+            "--attachment-bytes", String(bytes), "--attachment-client-transport", transport.rawValue,
         ]
         let output = Pipe(), input = Pipe()
         child.standardOutput = output
@@ -70,7 +85,7 @@ public struct AttachmentBenchmark: Sendable {
         try child.run()
         // Between the upload and the download the child waits: the server's peak is read, and reset, per phase.
         var printed = Data()
-        var uploadPeak = 0, uploadWire = (toServer: 0, toClient: 0)
+        var uploadPeak = 0, uploadWire = (toServer: 0, toClient: 0), rehashed: Int64 = -1
         while true {
             let chunk = output.fileHandleForReading.availableData
             if chunk.isEmpty { break }
@@ -79,6 +94,8 @@ public struct AttachmentBenchmark: Sendable {
                 uploadPeak = processMemory("VmHWM", of: pid)
                 uploadWire = proxy.counts
                 proxy.reset()
+                // Read straight from the server, not through the relay that counts the wire.
+                rehashed = try await Self.rehashedBytes(server.url)
                 try? "5".write(toFile: "/proc/\(pid)/clear_refs", atomically: false, encoding: .utf8)
                 serverBeforeDownload = processMemory("VmRSS", of: pid)
                 input.fileHandleForWriting.write(Data("go\n".utf8))
@@ -121,10 +138,24 @@ public struct AttachmentBenchmark: Sendable {
                 ferry: "\(uploadWire.toServer + uploadWire.toClient) bytes", baseline: "\(bytes) bytes (the file)",
                 ratio: Double(uploadWire.toServer + uploadWire.toClient) / Double(bytes), goal: 1.01, direction: .atMost),
             BenchmarkResult(
+                scenario: "\(label): bytes the server read back from its blob store while receiving the upload",
+                ferry: "\(rehashed) bytes (ferry_blob_upload_rehashed_bytes)", baseline: "\(bytes) bytes (the file)",
+                ratio: Double(rehashed) / Double(bytes), goal: 1.01, direction: .atMost),
+            BenchmarkResult(
                 scenario: "\(label): bytes on the wire, download (both ways, the whole sync, headers included)",
                 ferry: "\(downloadWire.toServer + downloadWire.toClient) bytes", baseline: "\(bytes) bytes (the file)",
                 ratio: Double(downloadWire.toServer + downloadWire.toClient) / Double(bytes), goal: 1.01, direction: .atMost),
         ]
+    }
+
+    /// `ferry_blob_upload_rehashed_bytes` from the server's `/metrics`.
+    static func rehashedBytes(_ server: URL) async throws -> Int64 {
+        let (data, _) = try await URLSession.shared.data(from: server.appending(path: "metrics"))
+        let line = String(decoding: data, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("ferry_blob_upload_rehashed_bytes ") }
+        guard let value = line?.split(separator: " ").last.flatMap({ Double($0) }) else {
+            throw BenchmarkError("the server's /metrics has no ferry_blob_upload_rehashed_bytes")
+        }
+        return Int64(value)
     }
 
     // MARK: - The client process
@@ -132,7 +163,7 @@ public struct AttachmentBenchmark: Sendable {
     /// Device A adds a file of `bytes` and syncs (uploading it); device B,
     /// eager, syncs (downloading and verifying it). Each phase's peak RSS
     /// growth is measured from a reset of the process's high-water mark.
-    public static func runClient(url: URL, token: String, directory: URL, bytes: Int64) async throws -> ClientReport {
+    public static func runClient(url: URL, token: String, directory: URL, bytes: Int64, transport: Transport) async throws -> ClientReport {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let source = directory.appendingPathComponent("source.bin")
         try writeFile(source, bytes: bytes)
@@ -147,7 +178,10 @@ public struct AttachmentBenchmark: Sendable {
             var sync = SyncConfiguration(userID: "bench")
             sync.periodicInterval = nil
             let engine = try SyncEngine(
-                database: database, transport: HTTPSyncTransport(baseURL: url, requestTimeout: .seconds(600)),
+                database: database,
+                transport: transport == .urlSession
+                    ? URLSessionSyncTransport(baseURL: url, requestTimeout: .seconds(600))
+                    : HTTPSyncTransport(baseURL: url, requestTimeout: .seconds(600)),
                 configuration: sync, token: token)
             return (database, engine)
         }

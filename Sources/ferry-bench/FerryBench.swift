@@ -62,6 +62,7 @@ struct FerryBench: AsyncParsableCommand {
     @Option(help: .hidden) var attachmentClientURL: String?
     @Option(help: .hidden) var attachmentClientToken: String?
     @Option(help: .hidden) var attachmentClientDirectory: String?
+    @Option(help: .hidden) var attachmentClientTransport: String = AttachmentBenchmark.Transport.asyncHTTPClient.rawValue
 
     // The initial-sync scenario runs the syncing device in a child process.
     @Option(help: .hidden) var syncClientURL: String?
@@ -80,7 +81,7 @@ struct FerryBench: AsyncParsableCommand {
         {
             let report = try await AttachmentBenchmark.runClient(
                 url: url, token: token, directory: URL(fileURLWithPath: directory),
-                bytes: attachmentBytes)
+                bytes: attachmentBytes, transport: AttachmentBenchmark.Transport(rawValue: attachmentClientTransport) ?? .asyncHTTPClient)
             print(String(decoding: try JSONEncoder().encode(report), as: UTF8.self))
             return
         }

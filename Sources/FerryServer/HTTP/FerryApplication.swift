@@ -171,7 +171,7 @@ public enum FerryApplication {
         for (method, path, handler) in open {
             router.on(RouterPath(path), method: method, use: handler)
         }
-        let v1 = router.group("v1").add(middleware: AuthMiddleware(authority: authority))
+        let v1 = router.group("v1").add(middleware: ResponseCompressionMiddleware()).add(middleware: AuthMiddleware(authority: authority))
             .add(
                 middleware: RateLimitMiddleware(
                     limiter: UserRateLimiter(configuration.rateLimits), metrics: metrics, maxBlobBytes: configuration.limits.maxBlobBytes))

@@ -36,10 +36,11 @@ extension Request {
     /// ``ClientDisconnected``, not a server error.
     func decodeJSON<T: Decodable>(_ type: T.Type, schema: String, schemas: RequestSchemas, limits: ServerLimits) async throws -> T {
         try Self.requireJSONContentType(headers[.contentType])
+        let coding = try ContentCoding(header: headers[.contentEncoding])
         if let length = headers[.contentLength].flatMap(Int.init), length > limits.maxBodyBytes {
             throw FerryServerError(.payloadTooLarge, "the body is \(length) bytes; the limit is \(limits.maxBodyBytes)")
         }
-        let buffer: ByteBuffer
+        var buffer: ByteBuffer
         do {
             buffer = try await body.collect(upTo: limits.maxBodyBytes)
         } catch is NIOTooManyBytesError {
@@ -53,6 +54,8 @@ extension Request {
         } catch {
             throw ClientDisconnected()
         }
+        // A compressed body (a push from a client that compresses): the limit holds for what it decompresses to.
+        if let coding { buffer = try coding.decompress(buffer, limit: limits.maxBodyBytes) }
         let bytes = Array(buffer.readableBytesView)
         let value: JSONValue
         do {

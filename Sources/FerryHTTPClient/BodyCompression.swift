@@ -1,0 +1,91 @@
+import CompressNIO
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// How the AsyncHTTPClient transport compresses: answers are asked for
+/// compressed (`Accept-Encoding: gzip, deflate`) and decompressed here
+/// within the reply limit; a request body of at least ``floor`` bytes is
+/// sent gzipped once the server has shown it speaks gzip (a compressed
+/// answer), and sent plain again if a server refuses it (415, or 400 from
+/// an older instance behind the same address during an upgrade, which
+/// reads the bytes as JSON).
+///
+/// ```swift
+/// let transport = HTTPSyncTransport(baseURL: url, compression: false)   // every byte as it is
+/// ```
+final class BodyCompression: Sendable {
+    static let acceptEncoding = "gzip, deflate"
+    /// A request body shorter than this goes as it is.
+    static let floor = 1024
+    /// A reply that decompresses past this many times its size is refused.
+    static let maximumRatio = 500
+
+    let enabled: Bool
+    private let serverCompresses = NIOLockedValueBox(false)
+
+    init(enabled: Bool) {
+        self.enabled = enabled
+    }
+
+    /// Whether to gzip a request body of `count` bytes.
+    func compressesRequest(of count: Int) -> Bool {
+        enabled && count >= Self.floor && serverCompresses.withLockedValue { $0 }
+    }
+
+    /// The server refused a compressed body: send plain ones from now on,
+    /// until it answers compressed again.
+    func serverRefusedCompressedBody() {
+        serverCompresses.withLockedValue { $0 = false }
+    }
+
+    static func gzip(_ body: ByteBuffer) throws -> ByteBuffer {
+        var input = body
+        return try input.compress(with: .gzip())
+    }
+
+    /// `body` as its `Content-Encoding` says, decoded, at most `limit`
+    /// bytes; notes that the server compresses.
+    func decoded(_ body: ByteBuffer, contentEncoding: String?, limit: Int) throws -> ByteBuffer {
+        guard let algorithm = Self.algorithm(contentEncoding) else { return body }
+        serverCompresses.withLockedValue { $0 = true }
+        var input = body
+        let cap = min(limit, max(body.readableBytes, 1) * Self.maximumRatio)
+        let output = try input.decompress(with: algorithm, maxSize: cap + 1)
+        guard output.readableBytes <= cap else { throw CompressNIOError.bufferOverflow }
+        return output
+    }
+
+    static func algorithm(_ contentEncoding: String?) -> CompressionAlgorithm? {
+        switch contentEncoding?.trimmingCharacters(in: .whitespaces).lowercased() {
+        case "gzip", "x-gzip": .gzip()
+        case "deflate": .zlib()
+        default: nil
+        }
+    }
+
+    /// Decodes a compressed stream (the live stream) as its chunks arrive.
+    final class StreamDecoder {
+        private let decompressor: (any NIODecompressor)?
+
+        init(contentEncoding: String?) throws {
+            decompressor = BodyCompression.algorithm(contentEncoding)?.decompressor
+            try decompressor?.startStream()
+        }
+
+        func decode(_ chunk: ByteBuffer) throws -> ByteBuffer {
+            guard let decompressor else { return chunk }
+            var input = chunk
+            var output = ByteBuffer()
+            while input.readableBytes > 0 {
+                var window = ByteBufferAllocator().buffer(capacity: max(4 * input.readableBytes, 16 << 10))
+                do {
+                    try input.decompressStream(to: &window, with: decompressor)
+                } catch let error as CompressNIOError where error == .bufferOverflow || error == .inputBufferOverflow {
+                    // The window filled: keep what it holds and go on with the rest.
+                }
+                output.writeBuffer(&window)
+            }
+            return output
+        }
+    }
+}

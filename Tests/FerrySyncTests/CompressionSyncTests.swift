@@ -1,0 +1,48 @@
+@testable import Ferry
+import FerryHTTPClient
+import FerryProtocol
+import FerryTestSupport
+import Foundation
+import Testing
+
+/// Devices that compress (the AsyncHTTPClient transport by default), that
+/// do not, and that use URLSession, against one server on either store:
+/// every replica ends the same, row for row.
+@Suite(.postgresTurns) struct CompressionSyncTests {
+    @Test(arguments: StoreKind.available) func compressedAndPlainClientsConverge(_ kind: StoreKind) async throws {
+        try await SyncServer.with(kind) { server in
+            let directory = try TemporaryDirectory()
+            let transports: [(String, (URL) -> any SyncTransport)] = [
+                ("gzip", { HTTPSyncTransport(baseURL: $0, requestTimeout: .seconds(10)) }),
+                ("plain", { HTTPSyncTransport(baseURL: $0, requestTimeout: .seconds(10), compression: false) }),
+                ("urlsession", { URLSessionSyncTransport(baseURL: $0, requestTimeout: .seconds(10)) }),
+            ]
+            var devices: [Device] = []
+            for (name, make) in transports {
+                devices.append(
+                    try await Device.make(name, user: "alice", server: server, directory: directory, transport: { _ in make(server.baseURL) }))
+            }
+            // Each writes enough that pushes and pulls pass the 1 KiB floor, then edits another's rows.
+            for (index, device) in devices.enumerated() {
+                let name = transports[index].0
+                for row in 0..<300 {
+                    try device.execute(
+                        "INSERT INTO note(id, title, body) VALUES (?, ?, ?)",
+                        ["\(name)-\(row)", "note \(row) from \(name)", String(repeating: "word \(row) ", count: 20)])
+                }
+                try await device.engine.sync()
+            }
+            for device in devices { try await device.engine.sync() }
+            for (index, device) in devices.enumerated() {
+                let other = transports[(index + 1) % transports.count].0
+                try device.execute("UPDATE note SET title = 'edited by ' || ? WHERE id LIKE ? || '-1%'", [transports[index].0, other])
+                try await device.engine.sync()
+            }
+            for _ in 0..<2 { for device in devices { try await device.engine.sync() } }
+            let replicas = try devices.map { try $0.notes() }
+            #expect(replicas[0].count == 900)
+            #expect(replicas[0] == replicas[1] && replicas[1] == replicas[2])
+            #expect(replicas[0]["plain-10"]?.title == "edited by gzip")
+        }
+    }
+}
