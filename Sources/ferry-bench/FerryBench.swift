@@ -20,6 +20,7 @@ struct FerryBench: AsyncParsableCommand {
         case postgresStore = "postgres-store"
         case attachments = "attachments"
         case notes = "notes"
+        case wireBytes = "wire-bytes"
     }
 
     @Argument(help: "Scenarios to run (default: all).")
@@ -129,6 +130,8 @@ struct FerryBench: AsyncParsableCommand {
                 results += try await AttachmentBenchmark(bytes: attachmentBytes).run(in: directory)
             case .notes:
                 results += try NotesQueryBenchmark(notes: notesCount).run(in: directory)
+            case .wireBytes:
+                results += try await WireBytesBenchmark(rows: syncRows.first ?? 100_000).run(in: directory)
             }
         }
         print(BenchmarkResult.table(results))
