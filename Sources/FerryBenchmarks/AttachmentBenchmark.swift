@@ -61,7 +61,7 @@ public struct AttachmentBenchmark: Sendable {
     func run(store: String, arguments: [String], transport: Transport, in directory: URL) async throws -> [BenchmarkResult] {
         let label = "attachment of \(bytes >> 20) MiB, \(store) blob store, \(transport.rawValue)"
         let server = try ServerRoundTripBenchmark.startServer(
-            in: directory, name: "blob-server-\(store)",
+            in: directory, name: "blob-server-\(store)-\(transport.rawValue)",
             arguments: arguments + ["--max-blob-bytes", String(bytes)])
         defer { server.process.terminate(); server.process.waitUntilExit() }
         guard let serverPort = server.url.port else { throw BenchmarkError("the server URL has no port: \(server.url)") }
@@ -76,7 +76,7 @@ public struct AttachmentBenchmark: Sendable {
         child.executableURL = try InitialSyncBenchmark.sibling("ferry-bench")
         child.arguments = [
             "--attachment-client-url", "http://127.0.0.1:\(proxy.port)", "--attachment-client-token", server.token,
-            "--attachment-client-directory", directory.appendingPathComponent("blob-client-\(store)").path,
+            "--attachment-client-directory", directory.appendingPathComponent("blob-client-\(store)-\(transport.rawValue)").path,
             "--attachment-bytes", String(bytes), "--attachment-client-transport", transport.rawValue,
         ]
         let output = Pipe(), input = Pipe()
