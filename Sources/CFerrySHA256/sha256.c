@@ -59,6 +59,7 @@ void ferry_sha256_blocks_portable(uint32_t state[8], const uint8_t *data, size_t
 #if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
 #include <cpuid.h>
 #include <immintrin.h>
+#include <stdatomic.h>
 
 // Four rounds at a time with SHA256RNDS2; the message schedule with
 // SHA256MSG1/MSG2 (Intel's "SHA extensions" paper, 2013).
@@ -104,9 +105,14 @@ static int hasSHAExtensions(void) {
 }
 
 int ferry_sha256_accelerated(void) {
-    static int known = -1;
-    if (known < 0) known = hasSHAExtensions();
-    return known;
+    // Asked once; racing first callers both ask and store the same answer.
+    static _Atomic int known = -1;
+    int answer = atomic_load_explicit(&known, memory_order_relaxed);
+    if (answer < 0) {
+        answer = hasSHAExtensions();
+        atomic_store_explicit(&known, answer, memory_order_relaxed);
+    }
+    return answer;
 }
 
 void ferry_sha256_blocks(uint32_t state[8], const uint8_t *data, size_t blocks) {

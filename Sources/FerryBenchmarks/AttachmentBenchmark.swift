@@ -107,6 +107,7 @@ public struct AttachmentBenchmark: Sendable {
             throw BenchmarkError("the attachment client printed no report: \(String(decoding: printed, as: UTF8.self))")
         }
         let report = try JSONDecoder().decode(ClientReport.self, from: Data(line.utf8))
+        guard rehashed >= 0 else { throw BenchmarkError("the server's read-back count was never taken (no upload phase)") }
         guard report.identical else { throw BenchmarkError("the downloaded attachment differs from the one added") }
         let downloadWire = proxy.counts
         let mib = { (value: Int) in String(format: "%.1f MiB", Double(value) / 1_048_576) }
@@ -140,7 +141,7 @@ public struct AttachmentBenchmark: Sendable {
             BenchmarkResult(
                 scenario: "\(label): bytes the server read back from its blob store while receiving the upload",
                 ferry: "\(rehashed) bytes (ferry_blob_upload_rehashed_bytes)", baseline: "\(bytes) bytes (the file)",
-                ratio: Double(rehashed) / Double(bytes), goal: 1.01, direction: .atMost),
+                ratio: Double(rehashed) / Double(bytes), goal: 0, direction: .atMost),
             BenchmarkResult(
                 scenario: "\(label): bytes on the wire, download (both ways, the whole sync, headers included)",
                 ferry: "\(downloadWire.toServer + downloadWire.toClient) bytes", baseline: "\(bytes) bytes (the file)",

@@ -6,9 +6,10 @@ import NIOCore
 /// compressed (`Accept-Encoding: gzip, deflate`) and decompressed here
 /// within the reply limit; a request body of at least ``floor`` bytes is
 /// sent gzipped once the server has shown it speaks gzip (a compressed
-/// answer), and sent plain again if a server refuses it (415, or 400 from
-/// an older instance behind the same address during an upgrade, which
-/// reads the bytes as JSON).
+/// answer), and sent plain again if a server refuses it: 415, 400 from an
+/// older instance behind the same address during an upgrade (it reads the
+/// bytes as JSON), or 413 for a body that decompresses past the server's
+/// ratio cap (a very repetitive row; plain, it is judged by its size).
 ///
 /// ```swift
 /// let transport = HTTPSyncTransport(baseURL: url, compression: false)   // every byte as it is
@@ -17,8 +18,6 @@ final class BodyCompression: Sendable {
     static let acceptEncoding = "gzip, deflate"
     /// A request body shorter than this goes as it is.
     static let floor = 1024
-    /// A reply that decompresses past this many times its size is refused.
-    static let maximumRatio = 500
 
     let enabled: Bool
     private let serverCompresses = NIOLockedValueBox(false)
@@ -49,9 +48,9 @@ final class BodyCompression: Sendable {
         guard let algorithm = Self.algorithm(contentEncoding) else { return body }
         serverCompresses.withLockedValue { $0 = true }
         var input = body
-        let cap = min(limit, max(body.readableBytes, 1) * Self.maximumRatio)
-        let output = try input.decompress(with: algorithm, maxSize: cap + 1)
-        guard output.readableBytes <= cap else { throw CompressNIOError.bufferOverflow }
+        // The reply limit holds for what it decodes to (compress-nio stops allocating there).
+        let output = try input.decompress(with: algorithm, maxSize: limit + 1)
+        guard output.readableBytes <= limit else { throw CompressNIOError.bufferOverflow }
         return output
     }
 
@@ -77,11 +76,16 @@ final class BodyCompression: Sendable {
             var input = chunk
             var output = ByteBuffer()
             while input.readableBytes > 0 {
+                let before = input.readableBytes
                 var window = ByteBufferAllocator().buffer(capacity: max(4 * input.readableBytes, 16 << 10))
                 do {
                     try input.decompressStream(to: &window, with: decompressor)
                 } catch let error as CompressNIOError where error == .bufferOverflow || error == .inputBufferOverflow {
                     // The window filled: keep what it holds and go on with the rest.
+                }
+                // Bytes after the end of the compressed stream: never spin on them.
+                guard input.readableBytes < before || window.readableBytes > 0 else {
+                    throw CompressNIOError.corruptData
                 }
                 output.writeBuffer(&window)
             }

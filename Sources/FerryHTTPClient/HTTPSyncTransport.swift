@@ -35,6 +35,8 @@ public struct HTTPSyncTransport: SyncTransport {
     /// - Parameter compression: ask for compressed answers (gzip or
     ///   deflate), and gzip pushes of 1 KiB or more once the server has
     ///   shown it decodes them; `false` sends and takes every byte as it is.
+    ///   With compression on, give a `client` whose own decompression is
+    ///   off (the default client's is), or answers are decoded twice.
     public init(
         baseURL: URL, requestTimeout: Duration = .seconds(60), maxResponseBytes: Int = 64 << 20,
         client: HTTPClient = HTTPSyncTransport.defaultClient, compression: Bool = true
@@ -216,9 +218,9 @@ public struct HTTPSyncTransport: SyncTransport {
         return try await Self.mapErrors {
             let compressed = compression.compressesRequest(of: json.readableBytes)
             var response = try await send(compressed: compressed)
-            if compressed, response.status == .unsupportedMediaType || response.status == .badRequest {
+            if compressed, [415, 400, 413].contains(response.status.code) {
                 // A server that does not decode gzip (an older instance behind the same address reads the bytes
-                // as JSON and answers 400; nothing was applied): plain from now on.
+                // as JSON and answers 400), or a body past its ratio cap (413): nothing was applied; plain from now on.
                 compression.serverRefusedCompressedBody()
                 _ = try? await response.body.collect(upTo: 1 << 20)
                 response = try await send(compressed: false)

@@ -206,17 +206,24 @@ public struct PostgresBlobStore: BlobStore {
             PostgresBlobStore.bytes(of: key, range, store)
         }
 
+        /// Saved with each chunk already.
+        func saveHash(_ hash: [UInt8]) async throws {}
+
         /// The chunk, the byte count and the hash in one transaction: the
-        /// saved hash always covers exactly the bytes held.
-        func write(_ chunk: ByteBuffer, at position: Int64, hash: [UInt8]) async throws {
+        /// saved hash always covers exactly the bytes held, and it moves on
+        /// only from the one this upload resumed from (an upload of the same
+        /// blob begun again elsewhere meanwhile has another).
+        func write(_ chunk: ByteBuffer, at position: Int64, hash: [UInt8], replacing: [UInt8]?) async throws {
             let (key, logger) = (key, store.logger)
             let count = Int64(chunk.readableBytes)
             let hashState = ByteBuffer(bytes: hash)
+            let previous = replacing.map { ByteBuffer(bytes: $0) }
             try await store.transaction(.serializable) { connection, _ in
                 let moved = try await connection.query(
                     """
                     UPDATE ferry_blobs SET received = received + \(count), hash_state = \(hashState), modified_at = now()
                     WHERE scope = \(key.scope) AND sha256 = \(key.sha256) AND received = \(position) AND NOT complete
+                    AND hash_state IS NOT DISTINCT FROM \(previous)
                     RETURNING received
                     """, logger: logger
                 ).decode(Int64.self)

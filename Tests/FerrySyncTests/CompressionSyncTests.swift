@@ -3,6 +3,9 @@ import FerryHTTPClient
 import FerryProtocol
 import FerryTestSupport
 import Foundation
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 import Testing
 
 /// Devices that compress (the AsyncHTTPClient transport by default), that
@@ -39,6 +42,15 @@ import Testing
                 try await device.engine.sync()
             }
             for _ in 0..<2 { for device in devices { try await device.engine.sync() } }
+            // The server did compress: a pull asked for gzip comes gzipped, and the transports decoded it.
+            var request = URLRequest(url: server.baseURL.appending(path: "v1/pull"))
+            request.httpMethod = "POST"
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.setValue("gzip", forHTTPHeaderField: "Accept-Encoding")
+            request.setValue("Bearer \(try await server.token("alice"))", forHTTPHeaderField: "Authorization")
+            request.httpBody = Data(#"{"clientID":"probe","scopes":[{"scope":"user:alice"}]}"#.utf8)
+            let (_, response) = try await URLSession.shared.data(for: request)
+            #expect((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Content-Encoding") == "gzip")
             let replicas = try devices.map { try $0.notes() }
             #expect(replicas[0].count == 900)
             #expect(replicas[0] == replicas[1] && replicas[1] == replicas[2])

@@ -74,6 +74,7 @@ import Testing
         }
     }
 
+    // @unchecked: `offsets` is only touched under `lock`.
     final class Windows: @unchecked Sendable {
         private let lock = NSLock()
         private var offsets: [Int64] = []

@@ -86,6 +86,11 @@ public protocol BlobStore: Sendable {
     func touch(_ key: BlobKey) async throws -> BlobState
 }
 
+extension BlobStore {
+    /// A store that does not count them reports none.
+    public var bytesRehashed: Int64 { 0 }
+}
+
 /// A blob's name: its scope and the SHA-256 of its bytes (lowercase hex).
 public struct BlobKey: Hashable, Sendable, CustomStringConvertible {
     public let scope: String

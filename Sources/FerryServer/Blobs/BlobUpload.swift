@@ -60,10 +60,15 @@ package protocol BlobUploadTarget: Sendable {
     /// The bytes of `range` already held, to hash those the saved hash
     /// does not cover.
     func heldBytes(_ range: Range<Int64>) async throws -> BlobBytes
-    /// Writes `chunk` at `position` (where the held bytes end), and saves
-    /// `hash`, the checkpoint of the hash of every byte up to the chunk's
-    /// end, with it.
-    func write(_ chunk: ByteBuffer, at position: Int64, hash: [UInt8]) async throws
+    /// Writes `chunk` at `position` (where the held bytes end). `hash` is
+    /// the checkpoint of every byte up to the chunk's end, and `replacing`
+    /// the one saved before it: a store that saves the hash with each chunk
+    /// in one transaction (PostgreSQL) writes only if the saved one is still
+    /// `replacing`, so a checkpoint never joins another upload's bytes.
+    func write(_ chunk: ByteBuffer, at position: Int64, hash: [UInt8], replacing: [UInt8]?) async throws
+    /// Saves `hash`, the checkpoint of every byte written so far, once those
+    /// bytes are durable (a store that saves it with each chunk does nothing).
+    func saveHash(_ hash: [UInt8]) async throws
     /// Every byte is in and hashed right: make the blob readable, atomically.
     func complete(size: Int64) async throws
     /// The bytes hashed wrong: keep nothing.
@@ -94,6 +99,10 @@ package final class BlobRehashCount: Sendable {
 /// its end), and completes or discards the blob when the last byte is in.
 package enum BlobUpload {
     package static let chunkSize = 1 << 20
+    /// A store that saves the hash apart from the bytes (the filesystem)
+    /// makes them durable and saves it this often, and when a request ends:
+    /// a resume after a crash reads back at most this much.
+    package static let savedHashInterval: Int64 = 64 << 20
 
     package static func append(
         to key: BlobKey, state: BlobState, length: Int64, offset: Int64, limit: Int64,
@@ -104,31 +113,47 @@ package enum BlobUpload {
             guard case .complete = try await target.touch() else { throw BlobUploadRules.offsetMismatch(0) }
             return .complete(size: size)
         }
-        var hasher = try await resumedHash(held: offset, target: target, rehashed: rehashed)
+        var (hasher, stored) = try await resumedHash(held: offset, target: target, rehashed: rehashed)
         var position = offset
+        var saved = offset
         var pending = ByteBuffer()
         pending.reserveCapacity(chunkSize)
         func flush() async throws {
             guard pending.readableBytes > 0 else { return }
             pending.withUnsafeReadableBytes { hasher.update($0) }
-            try await target.write(pending, at: position, hash: hasher.checkpoint)
+            let checkpoint = hasher.checkpoint
+            try await target.write(pending, at: position, hash: checkpoint, replacing: stored)
+            stored = checkpoint
             position += Int64(pending.readableBytes)
             pending.clear()
-        }
-        for try await var piece in bytes {
-            guard position + Int64(pending.readableBytes) + Int64(piece.readableBytes) <= length else {
-                // The declared length is wrong, so these bytes can never hash right.
-                try await target.discard()
-                throw FerryServerError.badRequest("the body runs past Upload-Length \(length); nothing of this upload was kept")
-            }
-            while piece.readableBytes > 0 {
-                var slice = piece.readSlice(length: min(piece.readableBytes, chunkSize - pending.readableBytes))!
-                pending.writeBuffer(&slice)
-                if pending.readableBytes == chunkSize { try await flush() }
+            if position - saved >= savedHashInterval {
+                try await target.saveHash(checkpoint)
+                saved = position
             }
         }
-        try await flush()
-        guard position == length else { return .partial(received: position, length: length) }
+        do {
+            for try await var piece in bytes {
+                guard position + Int64(pending.readableBytes) + Int64(piece.readableBytes) <= length else {
+                    // The declared length is wrong, so these bytes can never hash right.
+                    try await target.discard()
+                    throw FerryServerError.badRequest("the body runs past Upload-Length \(length); nothing of this upload was kept")
+                }
+                while piece.readableBytes > 0 {
+                    var slice = piece.readSlice(length: min(piece.readableBytes, chunkSize - pending.readableBytes))!
+                    pending.writeBuffer(&slice)
+                    if pending.readableBytes == chunkSize { try await flush() }
+                }
+            }
+            try await flush()
+        } catch {
+            // The body broke off: the hash of what was written is kept for the resume.
+            if position > saved { try? await target.saveHash(hasher.checkpoint) }
+            throw error
+        }
+        guard position == length else {
+            if position > saved { try await target.saveHash(hasher.checkpoint) }
+            return .partial(received: position, length: length)
+        }
         let digest = hasher.finalize()
         guard digest == key.sha256 else {
             try await target.discard()
@@ -140,20 +165,24 @@ package enum BlobUpload {
 
     /// The hash of the `held` bytes: the saved checkpoint, and the held
     /// bytes it does not cover read back and hashed (all of them when no
-    /// checkpoint was saved, or one that claims more bytes than are held).
-    static func resumedHash(held: Int64, target: some BlobUploadTarget, rehashed: BlobRehashCount) async throws -> SHA256Digest {
-        guard held > 0 else { return SHA256Digest() }
+    /// checkpoint was saved, or one that claims more bytes than are held);
+    /// and the checkpoint as it was saved, which the next write replaces.
+    static func resumedHash(
+        held: Int64, target: some BlobUploadTarget, rehashed: BlobRehashCount
+    ) async throws -> (hasher: SHA256Digest, stored: [UInt8]?) {
+        let saved = try await target.savedHash()
+        guard held > 0 else { return (SHA256Digest(), saved) }
         var hasher = SHA256Digest()
-        if let saved = try await target.savedHash(), let resumed = try? SHA256Digest(resuming: saved), resumed.byteCount <= held {
+        if let saved, let resumed = try? SHA256Digest(resuming: saved), resumed.byteCount <= held {
             hasher = resumed
         }
         let covered = Int64(hasher.byteCount)
-        guard covered < held else { return hasher }
+        guard covered < held else { return (hasher, saved) }
         rehashed.add(held - covered)
         for try await chunk in try await target.heldBytes(covered..<held) {
             chunk.withUnsafeReadableBytes { hasher.update($0) }
         }
-        return hasher
+        return (hasher, saved)
     }
 }
 

@@ -181,7 +181,13 @@ public final class FileBlobStore: BlobStore {
                 throw FileBlobStore.failure("prepare", scopeDirectory.path, error)
             }
             // A hash left by an earlier upload of these bytes describes none of the new one's.
-            try? manager.removeItem(at: uploadHash)
+            do {
+                try manager.removeItem(at: uploadHash)
+            } catch  where (error as NSError).code == NSFileNoSuchFileError || (error as NSError).code == Int(ENOENT) {
+                // None: the usual case.
+            } catch {
+                throw FileBlobStore.failure("remove the old hash of", upload.path, error)
+            }
             let fd = open(upload.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
             guard fd >= 0 else { throw FileBlobStore.failure("create", upload.path) }
             close(fd)
@@ -246,12 +252,9 @@ public final class FileBlobStore: BlobStore {
             try await FileReader.make(paths.upload, range: range, pool: pool)
         }
 
-        /// The bytes first, then the hash beside them (replaced whole by a
-        /// rename): a hash never covers bytes the file lacks, and one that
-        /// lags behind (a crash between the two) is caught up from the file.
-        func write(_ chunk: ByteBuffer, at position: Int64, hash: [UInt8]) async throws {
+        /// The bytes alone: the hash is saved apart (`saveHash`), after them.
+        func write(_ chunk: ByteBuffer, at position: Int64, hash: [UInt8], replacing: [UInt8]?) async throws {
             let path = paths.upload.path
-            let hashURL = paths.uploadHash
             try await pool.runIfActive {
                 let fd = open(path, O_WRONLY)
                 guard fd >= 0 else { throw FileBlobStore.failure("open", path) }
@@ -264,6 +267,20 @@ public final class FileBlobStore: BlobStore {
                         written += result
                     }
                 }
+            }
+        }
+
+        /// The bytes made durable first, then the hash beside them (replaced
+        /// whole by a rename): a saved hash never covers bytes the disk may
+        /// not hold, and one that lags behind (a crash between saves) is
+        /// caught up from the file.
+        func saveHash(_ hash: [UInt8]) async throws {
+            let (path, hashURL) = (paths.upload.path, paths.uploadHash)
+            try await pool.runIfActive {
+                let fd = open(path, O_WRONLY)
+                guard fd >= 0 else { throw FileBlobStore.failure("open", path) }
+                defer { close(fd) }
+                guard fdatasync(fd) == 0 else { throw FileBlobStore.failure("sync", path) }
                 do {
                     try Data(hash).write(to: hashURL, options: .atomic)
                 } catch {

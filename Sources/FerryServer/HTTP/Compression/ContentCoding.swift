@@ -20,12 +20,23 @@ package enum ContentCoding: String, Sendable, CaseIterable {
     package static let floor = 1024
     /// A body that decompresses to more than this many times its size is
     /// refused, whatever its size (a bomb: megabytes of one repeated byte).
+    /// A client that meets it with a real, very repetitive row sends it
+    /// again plain, where only its size counts.
     package static let maximumRatio = 500
 
     var algorithm: CompressionAlgorithm {
         switch self {
         case .gzip: .gzip()
         case .deflate: .zlib()
+        }
+    }
+
+    /// For a stream open for hours: a 4 KiB window, memory level 4.
+    var streamingAlgorithm: CompressionAlgorithm {
+        let small = ZlibConfiguration(windowSize: Int32(12), compressionLevel: Int32(-1), memoryLevel: Int32(4))
+        return switch self {
+        case .gzip: .gzip(configuration: small)
+        case .deflate: .zlib(configuration: small)
         }
     }
 
