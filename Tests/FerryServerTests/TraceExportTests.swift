@@ -54,8 +54,11 @@ import Testing
         #expect((response as? HTTPURLResponse)?.statusCode == 200, "\(String(decoding: body, as: UTF8.self))")
 
         let names = ["ferry.push", "ferry.store.push", "ferry.merge"]
+        // The request's own span ends after the handler's, so it may come in a later batch: wait for it too.
         let exported = try await eventually(within: .seconds(20), every: .milliseconds(50)) {
-            Set(names).isSubset(of: Set(collector.spans.filter { $0.traceID == traceID }.map(\.name)))
+            let spans = collector.spans.filter { $0.traceID == traceID }
+            guard Set(names).isSubset(of: Set(spans.map(\.name))), let push = spans.first(where: { $0.name == "ferry.push" }) else { return false }
+            return spans.contains { $0.spanID == push.parentSpanID }
         }
         let spans = collector.spans.filter { $0.traceID == traceID }
         #expect(exported, "the push's spans were not exported under the client's trace: \(collector.spans)")
