@@ -50,66 +50,72 @@ public struct NoteQuery: Sendable, Hashable {
     /// The statement and its arguments: notes in `order`, then by id.
     public func sql() -> (String, StatementArguments) {
         guard order == .updated, !reversed else { return orderedSQL() }
-        var arguments: StatementArguments = []
-        var conditions: [String] = []
-        let from: String
-        let order: String
-        switch filter {
-        case .all:
-            from = "note INDEXED BY note_live"
-            conditions.append("note.deleted_at IS NULL")
-            order = "note.updated_at DESC, note.id DESC"
-        case .deleted:
-            from = "note INDEXED BY note_deleted"
-            conditions.append("note.deleted_at IS NOT NULL")
-            order = "note.updated_at DESC, note.id DESC"
-        case .category(let name):
-            from = "note INDEXED BY note_by_category"
-            conditions.append("note.deleted_at IS NULL AND note.category = ?")
-            arguments += [name]
-            order = "note.updated_at DESC, note.id DESC"
-        case .notebook(let id):
-            from = "note INDEXED BY note_by_notebook"
-            conditions.append("note.deleted_at IS NULL AND note.notebook_id = ?")
-            arguments += [id]
-            order = "note.updated_at DESC, note.id DESC"
-        case .tag(let tag):
-            // The tag's rows in order, each joined to its note by primary key.
-            // Times bound the same index range the order walks: the scan stops at `since`.
-            var keyset = after.map { _ in " AND (t.updated_at, t.note_id) < (?, ?)" } ?? ""
-            var tagArguments: StatementArguments = [tag]
-            if let after { tagArguments += [after.updatedAt, after.id] }
-            if let since {
-                keyset += " AND t.updated_at >= ?"
-                tagArguments += [since]
+        let selection = self.selection
+        guard case .tag(let tag) = filter else {
+            // Each filter walks its own index in the order it lists.
+            var conditions = [selection.condition]
+            var arguments = selection.arguments
+            if let after {
+                conditions.append("(note.updated_at, note.id) < (?, ?)")
+                arguments += [after.updatedAt, after.id]
             }
-            if let until {
-                keyset += " AND t.updated_at < ?"
-                tagArguments += [until]
-            }
-            tagArguments += [limit]
+            timeBounds("note.updated_at", &conditions, &arguments)
+            arguments += [limit]
             return (
                 """
-                SELECT note.* FROM note_tag t JOIN note ON note.id = t.note_id
-                WHERE t.tag = ?\(keyset)
-                ORDER BY t.updated_at DESC, t.note_id DESC LIMIT ?
-                """, tagArguments
+                SELECT note.* FROM note INDEXED BY \(index) WHERE \(conditions.joined(separator: " AND ")) \
+                ORDER BY note.updated_at DESC, note.id DESC LIMIT ?
+                """, arguments
             )
         }
+        // The tag's rows in order, each joined to its note by primary key.
+        // Times bound the same index range the order walks: the scan stops at `since`.
+        var conditions = ["t.tag = ?"]
+        var arguments: StatementArguments = [tag]
         if let after {
-            conditions.append("(note.updated_at, note.id) < (?, ?)")
+            conditions.append("(t.updated_at, t.note_id) < (?, ?)")
             arguments += [after.updatedAt, after.id]
         }
+        timeBounds("t.updated_at", &conditions, &arguments)
+        arguments += [limit]
+        return (
+            "SELECT note.* FROM \(selection.from) WHERE \(conditions.joined(separator: " AND ")) ORDER BY t.updated_at DESC, t.note_id DESC LIMIT ?",
+            arguments
+        )
+    }
+
+    /// The rows a filter selects: where from, and on what condition (a
+    /// tag's notes through `note_tag`, which holds live notes only).
+    var selection: (from: String, condition: String, arguments: StatementArguments) {
+        switch filter {
+        case .all: ("note", "note.deleted_at IS NULL", [])
+        case .deleted: ("note", "note.deleted_at IS NOT NULL", [])
+        case .category(let name): ("note", "note.deleted_at IS NULL AND note.category = ?", [name])
+        case .notebook(let id): ("note", "note.deleted_at IS NULL AND note.notebook_id = ?", [id])
+        case .tag(let tag): ("note_tag t JOIN note ON note.id = t.note_id", "t.tag = ?", [tag])
+        }
+    }
+
+    /// The index the default order walks for each filter but a tag's.
+    private var index: String {
+        switch filter {
+        case .all, .tag: "note_live"
+        case .deleted: "note_deleted"
+        case .category: "note_by_category"
+        case .notebook: "note_by_notebook"
+        }
+    }
+
+    /// `--since` and `--until` on `column`.
+    private func timeBounds(_ column: String, _ conditions: inout [String], _ arguments: inout StatementArguments) {
         if let since {
-            conditions.append("note.updated_at >= ?")
+            conditions.append("\(column) >= ?")
             arguments += [since]
         }
         if let until {
-            conditions.append("note.updated_at < ?")
+            conditions.append("\(column) < ?")
             arguments += [until]
         }
-        arguments += [limit]
-        return ("SELECT note.* FROM \(from) WHERE \(conditions.joined(separator: " AND ")) ORDER BY \(order) LIMIT ?", arguments)
     }
 }
 
@@ -118,23 +124,9 @@ extension NoteQuery {
     /// b-tree over the notes the filter selects), each page starting after
     /// the cursor's sort key and id.
     func orderedSQL() -> (String, StatementArguments) {
-        var arguments: StatementArguments = []
-        var conditions: [String] = []
-        var from = "note"
-        switch filter {
-        case .all: conditions.append("note.deleted_at IS NULL")
-        case .deleted: conditions.append("note.deleted_at IS NOT NULL")
-        case .category(let name):
-            conditions.append("note.deleted_at IS NULL AND note.category = ?")
-            arguments += [name]
-        case .notebook(let id):
-            conditions.append("note.deleted_at IS NULL AND note.notebook_id = ?")
-            arguments += [id]
-        case .tag(let tag):
-            from = "note_tag t JOIN note ON note.id = t.note_id"
-            conditions.append("t.tag = ?")
-            arguments += [tag]
-        }
+        let selection = self.selection
+        var conditions = [selection.condition]
+        var arguments = selection.arguments
         let key = order.column
         let ascending = order.ascending != reversed
         let direction = ascending ? "ASC" : "DESC"
@@ -148,17 +140,13 @@ extension NoteQuery {
                 }
             arguments += [value, value, after.id]
         }
-        if let since {
-            conditions.append("note.updated_at >= ?")
-            arguments += [since]
-        }
-        if let until {
-            conditions.append("note.updated_at < ?")
-            arguments += [until]
-        }
+        timeBounds("note.updated_at", &conditions, &arguments)
         arguments += [limit]
         return (
-            "SELECT note.* FROM \(from) WHERE \(conditions.joined(separator: " AND ")) ORDER BY \(key) \(direction), note.id \(direction) LIMIT ?",
+            """
+            SELECT note.* FROM \(selection.from) WHERE \(conditions.joined(separator: " AND ")) \
+            ORDER BY \(key) \(direction), note.id \(direction) LIMIT ?
+            """,
             arguments
         )
     }

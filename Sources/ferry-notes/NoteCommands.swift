@@ -107,9 +107,7 @@ struct List: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "ls", abstract: "List notes, newest first, a page at a time.")
     @OptionGroup var global: GlobalOptions
     @OptionGroup var pager: PagerOptions
-    @Option(help: "Only notes in this category.") var category: String?
-    @Option(help: "Only notes with this tag.") var tag: String?
-    @Option(help: "Only notes in this shared notebook.") var notebook: String?
+    @OptionGroup var only: NoteFilterOptions
     @Option(help: "Notes per page.") var limit = 50
     @Option(help: "Start after this cursor (printed at the end of the previous page).") var after: String?
     @Option(help: "Only notes changed since then: 2026-11-01, 2026-11-01T14:30, or an age such as 12h, 7d, 2w.") var since: String?
@@ -122,18 +120,9 @@ struct List: AsyncParsableCommand {
         guard let order = NoteOrder(rawValue: sort) else { throw NotesError(.usage, "--sort must be updated, created or title") }
         let library = try global.library()
         pager.start()
-        let filters = [category != nil, tag != nil, notebook != nil, deleted].filter { $0 }.count
-        guard filters <= 1 else { throw NotesError(.usage, "give one of --category, --tag, --notebook, --deleted") }
+        guard only.count + (deleted ? 1 : 0) <= 1 else { throw NotesError(.usage, "give one of --category, --tag, --notebook, --deleted") }
         guard (1...10_000).contains(limit) else { throw NotesError(.usage, "--limit must be 1–10000") }
-        var filter = NoteQuery.Filter.all
-        if let category { filter = .category(category) }
-        if let tag { filter = .tag(tag) }
-        if let notebook {
-            filter = .notebook(
-                id: try library.notebooks().first { $0.name == notebook }?.id
-                    ?? { throw NotesError(.notFound, "no notebook named \(notebook)") }())
-        }
-        if deleted { filter = .deleted }
+        let filter: NoteQuery.Filter = try deleted ? .deleted : only.filter(library)
         var cursor: NoteCursor?
         if let after {
             guard let parsed = NoteCursor(text: after), parsed.fits(order) else {
@@ -158,9 +147,7 @@ struct List: AsyncParsableCommand {
         for line in Terminal.table(notes) { print(line) }
         if let next {
             var again = [Suggestion.command("ls")]
-            if let category { again += ["--category", Suggestion.quoted(category)] }
-            if let tag { again += ["--tag", Suggestion.quoted(tag)] }
-            if let notebook { again += ["--notebook", Suggestion.quoted(notebook)] }
+            again += only.arguments
             if deleted { again.append("--deleted") }
             if order != .updated { again += ["--sort", sort] }
             if reverse { again.append("--reverse") }
@@ -258,9 +245,7 @@ struct Search: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @OptionGroup var pager: PagerOptions
     @Argument(help: "Words to find (each as a prefix).") var query: String
-    @Option(help: "Only notes in this category.") var category: String?
-    @Option(help: "Only notes with this tag.") var tag: String?
-    @Option(help: "Only notes in this shared notebook.") var notebook: String?
+    @OptionGroup var only: NoteFilterOptions
     @Option(help: "Only notes changed since then (as `ls --since`).") var since: String?
     @Option(help: "Only notes changed before then.") var until: String?
     @Option(help: "Notes per page.") var limit = 20
@@ -269,17 +254,10 @@ struct Search: AsyncParsableCommand {
     func run() async throws {
         let library = try global.library()
         pager.start()
-        guard [category, tag, notebook].compactMap({ $0 }).count <= 1 else { throw NotesError(.usage, "give one of --category, --tag, --notebook") }
+        guard only.count <= 1 else { throw NotesError(.usage, "give one of --category, --tag, --notebook") }
         guard (1...10_000).contains(limit) else { throw NotesError(.usage, "--limit must be 1–10000") }
         guard (1...1_000_000).contains(page) else { throw NotesError(.usage, "--page counts from 1 (to 1000000)") }
-        var filter = NoteQuery.Filter.all
-        if let category { filter = .category(category) }
-        if let tag { filter = .tag(tag) }
-        if let notebook {
-            filter = .notebook(
-                id: try library.notebooks().first { $0.name == notebook }?.id
-                    ?? { throw NotesError(.notFound, "no notebook named \(notebook)") }())
-        }
+        let filter = try only.filter(library)
         let times = try NoteTime.options(since: since, until: until)
         let color = Terminal.usesColor && !global.json
         // One more than a page: a next page is offered only when a hit is on it.
@@ -301,14 +279,43 @@ struct Search: AsyncParsableCommand {
             print("          \(hit.snippet.replacingOccurrences(of: "\n", with: " "))")
         }
         if more {
-            var again = [Suggestion.command("search"), Suggestion.quoted(query)]
-            if let category { again += ["--category", Suggestion.quoted(category)] }
-            if let tag { again += ["--tag", Suggestion.quoted(tag)] }
-            if let notebook { again += ["--notebook", Suggestion.quoted(notebook)] }
+            var again = [Suggestion.command("search"), Suggestion.quoted(query)] + only.arguments
             if let since = times.since { again += ["--since", Suggestion.quoted(NoteTime.text(since))] }
             if let until = times.until { again += ["--until", Suggestion.quoted(NoteTime.text(until))] }
             if limit != 20 { again += ["--limit", "\(limit)"] }
             tell("more: \((again + ["--page", "\(page + 1)"]).joined(separator: " "))")
+        }
+    }
+}
+
+/// `--category`, `--tag` and `--notebook`, on the commands that list notes.
+struct NoteFilterOptions: ParsableArguments {
+    @Option(help: "Only notes in this category.") var category: String?
+    @Option(help: "Only notes with this tag.") var tag: String?
+    @Option(help: "Only notes in this shared notebook.") var notebook: String?
+
+    /// How many of the three were given.
+    var count: Int { [category, tag, notebook].compactMap { $0 }.count }
+
+    /// The filter the one given names (`.all` for none).
+    ///
+    /// - throws: ``NotesError`` `.notFound` for a notebook not on this device.
+    func filter(_ library: NotesLibrary) throws -> NoteQuery.Filter {
+        if let category { return .category(category) }
+        if let tag { return .tag(tag) }
+        if let notebook {
+            guard let id = try library.notebooks().first(where: { $0.name == notebook })?.id else {
+                throw NotesError(.notFound, "no notebook named \(notebook)")
+            }
+            return .notebook(id: id)
+        }
+        return .all
+    }
+
+    /// The options again, for a suggested command.
+    var arguments: [String] {
+        [("--category", category), ("--tag", tag), ("--notebook", notebook)].flatMap { name, value in
+            value.map { [name, Suggestion.quoted($0)] } ?? []
         }
     }
 }

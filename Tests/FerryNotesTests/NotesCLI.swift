@@ -9,6 +9,8 @@ struct NotesCLI: Sendable {
     var environment: [String: String] = [:]
     /// Another user to run as (through `runuser`, which needs root).
     var user: String?
+    /// The binary that user runs.
+    var userExecutable: URL?
 
     init(database: String, environment: [String: String] = [:]) {
         self.database = database
@@ -20,10 +22,17 @@ struct NotesCLI: Sendable {
         self.init(database: directory.path("\(name).sqlite"), environment: ["COLUMNS": "120"])
     }
 
-    /// The same device, run as `user`.
-    func `as`(user: String) -> NotesCLI {
+    /// The same device, run as `user` from a copy of the binary in
+    /// `folder` (the build folder may sit in a directory only its owner
+    /// enters; `folder` and the path to it must be open to `user`).
+    func `as`(user: String, copyingBinaryInto folder: URL) throws -> NotesCLI {
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        let copy = folder.appending(path: "ferry-notes")
+        if !FileManager.default.fileExists(atPath: copy.path) { try FileManager.default.copyItem(at: try Self.executable(), to: copy) }
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: copy.path)
         var other = self
         other.user = user
+        other.userExecutable = copy
         return other
     }
 
@@ -41,7 +50,7 @@ struct NotesCLI: Sendable {
         let process = Process()
         if let user {
             process.executableURL = URL(filePath: "/usr/sbin/runuser")
-            process.arguments = ["-u", user, "--", try Self.executable().path] + arguments + ["--db", database]
+            process.arguments = ["-u", user, "--", try (userExecutable ?? Self.executable()).path] + arguments + ["--db", database]
         } else {
             process.executableURL = try Self.executable()
             process.arguments = arguments + ["--db", database]
@@ -88,6 +97,7 @@ struct NotesCLI: Sendable {
     static func executable() throws -> URL {
         try ServerProcess.executable().deletingLastPathComponent().appending(path: "ferry-notes")
     }
+
 }
 
 /// A `ferry-server` child process on a free port, with a known secret, and

@@ -41,7 +41,7 @@ import Testing
         try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: folder.path)
         defer { try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path) }
         // Root reads and writes anything: there the reader is `nobody`.
-        let reader = getuid() == 0 ? owner.as(user: "nobody") : owner
+        let reader = getuid() == 0 ? try owner.as(user: "nobody", copyingBinaryInto: directory.url.appending(path: "bin")) : owner
         #expect(try reader.ok(["ls"]).contains("Field notes"))
         #expect(try reader.ok(["search", "kestrel"]).contains("Field notes"))
         #expect(try reader.ok(["show", String(id.prefix(6))]).contains("kestrel over the ridge"))

@@ -12,7 +12,8 @@ import FerryTestSupport
 /// (The rules every store keeps are in ``SyncStoreConformanceTests``.)
 @Suite(.postgresTurns, .enabled(if: PostgresTestDatabase.shouldRun), .serialized)
 struct PostgresStoreTests {
-    static let rules = PushRules()
+    // Made at each use, so its `now` is the push's (see SyncStoreConformanceTests.rules).
+    static var rules: PushRules { PushRules() }
 
     func pullToEnd(_ store: any SyncStore, cursor: String?, client: String = "follower") async throws -> (rows: [String], cursor: String?) {
         var cursor = cursor
