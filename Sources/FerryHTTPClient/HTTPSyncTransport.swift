@@ -32,11 +32,19 @@ public struct HTTPSyncTransport: SyncTransport {
     private let client: HTTPClient
     private let compression: BodyCompression
 
-    /// - Parameter compression: ask for compressed answers (gzip or
-    ///   deflate), and gzip pushes of 1 KiB or more once the server has
-    ///   shown it decodes them; `false` sends and takes every byte as it is.
-    ///   With compression on, give a `client` whose own decompression is
-    ///   off (the default client's is), or answers are decoded twice.
+    /// A transport talking to the server at `baseURL`.
+    ///
+    /// - Parameters:
+    ///   - baseURL: the server's address, without `/v1`.
+    ///   - requestTimeout: how long a push or pull may take, reply included.
+    ///   - maxResponseBytes: the largest reply accepted, after decompression.
+    ///   - client: the AsyncHTTPClient to send through; ``defaultClient``
+    ///     unless the app shares its own.
+    ///   - compression: ask for compressed answers (gzip or deflate), and
+    ///     gzip pushes of 1 KiB or more once the server has shown it decodes
+    ///     them; `false` sends and takes every byte as it is. With
+    ///     compression on, give a `client` whose own decompression is off
+    ///     (the default client's is), or answers are decoded twice.
     public init(
         baseURL: URL, requestTimeout: Duration = .seconds(60), maxResponseBytes: Int = 64 << 20,
         client: HTTPClient = HTTPSyncTransport.defaultClient, compression: Bool = true
