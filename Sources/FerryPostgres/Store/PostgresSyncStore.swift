@@ -50,11 +50,12 @@ public final class PostgresSyncStore: SyncStore {
     public init(configuration: PostgresStoreConfiguration, logger: Logger = Logger(label: "ferry-server.postgres")) {
         self.configuration = configuration
         self.logger = logger
-        client = PostgresClient(configuration: Self.clientConfiguration(configuration), backgroundLogger: logger)
+        instanceName = Self.makeInstanceName()
+        client = PostgresClient(configuration: Self.clientConfiguration(configuration, instanceName: instanceName), backgroundLogger: logger)
         (closing, closingContinuation) = AsyncStream.makeStream(of: Void.self)
     }
 
-    static func clientConfiguration(_ configuration: PostgresStoreConfiguration) -> PostgresClient.Configuration {
+    static func clientConfiguration(_ configuration: PostgresStoreConfiguration, instanceName: String) -> PostgresClient.Configuration {
         let tls: PostgresClient.Configuration.TLS =
             switch configuration.tls {
             case .disable: .disable
@@ -75,9 +76,22 @@ public final class PostgresSyncStore: SyncStore {
         client.options.additionalStartupParameters = [
             ("statement_timeout", "\(max(1, configuration.statementTimeout.wholeMilliseconds))"),
             ("lock_timeout", "\(max(1, configuration.lockTimeout.wholeMilliseconds))"),
+            // Names this instance in pg_stat_activity: the console lists instances by it.
+            ("application_name", instanceName),
         ]
         return client
     }
+
+    /// How this process names itself to PostgreSQL (`application_name`):
+    /// host, process id and a random tag, so two instances in one process differ.
+    public let instanceName: String
+
+    private static func makeInstanceName() -> String {
+        let host = ProcessInfo.processInfo.hostName.prefix(24)
+        let tag = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        return "\(instancePrefix)\(host) pid \(ProcessInfo.processInfo.processIdentifier) #\(tag)"
+    }
+    static let instancePrefix = "ferry-server "
 
     /// The store's epoch, once it is ready: cursors from any other epoch get a reset.
     public var epoch: String? {

@@ -44,11 +44,20 @@ struct AdminAPI: Sendable {
             (.get, "webhooks", api.listWebhooks),
             (.post, "webhooks/:name/replay", api.replayWebhook),
         ]
-        let table = RouteTable([(.get, "/openapi.json")] + routes.map { ($0.0, "/admin/v1/" + $0.1) })
+        let now = configuration.now
+        let console = Console(
+            store: store, metrics: metrics, token: admin.token,
+            sessions: ConsoleSessions(idleTimeout: admin.consoleSessionTimeout, now: { Int64(now().timeIntervalSince1970 * 1000) }),
+            now: { Int64(now().timeIntervalSince1970 * 1000) }, heartbeat: .seconds(2))
+        let table = RouteTable(
+            [(.get, "/openapi.json")] + routes.map { ($0.0, "/admin/v1/" + $0.1) } + console.routes.map { ($0.0, $0.1) })
         let router = Router(context: FerryRequestContext.self)
         router.add(middleware: MetricsMiddleware(metrics: metrics))
         router.add(middleware: ErrorMiddleware(routes: table))
         router.on("/openapi.json", method: .get, use: SyncAPI.openAPI(document))
+        for (method, path, handler) in console.routes {
+            router.on(RouterPath(path), method: method, use: handler)
+        }
         let v1 = router.group("admin/v1").add(middleware: AdminAuthMiddleware(token: admin.token))
         for (method, path, handler) in routes {
             v1.on(RouterPath(path), method: method, use: handler)

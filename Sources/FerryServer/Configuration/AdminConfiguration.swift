@@ -13,8 +13,12 @@ public struct AdminConfiguration: Sendable {
     public var host = "127.0.0.1"
     /// The port; `0` picks a free one.
     public var port: Int
-    /// The credential: `Authorization: Bearer <token>`.
+    /// The credential: `Authorization: Bearer <token>`, and the password of
+    /// the console (`/console` on this port).
     public var token: String
+    /// How long a console session lasts without a request; it also ends
+    /// 12 hours after sign-in however busy, and at a restart.
+    public var consoleSessionTimeout: Duration = .seconds(30 * 60)
 
     /// The fewest characters an admin token may have.
     public static let minimumTokenLength = 32

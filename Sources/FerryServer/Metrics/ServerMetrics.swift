@@ -1,5 +1,7 @@
 import CoreMetrics
 import FerryProtocol
+import Foundation
+import NIOConcurrencyHelpers
 import Prometheus
 
 /// The server's metrics, recorded through swift-metrics and served at
@@ -18,6 +20,8 @@ public final class ServerMetrics: Sendable {
     public let registry: PrometheusCollectorRegistry
     /// The swift-metrics factory every metric is made with.
     public let factory: PrometheusMetricsFactory
+    /// The last minutes of pushes, pulls and errors, for the console.
+    private let activity = NIOLockedValueBox(ActivityWindow())
 
     private static let latencyBuckets: [Duration] = [
         .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2.5), .milliseconds(5),
@@ -47,7 +51,13 @@ public final class ServerMetrics: Sendable {
         count("ferry_http_requests_total", [("method", method), ("route", route), ("status", status)])
         CoreMetrics.Timer(label: "ferry_http_request_duration_seconds", dimensions: [("method", method), ("route", route)], factory: factory)
             .record(duration: duration)
+        let milliseconds = Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        activity.withLockedValue { $0.record(route: route, status: Int(status) ?? 0, milliseconds: milliseconds, at: now) }
     }
+
+    /// The console's view of the last minutes.
+    func recentActivity() -> ActivityWindow { activity.withLockedValue { $0 } }
 
     func recordPush(_ response: PushResponse) {
         count("ferry_pushes_total")
@@ -66,6 +76,7 @@ public final class ServerMetrics: Sendable {
     /// Open live streams.
     func recordLiveSubscribers(_ count: Int) {
         set("ferry_live_subscribers", count)
+        activity.withLockedValue { $0.liveSubscribers = count }
     }
 
     /// Bytes of partial uploads read back to resume their hash, since the
@@ -77,6 +88,7 @@ public final class ServerMetrics: Sendable {
     /// Open HTTP connections.
     func recordOpenConnections(_ count: Int) {
         set("ferry_open_connections", count)
+        activity.withLockedValue { $0.openConnections = count }
     }
 
     /// A connection answered 503 at the connection cap.

@@ -98,7 +98,7 @@ public struct GarbageReport: Sendable, Hashable {
 /// let receipt = try await store.push(request, userID: "alice", rules: PushRules())
 /// let page = try await store.pull(PullRequest(clientID: id, scopes: [.init(scope: "user:alice")]), userID: "alice", limit: 500)
 /// ```
-public protocol SyncStore: StoreAdministration {
+public protocol SyncStore: StoreAdministration, StoreInspection {
     /// Live news of committed changes.
     var changeFeed: ChangeFeed { get }
 

@@ -197,6 +197,20 @@ struct LedgerStore: SyncStore {
 
     func devices(of userID: String) async throws -> [DeviceSummary] { try await inner.devices(of: userID) }
 
+    func inspectRow(scope: String, table: String, rowID: String) async throws -> RowInspection {
+        try await inner.inspectRow(scope: scope, table: table, rowID: rowID)
+    }
+
+    func recentConflicts(_ filter: ConflictFilter, limit: Int) async throws -> [InspectedConflict] {
+        try await inner.recentConflicts(filter, limit: limit)
+    }
+
+    func overview() async throws -> StoreOverview { try await inner.overview() }
+
+    func scopeContents(_ scope: String) async throws -> ScopeContents { try await inner.scopeContents(scope) }
+
+    func userActivity(_ userID: String) async throws -> UserActivity { try await inner.userActivity(userID) }
+
     func leaseWebhook(_ name: String, holder: String, now: Int64, leaseMilliseconds: Int64) async throws -> WebhookState? {
         try await inner.leaseWebhook(name, holder: holder, now: now, leaseMilliseconds: leaseMilliseconds)
     }

@@ -1,0 +1,208 @@
+import Ferry
+@testable import FerryPostgres
+import FerryProtocol
+@testable import FerryServer
+import GRDB
+import Foundation
+import Testing
+import FerryTestSupport
+
+/// The console on the admin port, against the real server on a real socket
+/// and a real store: signing in, every page with real data, the row
+/// inspector's story of a conflict, a member added from the page, CSRF and
+/// session expiry.
+@Suite(.postgresTurns, .serialized)
+struct ConsoleTests {
+    /// A wrong token is refused; the right one opens a session cookie that
+    /// is HttpOnly and SameSite=Strict; without a session every page sends
+    /// the sign-in form; nothing of the console is on the public port.
+    @Test(arguments: StoreKind.available)
+    func signingIn(kind: StoreKind) async throws {
+        try await SyncServer.with(kind, configure: SyncServer.withAdmin) { server in
+            let browser = ConsoleBrowser(port: try #require(server.adminPort))
+            let anonymous = try await browser.get("/console/users")
+            #expect(anonymous.status == 303 && anonymous.location == "/console/login")
+
+            let login = try await browser.get("/console/login")
+            #expect(login.status == 200 && login.text.contains(#"<label for="token">Admin token</label>"#))
+            let wrong = try await browser.post("/console/login", [("token", "not-the-admin-token-0123456789abcdef")])
+            #expect(wrong.status == 401 && wrong.text.contains("not this server&#39;s admin token"))
+            #expect(browser.cookies[Console.cookie] == nil)
+            // A sign-in form without its token (a page elsewhere posting it) is refused even with the right password.
+            #expect(try await browser.post("/console/login", [("token", AdminClient.token)], csrf: "").status == 403)
+            #expect(browser.cookies[Console.cookie] == nil)
+
+            let signedIn = try await browser.signIn(token: AdminClient.token)
+            #expect(signedIn.status == 303 && signedIn.location == "/console")
+            let cookie = try #require(signedIn.headers["Set-Cookie"].first { $0.hasPrefix(Console.cookie + "=") })
+            #expect(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict") && cookie.contains("Path=/console"))
+            let overview = try await browser.get("/console")
+            #expect(overview.status == 200 && overview.text.contains("<h1>Overview</h1>"))
+            #expect(overview.headers.first(name: "Content-Security-Policy")?.contains("frame-ancestors 'none'") == true)
+
+            // The public port has no console, signed in or not.
+            let outside = ConsoleBrowser(port: server.port)
+            for path in ["/console", "/console/login", "/console/assets/console.css"] {
+                #expect(try await outside.get(path).status == 404, "\(path)")
+            }
+            #expect(try await outside.post("/console/login", [("token", AdminClient.token)]).status == 404)
+
+            try await browser.post("/console/logout", [])
+            #expect(try await browser.get("/console").status == 303)
+        }
+    }
+
+    /// Two devices of alice edit one note's title offline: the second to
+    /// sync loses. The inspector shows the row's values, the overwritten
+    /// value and the conflict with who and which device, in one timeline;
+    /// the other pages show the same store.
+    @Test(arguments: StoreKind.available)
+    func everyPageShowsTheStoreAndTheInspectorTellsAConflict(kind: StoreKind) async throws {
+        try await SyncServer.with(kind, configure: SyncServer.withAdmin) { server in
+            let directory = try TemporaryDirectory()
+            let phone = try await Device.make("phone", user: "alice", server: server, directory: directory)
+            let laptop = try await Device.make("laptop", user: "alice", server: server, directory: directory)
+            try phone.execute("INSERT INTO note(id, title, body) VALUES ('n1', 'groceries', 'milk')")
+            try await phone.engine.sync()
+            try await laptop.engine.sync()
+            // The laptop's edit is the older one: last write wins keeps the phone's.
+            try laptop.execute("UPDATE note SET title = 'from the laptop' WHERE id = 'n1'")
+            try await Task.sleep(for: .milliseconds(5))
+            try phone.execute("UPDATE note SET title = 'from the phone' WHERE id = 'n1'")
+            try await phone.engine.sync()
+            let lost = try await laptop.engine.sync()
+            #expect(lost.conflicts == 1)
+
+            let browser = ConsoleBrowser(port: try #require(server.adminPort))
+            #expect(try await browser.signIn(token: AdminClient.token).status == 303)
+
+            let overview = try await browser.get("/console")
+            #expect(overview.text.contains("Live rows</dt><dd>1</dd>") && overview.text.contains("Devices</dt><dd>2</dd>"), "\(overview.text)")
+            #expect(overview.text.contains("Pushes per second"))
+
+            let users = try await browser.get("/console/users")
+            #expect(users.text.contains(#"<a href="/console/users/alice">alice</a>"#))
+            let alice = try await browser.get("/console/users/alice")
+            #expect(alice.status == 200)
+            for device in [phone, laptop] {
+                let clientID = try device.database.clientID
+                #expect(alice.text.contains(clientID), "\(alice.text)")
+            }
+
+            let listing = try await browser.get("/console/rows?scope=user%3Aalice&table=note")
+            #expect(listing.text.contains(">n1</a>") && listing.text.contains("&quot;from the phone&quot;"))
+
+            let laptopID = try laptop.database.clientID
+            let inspector = try await browser.get("/console/rows?scope=user%3Aalice&table=note&row=n1")
+            #expect(inspector.status == 200 && inspector.text.contains("<h1>Row n1</h1>"))
+            // The current value, the value it replaced with its writer, and the conflict naming the loser.
+            #expect(inspector.text.contains("&quot;from the phone&quot;"))
+            #expect(inspector.text.contains("held &quot;groceries&quot;, later overwritten"), "\(inspector.text)")
+            #expect(inspector.text.contains("sent &quot;from the laptop&quot;, server held &quot;from the phone&quot;; kept the server&#39;s value"))
+            #expect(inspector.text.contains("alice / \(laptopID)"))
+            #expect(inspector.text.contains(#"<tr class="event-conflict">"#))
+
+            let conflicts = try await browser.get("/console/conflicts?user=alice&kind=column")
+            #expect(conflicts.text.contains("from the laptop") && conflicts.text.contains(laptopID))
+            #expect(try await browser.get("/console/conflicts?user=bob").text.contains("No conflicts match."))
+            #expect(try await browser.get("/console/conflicts?kind=nonsense").status == 400)
+
+            let missing = try await browser.get("/console/rows?scope=user%3Aalice&table=note&row=nope")
+            #expect(missing.status == 200 && missing.text.contains("The store holds no such row"))
+            #expect(try await browser.get("/console/users/nobody").status == 404)
+
+            // What a page shows of a value is text, never markup.
+            try phone.execute("UPDATE note SET body = '<script>alert(1)</script>' WHERE id = 'n1'")
+            try await phone.engine.sync()
+            let escaped = try await browser.get("/console/rows?scope=user%3Aalice&table=note&row=n1")
+            #expect(escaped.text.contains("&lt;script&gt;alert(1)&lt;/script&gt;") && !escaped.text.contains("<script>alert"))
+        }
+    }
+
+    /// A member added from the scope page can pull the scope; a form without
+    /// the session's CSRF token changes nothing; removing takes access away.
+    @Test(arguments: StoreKind.available)
+    func aMemberAddedFromThePageCanPull(kind: StoreKind) async throws {
+        try await SyncServer.with(kind, configure: SyncServer.withAdmin) { server in
+            #expect(try await server.admin.send(.POST, "/admin/v1/scopes", json: #"{"scope":"trip@alice","owner":"alice"}"#).status == 201)
+            let directory = try TemporaryDirectory()
+            let shared: (inout SyncConfiguration) -> Void = { $0.sharedScopes = ["trip@alice"] }
+            let alice = try await Device.make("alice", user: "alice", server: server, directory: directory, configure: shared)
+            try alice.execute("INSERT INTO item(id, listScope, name) VALUES ('t1', 'trip@alice', 'tickets')")
+            try await alice.engine.sync()
+            let bob = try await Device.make("bob", user: "bob", server: server, directory: directory, configure: shared)
+            #expect(try await bob.engine.sync().refusedScopes == ["trip@alice"])
+
+            let browser = ConsoleBrowser(port: try #require(server.adminPort))
+            #expect(try await browser.signIn(token: AdminClient.token).status == 303)
+            let scopes = try await browser.get("/console/scopes")
+            #expect(scopes.text.contains(#"<a href="/console/scopes/trip%40alice">trip@alice</a>"#))
+            let page = try await browser.get("/console/scopes/trip%40alice")
+            #expect(page.text.contains(#"<label for="new-member">User id</label>"#) && page.text.contains("item</a></td><td>1</td>"))
+
+            // Without the token, or with another session's: refused, nothing changed.
+            let forged = try await browser.post("/console/scopes/trip%40alice/members", [("user", "bob"), ("role", "write")], csrf: "")
+            #expect(forged.status == 403 && forged.text.contains("CSRF"))
+            let other = try await browser.post("/console/scopes/trip%40alice/members", [("user", "bob"), ("role", "write")], csrf: "made-up-token")
+            #expect(other.status == 403)
+            #expect(try await server.store.scope("trip@alice")?.members.isEmpty == true)
+
+            let added = try await browser.post("/console/scopes/trip%40alice/members", [("user", "bob"), ("role", "read")])
+            #expect(added.status == 303)
+            let after = try await browser.get(try #require(added.location))
+            #expect(after.text.contains("bob is now a read member."))
+            #expect(try await server.store.scope("trip@alice")?.members == [ScopeMember(userID: "bob", role: .read)])
+            #expect(try await bob.engine.sync().refusedScopes.isEmpty)
+            let name = try await bob.database.read { db in try String.fetchOne(db, sql: "SELECT name FROM item WHERE id = 't1'") }
+            #expect(name == "tickets")
+
+            #expect(try await browser.post("/console/scopes/trip%40alice/members", [("user", "alice"), ("role", "read")]).status == 400)
+            #expect(try await browser.post("/console/scopes/trip%40alice/members/remove", [("user", "bob")]).status == 303)
+            #expect(try await server.store.scope("trip@alice")?.members.isEmpty == true)
+            #expect(try await bob.engine.sync().refusedScopes == ["trip@alice"])
+        }
+    }
+
+    /// A session ends after its idle timeout: pages send the sign-in form again.
+    @Test func theSessionExpires() async throws {
+        try await SyncServer.with(
+            .sqlite,
+            configure: {
+                SyncServer.withAdmin(&$0)
+                $0.admin?.consoleSessionTimeout = .seconds(1)
+            }
+        ) { server in
+            let browser = ConsoleBrowser(port: try #require(server.adminPort))
+            #expect(try await browser.signIn(token: AdminClient.token).status == 303)
+            #expect(try await browser.get("/console/scopes").status == 200)
+            try await Task.sleep(for: .milliseconds(1500))
+            let expired = try await browser.get("/console/scopes")
+            #expect(expired.status == 303 && expired.location == "/console/login")
+            #expect(try await browser.post("/console/logout", []).status == 303)
+        }
+    }
+
+    /// On PostgreSQL, the overview of either instance lists both instances
+    /// sharing the database.
+    @Test func theOverviewListsEveryInstanceOnPostgreSQL() async throws {
+        guard StoreKind.available.contains(.postgres) else { return }
+        let database = try await PostgresTestDatabase.create()
+        let first = try await SyncServer.start(store: .postgres, sharing: database, configure: SyncServer.withAdmin)
+        try await first.stopping {
+            let second = try await SyncServer.start(store: .postgres, sharing: database, configure: SyncServer.withAdmin)
+            try await second.stopping {
+                let stores = [first.store, second.store].compactMap { $0 as? PostgresSyncStore }
+                #expect(stores.count == 2)
+                let browser = ConsoleBrowser(port: try #require(first.adminPort))
+                #expect(try await browser.signIn(token: AdminClient.token).status == 303)
+                let overview = try await browser.get("/console")
+                #expect(overview.text.contains("Store</dt><dd>PostgreSQL</dd>"))
+                for store in stores {
+                    let name = String(store.instanceName.dropFirst(PostgresSyncStore.instancePrefix.count))
+                    #expect(overview.text.contains(ConsoleHTML.escape(name)), "\(name) in \(overview.text)")
+                }
+            }
+        }
+        try await database.drop()
+    }
+}
