@@ -165,13 +165,11 @@ struct ConsoleTests {
 
     /// A session ends after its idle timeout: pages send the sign-in form again.
     @Test func theSessionExpires() async throws {
-        try await SyncServer.with(
-            .sqlite,
-            configure: {
-                SyncServer.withAdmin(&$0)
-                $0.admin?.consoleSessionTimeout = .seconds(1)
-            }
-        ) { server in
+        let shortSessions: (inout FerryServerConfiguration) -> Void = {
+            SyncServer.withAdmin(&$0)
+            $0.admin?.consoleSessionTimeout = .seconds(1)
+        }
+        try await SyncServer.with(.sqlite, configure: shortSessions) { server in
             let browser = ConsoleBrowser(port: try #require(server.adminPort))
             #expect(try await browser.signIn(token: AdminClient.token).status == 303)
             #expect(try await browser.get("/console/scopes").status == 200)
