@@ -13,6 +13,24 @@ import FerryTestSupport
 /// session expiry.
 @Suite(.postgresTurns, .serialized)
 struct ConsoleTests {
+    /// Two devices of alice edit note `n1`'s title offline; the laptop's
+    /// older edit loses to the phone's (last write wins): a conflict.
+    static func twoDevicesInConflict(_ server: SyncServer, directory: TemporaryDirectory) async throws -> (phone: Device, laptop: Device) {
+        let phone = try await Device.make("phone", user: "alice", server: server, directory: directory)
+        let laptop = try await Device.make("laptop", user: "alice", server: server, directory: directory)
+        try phone.execute("INSERT INTO note(id, title, body) VALUES ('n1', 'groceries', 'milk')")
+        try await phone.engine.sync()
+        try await laptop.engine.sync()
+        // The laptop's edit is the older one: last write wins keeps the phone's.
+        try laptop.execute("UPDATE note SET title = 'from the laptop' WHERE id = 'n1'")
+        try await Task.sleep(for: .milliseconds(5))
+        try phone.execute("UPDATE note SET title = 'from the phone' WHERE id = 'n1'")
+        try await phone.engine.sync()
+        let lost = try await laptop.engine.sync()
+        #expect(lost.conflicts == 1)
+        return (phone, laptop)
+    }
+
     /// A wrong token is refused; the right one opens a session cookie that
     /// is HttpOnly and SameSite=Strict; without a session every page sends
     /// the sign-in form; nothing of the console is on the public port.
@@ -60,18 +78,7 @@ struct ConsoleTests {
     func everyPageShowsTheStoreAndTheInspectorTellsAConflict(kind: StoreKind) async throws {
         try await SyncServer.with(kind, configure: SyncServer.withAdmin) { server in
             let directory = try TemporaryDirectory()
-            let phone = try await Device.make("phone", user: "alice", server: server, directory: directory)
-            let laptop = try await Device.make("laptop", user: "alice", server: server, directory: directory)
-            try phone.execute("INSERT INTO note(id, title, body) VALUES ('n1', 'groceries', 'milk')")
-            try await phone.engine.sync()
-            try await laptop.engine.sync()
-            // The laptop's edit is the older one: last write wins keeps the phone's.
-            try laptop.execute("UPDATE note SET title = 'from the laptop' WHERE id = 'n1'")
-            try await Task.sleep(for: .milliseconds(5))
-            try phone.execute("UPDATE note SET title = 'from the phone' WHERE id = 'n1'")
-            try await phone.engine.sync()
-            let lost = try await laptop.engine.sync()
-            #expect(lost.conflicts == 1)
+            let (phone, laptop) = try await Self.twoDevicesInConflict(server, directory: directory)
 
             let browser = ConsoleBrowser(port: try #require(server.adminPort))
             #expect(try await browser.signIn(token: AdminClient.token).status == 303)

@@ -157,7 +157,7 @@ struct Console: Sendable {
                             }
                         }
                         for await _ in ticks {
-                            guard sessions.session(session.id) != nil else {
+                            guard sessions.isOpen(session.id) else {
                                 try await writer.write(ByteBuffer(string: "event: signedout\ndata: \n\n"))
                                 break
                             }
@@ -176,6 +176,7 @@ struct Console: Sendable {
 
     private func users(_ request: Request, context: FerryRequestContext, session: ConsoleSessionTable.Session) async throws -> ConsoleHTML {
         let after = try Self.query(request, "after")
+        if let after, !ScopeName.isValidUserID(after) { throw FerryServerError.badRequest("`after` is a user id") }
         let users = try await store.users(after: after, limit: AdminAPI.defaultPage)
         return ConsolePages.users(users, next: users.count == AdminAPI.defaultPage ? users.last : nil, csrf: session.csrf)
     }
@@ -190,6 +191,7 @@ struct Console: Sendable {
 
     private func scopes(_ request: Request, context: FerryRequestContext, session: ConsoleSessionTable.Session) async throws -> ConsoleHTML {
         let after = try Self.query(request, "after")
+        if let after, !ScopeName.isValid(after) { throw FerryServerError.badRequest("`after` is a scope name") }
         let scopes = try await store.scopes(after: after, limit: AdminAPI.defaultPage)
         return ConsolePages.scopes(scopes, next: scopes.count == AdminAPI.defaultPage ? scopes.last?.scope : nil, csrf: session.csrf)
     }
@@ -232,11 +234,14 @@ struct Console: Sendable {
         let table = try Self.query(request, "table").flatMap { $0.isEmpty ? nil : $0 }
         let rowID = try Self.query(request, "row").flatMap { $0.isEmpty ? nil : $0 }
         guard let scope, let table else { return ConsolePages.rows(scope: scope, table: table, listing: nil, next: nil, csrf: session.csrf) }
-        guard ScopeName.isValid(scope) else { throw FerryServerError.badRequest("\(MutationCheck.quoted(scope)) is not a valid scope name") }
+        try Self.check(scope: scope, table: table)
         if let rowID {
+            guard MutationCheck.isRowID(rowID) else { throw FerryServerError.badRequest("a row id is 1–128 printable ASCII characters") }
             return ConsolePages.inspector(try await store.inspectRow(scope: scope, table: table, rowID: rowID), csrf: session.csrf)
         }
-        let listing = try await store.rows(scope: scope, table: table, after: try Self.query(request, "after"), changedSince: nil, limit: AdminAPI.defaultPage)
+        let after = try Self.query(request, "after")
+        if let after, !MutationCheck.isRowID(after) { throw FerryServerError.badRequest("`after` is a row id: 1–128 printable ASCII characters") }
+        let listing = try await store.rows(scope: scope, table: table, after: after, changedSince: nil, limit: AdminAPI.defaultPage)
         return ConsolePages.rows(
             scope: scope, table: table, listing: listing, next: listing.count == AdminAPI.defaultPage ? listing.last?.rowID : nil, csrf: session.csrf)
     }
@@ -244,11 +249,21 @@ struct Console: Sendable {
     private func conflicts(_ request: Request, context: FerryRequestContext, session: ConsoleSessionTable.Session) async throws -> ConsoleHTML {
         func given(_ name: String) throws -> String? { try Self.query(request, name).flatMap { $0.isEmpty ? nil : $0 } }
         var filter = ConflictFilter(userID: try given("user"), scope: try given("scope"), table: try given("table"))
+        if let user = filter.userID, !ScopeName.isValidUserID(user) {
+            throw FerryServerError.badRequest("\(MutationCheck.quoted(user)) is not a valid user id")
+        }
+        try Self.check(scope: filter.scope, table: filter.table)
         if let kind = try given("kind") {
             guard let parsed = Conflict.Kind(rawValue: kind) else { throw FerryServerError.badRequest("\(MutationCheck.quoted(kind)) is not a conflict kind") }
             filter.kind = parsed
         }
         return ConsolePages.conflicts(try await store.recentConflicts(filter, limit: AdminAPI.defaultPage), filter: filter, csrf: session.csrf)
+    }
+
+    /// Names checked before they reach a query, as the admin API checks them.
+    static func check(scope: String?, table: String?) throws(FerryServerError) {
+        if let scope, !ScopeName.isValid(scope) { throw .badRequest("\(MutationCheck.quoted(scope)) is not a valid scope name") }
+        if let table, !MutationCheck.isIdentifier(table) { throw .badRequest("\(MutationCheck.quoted(table)) is not a valid table name") }
     }
 
     // MARK: HTTP

@@ -56,6 +56,13 @@ struct ConsoleSessionTable: Sendable {
         return session
     }
 
+    /// Whether the session is still open, without restarting its idle
+    /// time: an open page's live panel does not keep a session alive.
+    func isOpen(_ id: String, now: Int64) -> Bool {
+        guard let session = sessions[id] else { return false }
+        return now - session.lastSeen < idleTimeout && now - session.openedAt < maxLifetime
+    }
+
     mutating func close(_ id: String) {
         sessions[id] = nil
     }
@@ -89,6 +96,11 @@ final class ConsoleSessions: Sendable {
     func session(_ id: String) -> ConsoleSessionTable.Session? {
         let now = now()
         return table.withLockedValue { $0.touch(id, now: now) }
+    }
+
+    func isOpen(_ id: String) -> Bool {
+        let now = now()
+        return table.withLockedValue { $0.isOpen(id, now: now) }
     }
 
     func close(_ id: String) {
