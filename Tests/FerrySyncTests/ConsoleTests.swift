@@ -170,11 +170,13 @@ struct ConsoleTests {
         }
     }
 
-    /// A session ends after its idle timeout: pages send the sign-in form again.
+    /// A session ends after its idle timeout: pages send the sign-in form
+    /// again. (The overview then reports the garbage collector's last run.)
     @Test func theSessionExpires() async throws {
         let shortSessions: (inout FerryServerConfiguration) -> Void = {
             SyncServer.withAdmin(&$0)
             $0.admin?.consoleSessionTimeout = .seconds(1)
+            $0.garbageCollectionInterval = .milliseconds(200)
         }
         try await SyncServer.with(.sqlite, configure: shortSessions) { server in
             let browser = ConsoleBrowser(port: try #require(server.adminPort))
@@ -184,6 +186,12 @@ struct ConsoleTests {
             let expired = try await browser.get("/console/scopes")
             #expect(expired.status == 303 && expired.location == "/console/login")
             #expect(try await browser.post("/console/logout", []).status == 303)
+
+            // Signed in again; meanwhile the garbage collector ran, and the overview says what it did.
+            #expect(try await browser.signIn(token: AdminClient.token).status == 303)
+            let overview = try await browser.get("/console")
+            #expect(overview.text.contains("collected 0 tombstones and 0 unreferenced blobs"), "\(overview.text)")
+            #expect(overview.text.contains("Attachment blobs held</dt><dd>0</dd>"))
         }
     }
 

@@ -22,7 +22,7 @@ struct AdminAPI: Sendable {
 
     /// The router of the admin port.
     static func makeRouter(
-        admin: AdminConfiguration, configuration: FerryServerConfiguration, store: any SyncStore, metrics: ServerMetrics,
+        admin: AdminConfiguration, configuration: FerryServerConfiguration, store: any SyncStore, blobs: any BlobStore, metrics: ServerMetrics,
         webhooks: WebhookDeliveries
     ) throws -> Router<FerryRequestContext> {
         let document = try OpenAPIDocument.bundled(limits: configuration.limits)
@@ -46,7 +46,7 @@ struct AdminAPI: Sendable {
         ]
         let now = configuration.now
         let console = Console(
-            store: store, metrics: metrics, token: admin.token,
+            store: store, blobs: blobs, metrics: metrics, token: admin.token,
             sessions: ConsoleSessions(idleTimeout: admin.consoleSessionTimeout, now: { Int64(now().timeIntervalSince1970 * 1000) }),
             now: { Int64(now().timeIntervalSince1970 * 1000) }, heartbeat: .seconds(2))
         let table = RouteTable(

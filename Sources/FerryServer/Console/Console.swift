@@ -12,6 +12,7 @@ import ServiceLifecycle
 /// reads without script.
 struct Console: Sendable {
     let store: any SyncStore
+    let blobs: any BlobStore
     let metrics: ServerMetrics
     let token: String
     let sessions: ConsoleSessions
@@ -134,7 +135,11 @@ struct Console: Sendable {
     // MARK: Pages
 
     private func overview(_ request: Request, context: FerryRequestContext, session: ConsoleSessionTable.Session) async throws -> ConsoleHTML {
-        ConsolePages.overview(try await store.overview(), activity: metrics.recentActivity(), now: now(), csrf: session.csrf)
+        let held = try await blobs.list()
+        let usage = BlobUsage(complete: held.count(where: \.complete), partial: held.count { !$0.complete }, rehashedBytes: blobs.bytesRehashed)
+        return ConsolePages.overview(
+            try await store.overview(), blobs: usage, garbage: metrics.latestGarbageRun(), activity: metrics.recentActivity(), now: now(),
+            csrf: session.csrf)
     }
 
     /// The overview's live panel as server-sent events, every heartbeat,

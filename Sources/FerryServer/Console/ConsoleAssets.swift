@@ -19,7 +19,7 @@ enum ConsoleAssets {
         h1 { font-size: 1.6rem; margin: 0 0 12px; overflow-wrap: anywhere; }
         h2 { font-size: 1.2rem; margin: 24px 0 8px; }
         table { border-collapse: collapse; width: 100%; margin: 12px 0; display: block; overflow-x: auto; }
-        caption { text-align: left; font-weight: 600; padding: 4px 0; }
+        caption { display: block; text-align: left; font-weight: 600; padding: 4px 0; }
         th, td { border-bottom: 1px solid var(--line); padding: 6px 8px; text-align: left; vertical-align: top; }
         th { background: var(--band); }
         td.values { overflow-wrap: anywhere; min-width: 12em; }

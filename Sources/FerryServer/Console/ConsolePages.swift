@@ -4,6 +4,13 @@ import Foundation
 /// The console's pages as pure functions from what the store and the
 /// metrics know to HTML: no I/O here, so each page renders in a test
 /// without a socket.
+/// Attachment blobs held by the blob store.
+struct BlobUsage: Sendable, Hashable {
+    var complete: Int
+    var partial: Int
+    var rehashedBytes: Int64
+}
+
 enum ConsolePages {
     enum Section: String, CaseIterable {
         case overview = "Overview", users = "Users", scopes = "Scopes", rows = "Row inspector", conflicts = "Conflicts"
@@ -64,13 +71,25 @@ enum ConsolePages {
 
     // MARK: Overview
 
-    static func overview(_ store: StoreOverview, activity: ActivityWindow, now: Int64, csrf: String) -> ConsoleHTML {
+    static func overview(_ store: StoreOverview, blobs: BlobUsage, garbage: GarbageRun?, activity: ActivityWindow, now: Int64, csrf: String)
+        -> ConsoleHTML
+    {
         let facts: [(String, String)] = [
             ("Store", store.kind), ("Schema version", store.schemaVersion), ("Size", ConsoleHTML.bytes(store.sizeBytes)),
             ("Live rows", String(store.rows)), ("Tombstones", String(store.tombstones)), ("Shared scopes", String(store.scopes)),
             ("Users", String(store.users)), ("Devices", String(store.devices)), ("Conflicts recorded", String(store.conflicts)),
-            ("Notices pending", String(store.notices)),
+            ("Notices pending", String(store.notices)), ("Attachment blobs held", String(blobs.complete)),
+            ("Uploads in progress", String(blobs.partial)), ("Bytes re-read to resume uploads", ConsoleHTML.bytes(blobs.rehashedBytes)),
         ]
+        let collection: ConsoleHTML
+        if let garbage {
+            let when = ConsoleHTML.time(Int64(garbage.at.timeIntervalSince1970 * 1000))
+            collection =
+                garbage.error.map { "<p class=\"error\">The last run, at \(when), failed: \($0)</p>" }
+                ?? "<p>The last run, at \(when), collected \(garbage.tombstones) tombstones and \(garbage.blobs) unreferenced blobs.</p>"
+        } else {
+            collection = "<p>No collection has run since this instance started.</p>"
+        }
         let instances = store.instances.map { instance -> ConsoleHTML in
             "<tr><td>\(instance.name)</td><td>\(instance.connections)</td><td>\(ConsoleHTML.time(instance.since))</td></tr>"
         }
@@ -90,6 +109,7 @@ enum ConsolePages {
                 <section aria-labelledby="live-h"><h2 id="live-h">Now</h2>
                 <div id="activity" data-live="/console/live">\(activityPanel(activity, now: now))</div></section>
                 <section aria-labelledby="errors-h"><h2 id="errors-h">Errors</h2>\(errorTable)</section>
+                <section aria-labelledby="gc-h"><h2 id="gc-h">Garbage collection</h2>\(collection)</section>
                 """)
     }
 
@@ -185,7 +205,7 @@ enum ConsolePages {
             body: """
                 \(definitionList([("Owner", summary.owner ?? "none (created by an administrator)"), ("Last change", ConsoleHTML.time(contents.lastChangedAt))]))
                 <table><caption>Members</caption><thead><tr><th scope="col">User</th><th scope="col">Role</th><th scope="col">Remove</th></tr></thead>
-                <tbody>\(members)</tbody></table>
+                <tbody>\(members.isEmpty ? ConsoleHTML("<tr><td colspan=\"3\">No members yet: only the owner can use this scope.</td></tr>") : "\(members)")</tbody></table>
                 <form method="post" action="\(action)" class="stack"><h2>Add a member</h2><input type="hidden" name="csrf" value="\(csrf)">
                 <label for="new-member">User id</label><input id="new-member" name="user" required>
                 <label for="new-role">Role</label><select id="new-role" name="role"><option value="read">read</option>\

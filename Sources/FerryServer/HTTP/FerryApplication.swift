@@ -75,7 +75,8 @@ public enum FerryApplication {
         let webhooks = WebhookDeliveries(store: store, webhooks: configuration.webhooks, metrics: metrics, logger: logger, now: configuration.now)
         var adminServices: [any Service] = []
         if let admin = configuration.admin {
-            let adminRouter = try AdminAPI.makeRouter(admin: admin, configuration: configuration, store: store, metrics: metrics, webhooks: webhooks)
+            let adminRouter = try AdminAPI.makeRouter(
+                admin: admin, configuration: configuration, store: store, blobs: blobs, metrics: metrics, webhooks: webhooks)
             adminServices.append(
                 Application(
                     router: adminRouter,
@@ -103,7 +104,7 @@ public enum FerryApplication {
             ),
             services: [
                 StoreService(store: store, readiness: readiness),
-                GarbageCollector(store: store, blobs: blobs, configuration: configuration, logger: logger),
+                GarbageCollector(store: store, blobs: blobs, configuration: configuration, metrics: metrics, logger: logger),
                 webhooks,
             ] + (provider.map { [IdentityProviderRefresh(keys: $0)] } ?? []) + adminServices,
             onServerRunning: { channel in
@@ -204,6 +205,7 @@ struct GarbageCollector: Service {
     let store: any SyncStore
     let blobs: any BlobStore
     let configuration: FerryServerConfiguration
+    let metrics: ServerMetrics
     let logger: Logger
 
     func run() async throws {
@@ -219,8 +221,10 @@ struct GarbageCollector: Service {
                 logger.info("garbage collected", metadata: ["tombstones": "\(report.tombstonesRemoved)", "horizon": "\(report.horizon)"])
                 let removed = try await BlobGarbageRules.collect(store: store, blobs: blobs, before: cutoff)
                 logger.info("blobs collected", metadata: ["blobs": "\(removed)"])
+                metrics.recordGarbageRun(GarbageRun(at: configuration.now(), tombstones: report.tombstonesRemoved, blobs: removed, error: nil))
             } catch {
                 logger.error("garbage collection failed", metadata: ["error": "\(error)"])
+                metrics.recordGarbageRun(GarbageRun(at: configuration.now(), tombstones: 0, blobs: 0, error: "\(error)"))
             }
         }
     }

@@ -22,6 +22,7 @@ public final class ServerMetrics: Sendable {
     public let factory: PrometheusMetricsFactory
     /// The last minutes of pushes, pulls and errors, for the console.
     private let activity = NIOLockedValueBox(ActivityWindow())
+    private let lastGarbageRun = NIOLockedValueBox<GarbageRun?>(nil)
 
     private static let latencyBuckets: [Duration] = [
         .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2.5), .milliseconds(5),
@@ -58,6 +59,13 @@ public final class ServerMetrics: Sendable {
 
     /// The console's view of the last minutes.
     func recentActivity() -> ActivityWindow { activity.withLockedValue { $0 } }
+
+    /// The garbage collector's last run, for the console.
+    func recordGarbageRun(_ run: GarbageRun) {
+        lastGarbageRun.withLockedValue { $0 = run }
+    }
+
+    func latestGarbageRun() -> GarbageRun? { lastGarbageRun.withLockedValue { $0 } }
 
     func recordPush(_ response: PushResponse) {
         count("ferry_pushes_total")
@@ -142,4 +150,13 @@ public final class ServerMetrics: Sendable {
     public func render() -> String {
         registry.emitToString()
     }
+}
+
+/// What one garbage collection did: tombstones folded into deletion
+/// records and blobs no row names any more, or why it failed.
+struct GarbageRun: Sendable, Hashable {
+    var at: Date
+    var tombstones: Int
+    var blobs: Int
+    var error: String?
 }
