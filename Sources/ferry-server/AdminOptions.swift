@@ -14,6 +14,9 @@ struct AdminOptions: ParsableArguments {
     @Option(help: ServerSettings.help("admin.token"))
     var adminToken: String?
 
+    @Option(help: ServerSettings.help("admin.consoleSessionTimeout"))
+    var consoleSessionTimeout: Double?
+
     @Option(help: ServerSettings.help("admin.tokenFile"))
     var adminTokenFile: String?
 
@@ -51,6 +54,7 @@ struct AdminOptions: ParsableArguments {
         ServerOptions.given([
             ("admin.port", adminPort.map { .integer($0) }), ("admin.host", adminHost.map { .text($0) }),
             ("admin.token", adminToken.map { .text($0) }), ("admin.tokenFile", adminTokenFile.map { .text($0) }),
+            ("admin.consoleSessionTimeout", consoleSessionTimeout.map { .seconds($0) }),
             ("webhooks.endpoints", ServerOptions.list(webhook)), ("webhooks.secret", webhookSecret.map { .text($0) }),
             ("webhooks.secretFile", webhookSecretFile.map { .text($0) }),
             ("webhooks.scopes", ServerOptions.list(webhookScope)), ("webhooks.tables", ServerOptions.list(webhookTable)),

@@ -218,9 +218,11 @@ extension ResolvedSettings {
         guard let token = text("admin.token") else {
             throw SettingsError("\(name("admin.port")) needs the admin token (--admin-token-file, FERRY_ADMIN_TOKEN_FILE or admin.tokenFile): the admin API is never open")
         }
+        let sessionTimeout = try duration("admin.consoleSessionTimeout", in: 0...86_400)
         do {
             var admin = try AdminConfiguration(port: port, token: token)
             admin.host = text("admin.host") ?? admin.host
+            admin.consoleSessionTimeout = sessionTimeout
             return admin
         } catch let error as FerryServerError {
             throw SettingsError("\(name("admin.token")): \(error.message)")

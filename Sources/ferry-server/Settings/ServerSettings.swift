@@ -145,6 +145,9 @@ enum ServerSettings {
             "admin.host", flag: "admin-host", .text, default: "127.0.0.1",
             "The address the admin API listens on (loopback by default: only this machine reaches it)."),
         Setting(
+            "admin.consoleSessionTimeout", flag: "console-session-timeout", .seconds, default: "1800",
+            "Seconds a console session (/console on the admin port) lasts without a request."),
+        Setting(
             "admin.token", flag: "admin-token", .text, secret: true,
             "The admin credential (at least 32 characters; `openssl rand -hex 32 > admin-token`)."),
         Setting(
