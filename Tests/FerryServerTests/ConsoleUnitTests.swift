@@ -80,7 +80,7 @@ struct ConsoleUnitTests {
             current: InspectedRow(
                 version: 3, deleted: false, collected: false, clientID: "p", changedAt: 30,
                 cells: [InspectedCell(column: "title", value: .text("c"), version: 3, wallMilliseconds: 30, clientID: "p")]),
-            history: [InspectedValue(column: "title", version: 1, value: .text("a"), writer: "alice / p")],
+            history: [InspectedValue(column: "title", version: 1, value: .text("a"), clientID: "alice:p", writtenAt: 10)],
             conflicts: [InspectedConflict(userID: "alice", clientID: "l", mutationID: 4, scope: "user:alice", table: "note", rowID: "n1", version: 3, conflict: conflict, createdAt: 40)],
             notices: [],
             rejections: [InspectedRejection(userID: "bob", clientID: "b", mutationID: 1, scope: "user:alice", table: "note", rowID: "n1", reason: "no access", createdAt: 5)])

@@ -32,6 +32,7 @@ struct ConsoleBrowserTests {
             let bob = try await Device.make("bob", user: "bob", server: server, directory: directory, configure: shared)
 
             let console = "http://127.0.0.1:\(try #require(server.adminPort))"
+            try? FileManager.default.removeItem(at: Self.artifacts)
             let browser = try await WebDriver.start()
             do {
                 try await Self.use(browser, console: console, phone: phone, bob: bob)
@@ -52,6 +53,9 @@ struct ConsoleBrowserTests {
         #expect(try await browser.url.hasSuffix("/console/login"))
         #expect(try await browser.title == "Sign in · Ferry Console")
         try await browser.screenshot(to: artifacts.appending(path: "login-1280.png"))
+        try await browser.resize(width: 390, height: 900)
+        try await browser.screenshot(to: artifacts.appending(path: "login-390.png"))
+        try await browser.resize(width: 1280, height: 900)
         try await browser.type("#token", "not-the-admin-token-0123456789abcdef")
         try await browser.click("form.stack button[type=submit]")
         try await browser.waitFor("#login-error")
@@ -110,7 +114,8 @@ struct ConsoleBrowserTests {
         let before = try await browser.text("#activity")
         try phone.execute("UPDATE note SET body = 'oat milk' WHERE id = 'n1'")
         try await phone.engine.sync()
-        let deadline = ContinuousClock.now + .seconds(10)
+        // The panel is sent every 2 s; well inside the session's idle time (looking does not renew it).
+        let deadline = ContinuousClock.now + .seconds(6)
         var after = before
         while after == before, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(250))

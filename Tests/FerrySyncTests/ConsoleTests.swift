@@ -104,19 +104,42 @@ struct ConsoleTests {
             #expect(inspector.status == 200 && inspector.text.contains("<h1>Row n1</h1>"))
             // The current value, the value it replaced with its writer, and the conflict naming the loser.
             #expect(inspector.text.contains("&quot;from the phone&quot;"))
-            #expect(inspector.text.contains("held &quot;groceries&quot;, later overwritten"), "\(inspector.text)")
+            // The value it replaced, with the device that wrote it (the phone).
+            let phoneID = try phone.database.clientID
+            #expect(inspector.text.contains("held &quot;groceries&quot;, later overwritten</td><td>alice:\(phoneID)</td>"), "\(inspector.text)")
             #expect(inspector.text.contains("sent &quot;from the laptop&quot;, server held &quot;from the phone&quot;; kept the server&#39;s value"))
             #expect(inspector.text.contains("alice / \(laptopID)"))
             #expect(inspector.text.contains(#"<tr class="event-conflict">"#))
 
+            // The phone's applied title of n2 is overwritten by the laptop's newer edit, made without seeing it: a notice to alice.
+            try phone.execute("INSERT INTO note(id, title) VALUES ('n2', 'plan')")
+            try await phone.engine.sync()
+            try await laptop.engine.sync()
+            try phone.execute("UPDATE note SET title = 'phone plan' WHERE id = 'n2'")
+            try await Task.sleep(for: .milliseconds(5))
+            try laptop.execute("UPDATE note SET title = 'laptop plan' WHERE id = 'n2'")
+            try await phone.engine.sync()
+            try await laptop.engine.sync()
+            let noticed = try await browser.get("/console/conflicts?user=alice&table=note")
+            #expect(noticed.text.contains(#"note / <a href="/console/rows?scope=user%3Aalice&amp;table=note&amp;row=n2">n2</a>"#), "\(noticed.text)")
+            #expect(noticed.text.contains("sent &quot;laptop plan&quot;, server held &quot;phone plan&quot;"))
+            let n2 = try await browser.get("/console/rows?scope=user%3Aalice&table=note&row=n2")
+            #expect(n2.text.contains(#"<tr class="event-notice">"#) && n2.text.contains("alice told: "))
+
             let conflicts = try await browser.get("/console/conflicts?user=alice&kind=column")
             #expect(conflicts.text.contains("from the laptop") && conflicts.text.contains(laptopID))
-            #expect(try await browser.get("/console/conflicts?user=bob").text.contains("No conflicts match."))
+            #expect(try await browser.get("/console/conflicts?user=bob").text.contains("No conflicts or notices match."))
             #expect(try await browser.get("/console/conflicts?kind=nonsense").status == 400)
 
             let missing = try await browser.get("/console/rows?scope=user%3Aalice&table=note&row=nope")
             #expect(missing.status == 200 && missing.text.contains("The store holds no such row"))
-            #expect(try await browser.get("/console/users/nobody").status == 404)
+            let nobody = try await browser.get("/console/users/nobody")
+            #expect(nobody.status == 200 && nobody.text.contains("No device of this user has pushed"))
+            #expect(try await browser.get("/console/users/no%20body").status == 400)
+            // A personal scope opens too: its rows by table, no members.
+            let personal = try await browser.get("/console/scopes/user%3Aalice")
+            #expect(personal.status == 200 && personal.text.contains("A personal scope") && personal.text.contains("note</a></td><td>2</td>"))
+            #expect(!personal.text.contains("Add a member"))
 
             // What a page shows of a value is text, never markup.
             try phone.execute("UPDATE note SET body = '<script>alert(1)</script>' WHERE id = 'n1'")
@@ -158,6 +181,9 @@ struct ConsoleTests {
             #expect(added.status == 303)
             let after = try await browser.get(try #require(added.location))
             #expect(after.text.contains("bob is now a read member."))
+            // The banner says only what the server wrote: a crafted link shows nothing.
+            let crafted = try await browser.get("/console/scopes/trip%40alice?done=Your+account+is+locked&user=bob")
+            #expect(crafted.status == 200 && !crafted.text.contains("class=\"notice\""))
             #expect(try await server.store.scope("trip@alice")?.members == [ScopeMember(userID: "bob", role: .read)])
             #expect(try await bob.engine.sync().refusedScopes.isEmpty)
             let name = try await bob.database.read { db in try String.fetchOne(db, sql: "SELECT name FROM item WHERE id = 't1'") }

@@ -229,6 +229,14 @@ enum PostgresSchema {
                 // its new bytes. NULL: none saved (an upload an older build began).
                 "ALTER TABLE ferry_blobs ADD COLUMN hash_state bytea"
             ]),
+        Migration(
+            version: 8,
+            statements: [
+                // Who wrote an overwritten value (`user:client`) and when, by the
+                // writer's clock: the console's row inspector shows them. NULL
+                // for values overwritten before this was kept (or by an older build).
+                "ALTER TABLE ferry_history ADD COLUMN client_id text, ADD COLUMN written_at bigint"
+            ]),
     ]
 
     static var latestVersion: Int { migrations.map(\.version).max() ?? 0 }

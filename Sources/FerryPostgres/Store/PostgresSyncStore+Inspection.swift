@@ -21,37 +21,31 @@ extension PostgresSyncStore {
                 current = InspectedRow(
                     version: version, deleted: deleted, collected: collected, clientID: clientID, changedAt: changedAt, cells: inspected)
             }
-            // The writer of an overwritten value: the mutation whose result carries its version.
             var history: [InspectedValue] = []
             let historyQuery: PostgresQuery = """
-                SELECT h.col, h.version, h.value,
-                    (SELECT r.user_id || ' / ' || r.client_id FROM ferry_results r WHERE r.version = h.version LIMIT 1)
-                FROM ferry_history h WHERE h.scope = \(scope) AND h.tbl = \(table) AND h.row_id = \(rowID) ORDER BY h.version, h.col COLLATE "C"
+                SELECT col, version, value, client_id, written_at FROM ferry_history
+                WHERE scope = \(scope) AND tbl = \(table) AND row_id = \(rowID) ORDER BY version, col COLLATE "C"
                 """
-            for try await (column, version, value, writer) in try await connection.query(historyQuery, logger: logger)
-                .decode((String, Int64, String, String?).self)
+            for try await (column, version, value, clientID, writtenAt) in try await connection.query(historyQuery, logger: logger)
+                .decode((String, Int64, String, String?, Int64?).self)
             {
                 history.append(
-                    InspectedValue(column: column, version: version, value: try StoreCoding.decode(ColumnValue.self, from: value), writer: writer))
+                    InspectedValue(
+                        column: column, version: version, value: try StoreCoding.decode(ColumnValue.self, from: value), clientID: clientID,
+                        writtenAt: writtenAt))
             }
             let conflicts = try await Self.conflicts(
                 connection,
                 "SELECT \(unescaped: Self.conflictColumns) FROM ferry_conflicts WHERE scope = \(scope) AND tbl = \(table) AND row_id = \(rowID) ORDER BY id",
                 logger: logger)
             // A notice names its row inside its JSON; the scope's notices are few beside its rows.
-            var notices: [InspectedNotice] = []
-            let noticeQuery: PostgresQuery = """
-                SELECT user_id, by_user, by_client, version, notice, settles, created_at FROM ferry_notices
-                WHERE scope = \(scope) AND notice::jsonb->>'table' = \(table) AND notice::jsonb->>'rowID' = \(rowID) ORDER BY id
+            let notices = try await Self.notices(
+                connection,
                 """
-            for try await (userID, byUser, byClient, version, notice, settles, createdAt) in try await connection.query(noticeQuery, logger: logger)
-                .decode((String, String, String, Int64, String, String?, Int64).self)
-            {
-                notices.append(
-                    InspectedNotice(
-                        userID: userID, byUser: byUser, byClient: byClient, version: version, conflict: (try? StoredNotice.decode(notice))?.conflict,
-                        settles: settles, createdAt: createdAt))
-            }
+                SELECT \(unescaped: Self.noticeColumns) FROM ferry_notices
+                WHERE scope = \(scope) AND notice::jsonb->>'table' = \(table) AND notice::jsonb->>'rowID' = \(rowID) ORDER BY id
+                """,
+                logger: logger)
             var rejections: [InspectedRejection] = []
             let rejectionQuery: PostgresQuery = """
                 SELECT user_id, client_id, mutation_id, reason, created_at FROM ferry_rejections
@@ -81,6 +75,23 @@ extension PostgresSyncStore {
                 WHERE (\(filter.userID)::text IS NULL OR user_id = \(filter.userID)) AND (\(filter.scope)::text IS NULL OR scope = \(filter.scope))
                     AND (\(filter.table)::text IS NULL OR tbl = \(filter.table))
                     AND (\(filter.kind?.rawValue)::text IS NULL OR conflict::jsonb->>'kind' = \(filter.kind?.rawValue))
+                ORDER BY id DESC LIMIT \(limit)
+                """,
+                logger: logger)
+        }
+    }
+
+    public func recentNotices(_ filter: ConflictFilter, limit: Int) async throws -> [InspectedNotice] {
+        let logger = self.logger
+        return try await transaction(.snapshot) { connection, _ in
+            try await Self.notices(
+                connection,
+                """
+                SELECT \(unescaped: Self.noticeColumns) FROM ferry_notices
+                WHERE settles IS NULL AND (\(filter.userID)::text IS NULL OR user_id = \(filter.userID))
+                    AND (\(filter.scope)::text IS NULL OR scope = \(filter.scope))
+                    AND (\(filter.table)::text IS NULL OR notice::jsonb->>'table' = \(filter.table))
+                    AND (\(filter.kind?.rawValue)::text IS NULL OR notice::jsonb->'conflict'->>'kind' = \(filter.kind?.rawValue))
                 ORDER BY id DESC LIMIT \(limit)
                 """,
                 logger: logger)
@@ -150,6 +161,22 @@ extension PostgresSyncStore {
             for try await scope in try await connection.query(scopesQuery, logger: logger).decode(String.self) { scopes.append(scope) }
             return UserActivity(rejectionsByDevice: rejections, notices: notices, scopes: scopes)
         }
+    }
+
+    private static let noticeColumns = "user_id, scope, by_user, by_client, version, notice, settles, created_at"
+
+    private static func notices(_ connection: PostgresConnection, _ query: PostgresQuery, logger: Logger) async throws -> [InspectedNotice] {
+        var notices: [InspectedNotice] = []
+        for try await (userID, scope, byUser, byClient, version, notice, settles, createdAt) in try await connection.query(query, logger: logger)
+            .decode((String, String, String, String, Int64, String, String?, Int64).self)
+        {
+            let stored = try? StoredNotice.decode(notice)
+            notices.append(
+                InspectedNotice(
+                    userID: userID, byUser: byUser, byClient: byClient, version: version, conflict: stored?.conflict, settles: settles,
+                    createdAt: createdAt, scope: scope, table: stored?.table, rowID: stored?.rowID))
+        }
+        return notices
     }
 
     private static let conflictColumns = "user_id, client_id, mutation_id, scope, tbl, row_id, version, conflict, created_at"

@@ -109,10 +109,14 @@ extension PostgresSyncStore {
         let history = plan.overwritten.sorted { $0.key < $1.key }.flatMap { key, values in values.map { (key, $0) } }
         if !history.isEmpty {
             let query: PostgresQuery = """
-                INSERT INTO ferry_history (scope, tbl, row_id, col, version, value)
-                SELECT * FROM unnest(\(history.map { $0.0.scope })::text[], \(history.map { $0.0.table })::text[], \(history.map { $0.0.rowID })::text[],
-                    \(history.map { $0.1.column })::text[], \(history.map { $0.1.version })::int8[], \(try history.map { try json($0.1.value) })::text[])
-                ON CONFLICT (scope, tbl, row_id, col, version) DO UPDATE SET value = excluded.value
+                INSERT INTO ferry_history (scope, tbl, row_id, col, version, value, client_id, written_at)
+                SELECT scope, tbl, row_id, col, version, value, nullif(client_id, ''), nullif(written_at, -1)
+                FROM unnest(\(history.map { $0.0.scope })::text[], \(history.map { $0.0.table })::text[], \(history.map { $0.0.rowID })::text[],
+                    \(history.map { $0.1.column })::text[], \(history.map { $0.1.version })::int8[], \(try history.map { try json($0.1.value) })::text[],
+                    \(history.map { $0.1.clientID ?? "" })::text[], \(history.map { $0.1.writtenAt ?? -1 })::int8[])
+                    AS h(scope, tbl, row_id, col, version, value, client_id, written_at)
+                ON CONFLICT (scope, tbl, row_id, col, version)
+                    DO UPDATE SET value = excluded.value, client_id = excluded.client_id, written_at = excluded.written_at
                 """
             try await connection.query(query, logger: logger)
         }

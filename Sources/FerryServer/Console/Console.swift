@@ -145,7 +145,8 @@ struct Console: Sendable {
     /// The overview's live panel as server-sent events, every heartbeat,
     /// until the client leaves or the session ends.
     private func live(_ request: Request, context: FerryRequestContext) async throws -> Response {
-        guard let session = session(request) else { return Self.redirect("/console/login") }
+        // Looked at, not touched: an open page (and its reconnects) does not keep a session alive.
+        guard let id = Self.cookie(Self.cookie, in: request), sessions.isOpen(id) else { return Self.redirect("/console/login") }
         let (metrics, sessions, now, heartbeat) = (metrics, sessions, now, heartbeat)
         let connection = context.channel
         return Response(
@@ -162,7 +163,7 @@ struct Console: Sendable {
                             }
                         }
                         for await _ in ticks {
-                            guard sessions.isOpen(session.id) else {
+                            guard sessions.isOpen(id) else {
                                 try await writer.write(ByteBuffer(string: "event: signedout\ndata: \n\n"))
                                 break
                             }
@@ -190,7 +191,6 @@ struct Console: Sendable {
         let user = try SyncAPI.pathParameter("user", context)
         guard ScopeName.isValidUserID(user) else { throw FerryServerError.badRequest("\(MutationCheck.quoted(user)) is not a valid user id") }
         let devices = try await store.devices(of: user)
-        guard !devices.isEmpty else { throw FerryServerError(.notFound, "no device of `\(user)` has pushed to this server") }
         return ConsolePages.user(user, devices: devices, activity: try await store.userActivity(user), csrf: session.csrf)
     }
 
@@ -203,9 +203,12 @@ struct Console: Sendable {
 
     private func scope(_ request: Request, context: FerryRequestContext, session: ConsoleSessionTable.Session) async throws -> ConsoleHTML {
         let scope = try AdminAPI.scopeParameter(context)
-        guard let summary = try await store.scope(scope) else { throw AdminAPI.noScope(scope) }
+        // A personal scope has no stored row: its user owns it and no one else can be a member.
+        let personal = ScopeName.owner(of: scope).map { ScopeSummary(scope: scope, owner: $0, members: []) }
+        guard let summary = try await store.scope(scope) ?? personal else { throw AdminAPI.noScope(scope) }
         return ConsolePages.scope(
-            summary, contents: try await store.scopeContents(scope), csrf: session.csrf, notice: try Self.query(request, "done"))
+            summary, personal: personal != nil, contents: try await store.scopeContents(scope), csrf: session.csrf,
+            notice: try Self.doneMessage(request))
     }
 
     private func setMember(_ form: ConsoleForm, context: FerryRequestContext, session: ConsoleSessionTable.Session) async throws -> Response {
@@ -214,14 +217,14 @@ struct Console: Sendable {
         try await store.setMember(user, role: role, in: scope)
         // A role change takes effect at the members' next pull; news wakes their live streams.
         store.changeFeed.publish([scope])
-        return Self.redirect(Self.scopePath(scope, done: "\(user) is now a \(role.rawValue) member."))
+        return Self.redirect(Self.scopePath(scope, done: role == .read ? "read" : "write", user: user))
     }
 
     private func removeMember(_ form: ConsoleForm, context: FerryRequestContext, session: ConsoleSessionTable.Session) async throws -> Response {
         let (scope, user) = try await membership(form, context)
         guard try await store.removeMember(user, from: scope) else { throw FerryServerError(.notFound, "`\(user)` is not a member of `\(scope)`") }
         store.changeFeed.publish([scope])
-        return Self.redirect(Self.scopePath(scope, done: "\(user) is no longer a member."))
+        return Self.redirect(Self.scopePath(scope, done: "removed", user: user))
     }
 
     private func membership(_ form: ConsoleForm, _ context: FerryRequestContext) async throws -> (scope: String, user: String) {
@@ -262,7 +265,9 @@ struct Console: Sendable {
             guard let parsed = Conflict.Kind(rawValue: kind) else { throw FerryServerError.badRequest("\(MutationCheck.quoted(kind)) is not a conflict kind") }
             filter.kind = parsed
         }
-        return ConsolePages.conflicts(try await store.recentConflicts(filter, limit: AdminAPI.defaultPage), filter: filter, csrf: session.csrf)
+        return ConsolePages.conflicts(
+            try await store.recentConflicts(filter, limit: AdminAPI.defaultPage), notices: try await store.recentNotices(filter, limit: AdminAPI.defaultPage),
+            filter: filter, csrf: session.csrf)
     }
 
     /// Names checked before they reach a query, as the admin API checks them.
@@ -301,8 +306,19 @@ struct Console: Sendable {
         ]
     }
 
-    static func scopePath(_ scope: String, done: String) -> String {
-        "/console/scopes/\(ConsoleHTML.component(scope))?done=\(ConsoleHTML.component(done))"
+    /// Where a member change lands: the scope's page, saying what was done
+    /// by a fixed code, so a link cannot make the console show other words.
+    static func scopePath(_ scope: String, done: String, user: String) -> String {
+        "/console/scopes/\(ConsoleHTML.component(scope))?done=\(done)&user=\(ConsoleHTML.component(user))"
+    }
+
+    static func doneMessage(_ request: Request) throws(FerryServerError) -> String? {
+        guard let done = try query(request, "done"), let user = try query(request, "user"), ScopeName.isValidUserID(user) else { return nil }
+        switch done {
+        case "read", "write": return "\(user) is now a \(done) member."
+        case "removed": return "\(user) is no longer a member."
+        default: return nil
+        }
     }
 
     static func cookie(_ name: String, in request: Request) -> String? {
@@ -316,10 +332,11 @@ struct Console: Sendable {
     }
 
     /// A query parameter given at most once.
+    /// The query is read as a GET form sends it: `+` is a space.
     static func query(_ request: Request, _ name: String) throws(FerryServerError) -> String? {
-        let values = request.uri.queryParameters.getAll(name)
+        let values = ConsoleForm.pairs(request.uri.query ?? "").filter { $0.name == name }
         guard values.count <= 1 else { throw .badRequest("query parameter `\(name)` is given twice") }
-        return values.first.map { String($0) }
+        return values.first?.value
     }
 
     static func readForm(_ request: Request) async throws -> ConsoleForm {

@@ -12,22 +12,23 @@ enum ConsoleChart {
     static func line(_ values: [Double?], title: String, unit: String = "") -> ConsoleHTML {
         let top = max(values.compactMap { $0 }.max() ?? 0, 1e-9)
         let step = values.count > 1 ? width / Double(values.count - 1) : 0
-        var path = "", drawing = false
+        var path = "", dots = ""
         for (index, value) in values.enumerated() {
-            guard let value else {
-                drawing = false
-                continue
-            }
+            guard let value else { continue }
             let x = Double(index) * step, y = height - 4 - (value / top) * (height - 8)
-            path += (drawing ? " L" : " M") + format(x) + " " + format(y)
-            drawing = true
+            let joined = index > 0 && values[index - 1] != nil
+            path += (joined ? " L" : " M") + format(x) + " " + format(y)
+            // A point with no neighbour draws no line: a dot shows it.
+            if !joined, index + 1 >= values.count || values[index + 1] == nil {
+                dots += "<circle cx=\"\(format(x))\" cy=\"\(format(y))\" r=\"3\" fill=\"currentColor\"/>"
+            }
         }
         let latest = values.last.flatMap { $0 }.map { format($0) + unit } ?? "—"
         let peak = format(values.compactMap { $0 }.max() ?? 0) + unit
         return """
             <figure class="chart"><svg role="img" viewBox="0 0 \(Int(width)) \(Int(height))" width="100%" height="\(Int(height))" \
             preserveAspectRatio="none" aria-label="\(title): latest \(latest), peak \(peak)"><title>\(title)</title>\
-            <path d="\(path)" fill="none" stroke="currentColor" stroke-width="2" vector-effect="non-scaling-stroke"/></svg>\
+            <path d="\(path)" fill="none" stroke="currentColor" stroke-width="2" vector-effect="non-scaling-stroke"/>\(ConsoleHTML(markup: dots))</svg>\
             <figcaption>\(title): latest <strong>\(latest)</strong>, peak \(peak)</figcaption></figure>
             """
     }

@@ -76,11 +76,15 @@ struct ConsoleForm: Sendable {
     static let maxBytes = 16 << 10
 
     init(_ body: String) {
-        for pair in body.split(separator: "&", omittingEmptySubsequences: true) {
+        // The first value wins, so a repeated field cannot override a checked one.
+        for (name, value) in Self.pairs(body) where fields[name] == nil { fields[name] = value }
+    }
+
+    /// Every `name=value` of a form or query, decoded, in order.
+    static func pairs(_ body: String) -> [(name: String, value: String)] {
+        body.split(separator: "&", omittingEmptySubsequences: true).map { pair in
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = Self.decode(parts[0])
-            // The first value wins, so a repeated field cannot override a checked one.
-            if fields[name] == nil { fields[name] = Self.decode(parts.count > 1 ? parts[1] : "") }
+            return (decode(parts[0]), decode(parts.count > 1 ? parts[1] : ""))
         }
     }
 

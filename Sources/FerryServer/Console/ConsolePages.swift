@@ -78,7 +78,7 @@ enum ConsolePages {
             ("Store", store.kind), ("Schema version", store.schemaVersion), ("Size", ConsoleHTML.bytes(store.sizeBytes)),
             ("Live rows", String(store.rows)), ("Tombstones", String(store.tombstones)), ("Shared scopes", String(store.scopes)),
             ("Users", String(store.users)), ("Devices", String(store.devices)), ("Conflicts recorded", String(store.conflicts)),
-            ("Notices pending", String(store.notices)), ("Attachment blobs held", String(blobs.complete)),
+            ("Conflict notices issued", String(store.notices)), ("Attachment blobs held", String(blobs.complete)),
             ("Uploads in progress", String(blobs.partial)), ("Bytes re-read to resume uploads", ConsoleHTML.bytes(blobs.rehashedBytes)),
         ]
         let collection: ConsoleHTML
@@ -149,12 +149,19 @@ enum ConsolePages {
                 """
         }
         let scopes = activity.scopes.map { scope -> ConsoleHTML in "<li><a href=\"/console/scopes/\(ConsoleHTML.component(scope))\">\(scope)</a></li>" }
+        let deviceTable: ConsoleHTML =
+            devices.isEmpty
+            ? "<p>No device of this user has pushed to this server.</p>"
+            : """
+            <table><caption>Devices</caption><thead><tr><th scope="col">Device (client id)</th><th scope="col">Last mutation applied</th>\
+            <th scope="col">Last push</th><th scope="col">Mutations set aside (rejected)</th></tr></thead><tbody>\(rows)</tbody></table>
+            """
         return layout(
             "User \(userID)", section: .users, csrf: csrf,
             body: """
-                \(definitionList([("Conflict notices pending", String(activity.notices)), ("Personal scope", ScopeName.userPrefix + userID)]))
-                <table><caption>Devices</caption><thead><tr><th scope="col">Device (client id)</th><th scope="col">Last mutation applied</th>\
-                <th scope="col">Last push</th><th scope="col">Mutations set aside (rejected)</th></tr></thead><tbody>\(rows)</tbody></table>
+                \(definitionList([("Conflict notices issued to this user", String(activity.notices)), ("Personal scope", ScopeName.userPrefix + userID)]))
+                <p><a href="/console/scopes/\(ConsoleHTML.component(ScopeName.userPrefix + userID))">The personal scope's rows</a></p>
+                \(deviceTable)
                 <h2>Shared scopes</h2>\(scopes.isEmpty ? ConsoleHTML("<p>None.</p>") : "<ul class=\"list\">\(scopes)</ul>")
                 <p><a href="/console/conflicts?user=\(ConsoleHTML.component(userID))">This user's conflicts</a></p>
                 """)
@@ -178,7 +185,7 @@ enum ConsolePages {
                 """)
     }
 
-    static func scope(_ summary: ScopeSummary, contents: ScopeContents, csrf: String, notice: String?) -> ConsoleHTML {
+    static func scope(_ summary: ScopeSummary, personal: Bool = false, contents: ScopeContents, csrf: String, notice: String?) -> ConsoleHTML {
         let action = "/console/scopes/\(ConsoleHTML.component(summary.scope))/members"
         let members = summary.members.map { member -> ConsoleHTML in
             let options = ScopeRole.allCases.map { role -> ConsoleHTML in
@@ -200,16 +207,19 @@ enum ConsolePages {
             <td>\(count)</td></tr>
             """
         }
-        return layout(
-            "Scope \(summary.scope)", section: .scopes, csrf: csrf, notice: notice,
-            body: """
-                \(definitionList([("Owner", summary.owner ?? "none (created by an administrator)"), ("Last change", ConsoleHTML.time(contents.lastChangedAt))]))
+        let membership: ConsoleHTML = """
                 <table><caption>Members</caption><thead><tr><th scope="col">User</th><th scope="col">Role</th><th scope="col">Remove</th></tr></thead>
                 <tbody>\(members.isEmpty ? ConsoleHTML("<tr><td colspan=\"3\">No members yet: only the owner can use this scope.</td></tr>") : "\(members)")</tbody></table>
                 <form method="post" action="\(action)" class="stack"><h2>Add a member</h2><input type="hidden" name="csrf" value="\(csrf)">
                 <label for="new-member">User id</label><input id="new-member" name="user" required>
                 <label for="new-role">Role</label><select id="new-role" name="role"><option value="read">read</option>\
                 <option value="write">write</option></select><button type="submit">Add member</button></form>
+            """
+        return layout(
+            "Scope \(summary.scope)", section: .scopes, csrf: csrf, notice: notice,
+            body: """
+                \(definitionList([("Owner", summary.owner ?? "none (created by an administrator)"), ("Last change", ConsoleHTML.time(contents.lastChangedAt))]))
+                \(personal ? ConsoleHTML("<p>A personal scope: only its user reads and writes it, and it has no members.</p>") : membership)
                 <table><caption>Live rows by table</caption><thead><tr><th scope="col">Table</th><th scope="col">Rows</th></tr></thead>
                 <tbody>\(tables)</tbody></table>
                 """)
@@ -291,7 +301,7 @@ enum ConsolePages {
 
     // MARK: Conflicts
 
-    static func conflicts(_ conflicts: [InspectedConflict], filter: ConflictFilter, csrf: String) -> ConsoleHTML {
+    static func conflicts(_ conflicts: [InspectedConflict], notices: [InspectedNotice], filter: ConflictFilter, csrf: String) -> ConsoleHTML {
         let kinds = ([nil] + Conflict.Kind.allCases.map(Optional.some)).map { kind -> ConsoleHTML in
             let selected = ConsoleHTML(markup: kind == filter.kind ? " selected" : "")
             return "<option value=\"\(kind?.rawValue ?? "")\"\(selected)>\(kind?.rawValue ?? "any")</option>"
@@ -305,8 +315,22 @@ enum ConsolePages {
                 <td>\(conflict.conflict.kind.rawValue)</td><td class="values">\(conflict.conflict.summary)</td></tr>
                 """
         }
+        let noticeRows = notices.map { notice -> ConsoleHTML in
+            let row: ConsoleHTML =
+                notice.table.flatMap { table in
+                    notice.rowID.map { rowID -> ConsoleHTML in
+                        let link =
+                            "/console/rows?scope=\(ConsoleHTML.component(notice.scope))&table=\(ConsoleHTML.component(table))&row=\(ConsoleHTML.component(rowID))"
+                        return "\(table) / <a href=\"\(link)\">\(rowID)</a>"
+                    }
+                } ?? "—"
+            return """
+                <tr><td>\(ConsoleHTML.time(notice.createdAt))</td><td>\(notice.userID)</td><td>\(notice.byUser) / <code>\(notice.byClient)</code></td>\
+                <td>\(notice.scope)</td><td>\(row)</td><td class="values">\(notice.conflict?.summary ?? "a value was discarded")</td></tr>
+                """
+        }
         return layout(
-            "Conflicts", section: .conflicts, csrf: csrf,
+            "Conflicts and notices", section: .conflicts, csrf: csrf,
             body: """
                 <form method="get" action="/console/conflicts" class="filters">
                 <label for="f-user">User</label><input id="f-user" name="user" value="\(filter.userID)">
@@ -314,10 +338,13 @@ enum ConsolePages {
                 <label for="f-table">Table</label><input id="f-table" name="table" value="\(filter.table)">
                 <label for="f-kind">Kind</label><select id="f-kind" name="kind">\(kinds)</select>
                 <button type="submit">Filter</button></form>
-                \(conflicts.isEmpty ? ConsoleHTML("<p>No conflicts match.</p>") : "")
+                \(conflicts.isEmpty && notices.isEmpty ? ConsoleHTML("<p>No conflicts or notices match.</p>") : "")
                 <table><caption>Latest conflicts, newest first</caption><thead><tr><th scope="col">When</th><th scope="col">User</th>\
                 <th scope="col">Device</th><th scope="col">Scope</th><th scope="col">Table</th><th scope="col">Row</th>\
                 <th scope="col">Kind</th><th scope="col">What happened</th></tr></thead><tbody>\(rows)</tbody></table>
+                <table><caption>Latest conflict notices (a user's applied value a later write discarded), newest first</caption><thead><tr>\
+                <th scope="col">When</th><th scope="col">User told</th><th scope="col">Overridden by (user / device)</th>\
+                <th scope="col">Scope</th><th scope="col">Row</th><th scope="col">What happened</th></tr></thead><tbody>\(noticeRows)</tbody></table>
                 """)
     }
 

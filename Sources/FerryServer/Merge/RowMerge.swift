@@ -103,7 +103,7 @@ enum RowMerge {
 
         func set(_ column: String, _ value: ColumnValue) {
             if let old = merged.cells[column] {
-                overwritten.append(HistoricValue(column: column, version: old.version, value: old.value))
+                overwritten.append(HistoricValue(column: column, overwritten: old))
             }
             merged.cells[column] = StoredCell(value: value, version: version, hlc: mutation.hlc, clientID: clientID)
             changed = true
@@ -208,7 +208,7 @@ enum RowMerge {
         }
         let overwritten = row.cells
             .sorted { $0.key < $1.key }
-            .map { HistoricValue(column: $0.key, version: $0.value.version, value: $0.value.value) }
+            .map { HistoricValue(column: $0.key, overwritten: $0.value) }
         let tombstone = StoredRow(
             version: version,
             deleted: true,

@@ -36,11 +36,23 @@ package struct HistoricValue: Hashable, Sendable {
     /// The version that set this value.
     package var version: Int64
     package var value: ColumnValue
+    /// The client that wrote it (`user:client`), when kept: for the console's
+    /// row inspector, never for the merge.
+    package var clientID: String?
+    /// The writer's clock when it wrote the value (milliseconds since 1970), when kept.
+    package var writtenAt: Int64?
 
-    package init(column: String, version: Int64, value: ColumnValue) {
+    package init(column: String, version: Int64, value: ColumnValue, clientID: String? = nil, writtenAt: Int64? = nil) {
         self.column = column
         self.version = version
         self.value = value
+        self.clientID = clientID
+        self.writtenAt = writtenAt
+    }
+
+    /// The value a cell held, with its writer.
+    package init(column: String, overwritten cell: StoredCell) {
+        self.init(column: column, version: cell.version, value: cell.value, clientID: cell.clientID, writtenAt: cell.hlc.wallMilliseconds)
     }
 }
 

@@ -44,17 +44,23 @@ struct ActivityWindow: Sendable {
 
     mutating func record(route: String, status: Int, milliseconds: Double, at now: Int64) {
         let start = now - now % Self.bucketMilliseconds
-        if ring.last?.start != start {
-            ring.append(Bucket(start: start))
+        // By its start: requests finishing out of order across a bucket boundary land in their own bucket.
+        let index: Int
+        if let found = ring.lastIndex(where: { $0.start == start }) {
+            index = found
+        } else {
             ring.removeAll { $0.start <= start - Int64(Self.buckets) * Self.bucketMilliseconds }
+            ring.append(Bucket(start: start))
+            ring.sort { $0.start < $1.start }
+            index = ring.lastIndex { $0.start == start }!
         }
-        if status >= 400 { ring[ring.count - 1].errors[status, default: 0] += 1 }
+        if status >= 400 { ring[index].errors[status, default: 0] += 1 }
         guard let kind = Self.kind(of: route) else { return }
-        ring[ring.count - 1].counts[kind, default: 0] += 1
-        var samples = ring[ring.count - 1].latencies[kind, default: []]
+        ring[index].counts[kind, default: 0] += 1
+        var samples = ring[index].latencies[kind, default: []]
         if samples.count >= Self.maxSamples { samples = samples.enumerated().filter { $0.offset.isMultiple(of: 2) }.map(\.element) }
         samples.append(milliseconds)
-        ring[ring.count - 1].latencies[kind] = samples
+        ring[index].latencies[kind] = samples
     }
 
     /// ``buckets`` points ending with the current bucket, empty buckets included.

@@ -16,6 +16,10 @@ public protocol StoreInspection: Sendable {
     /// The newest conflicts first, optionally of one user, scope, table or kind.
     func recentConflicts(_ filter: ConflictFilter, limit: Int) async throws -> [InspectedConflict]
 
+    /// The newest conflict notices first (settlements left out), optionally
+    /// of one user told, scope, table or kind.
+    func recentNotices(_ filter: ConflictFilter, limit: Int) async throws -> [InspectedNotice]
+
     /// Counts, sizes and the schema version.
     func overview() async throws -> StoreOverview
 
@@ -84,8 +88,8 @@ public struct RowInspection: Sendable, Hashable {
         for value in history {
             events.append(
                 Event(
-                    kind: .overwritten, version: value.version, at: nil, column: value.column,
-                    summary: "held \(value.value.display), later overwritten", writer: value.writer))
+                    kind: .overwritten, version: value.version, at: value.writtenAt, column: value.column,
+                    summary: "held \(value.value.display), later overwritten", writer: value.clientID))
         }
         for conflict in conflicts {
             events.append(
@@ -154,11 +158,14 @@ public struct InspectedValue: Sendable, Hashable {
     public var column: String
     public var version: Int64
     public var value: ColumnValue
-    /// "user / device" of the mutation that wrote it, while the store keeps its result.
-    public var writer: String?
+    /// The client that wrote it (`user:client`); `nil` for a value
+    /// overwritten before the store kept writers.
+    public var clientID: String?
+    /// The writer's clock when it wrote the value (milliseconds since 1970), when kept.
+    public var writtenAt: Int64?
 
-    public init(column: String, version: Int64, value: ColumnValue, writer: String?) {
-        (self.column, self.version, self.value, self.writer) = (column, version, value, writer)
+    public init(column: String, version: Int64, value: ColumnValue, clientID: String?, writtenAt: Int64?) {
+        (self.column, self.version, self.value, self.clientID, self.writtenAt) = (column, version, value, clientID, writtenAt)
     }
 }
 
@@ -195,11 +202,19 @@ public struct InspectedNotice: Sendable, Hashable {
     /// The public id of the notice this one settles.
     public var settles: String?
     public var createdAt: Int64
+    public var scope: String
+    /// The row the notice is about; `nil` for a settlement.
+    public var table: String?
+    public var rowID: String?
 
-    public init(userID: String, byUser: String, byClient: String, version: Int64, conflict: Conflict?, settles: String?, createdAt: Int64) {
+    public init(
+        userID: String, byUser: String, byClient: String, version: Int64, conflict: Conflict?, settles: String?, createdAt: Int64,
+        scope: String = "", table: String? = nil, rowID: String? = nil
+    ) {
         (self.userID, self.byUser, self.byClient, self.version, self.conflict, self.settles, self.createdAt) = (
             userID, byUser, byClient, version, conflict, settles, createdAt
         )
+        (self.scope, self.table, self.rowID) = (scope, table, rowID)
     }
 
     var summary: String {

@@ -205,6 +205,10 @@ struct LedgerStore: SyncStore {
         try await inner.recentConflicts(filter, limit: limit)
     }
 
+    func recentNotices(_ filter: ConflictFilter, limit: Int) async throws -> [InspectedNotice] {
+        try await inner.recentNotices(filter, limit: limit)
+    }
+
     func overview() async throws -> StoreOverview { try await inner.overview() }
 
     func scopeContents(_ scope: String) async throws -> ScopeContents { try await inner.scopeContents(scope) }

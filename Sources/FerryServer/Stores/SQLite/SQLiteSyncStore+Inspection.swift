@@ -14,19 +14,14 @@ extension SQLiteSyncStore {
                     version: row["version"], deleted: row["deleted"], collected: row["collected"], clientID: row["client_id"],
                     changedAt: row["changed_at"], cells: try Self.inspectedCells(row["cells"]))
             }
-            // The writer of an overwritten value: the mutation whose result carries its version.
             let history = try Row.fetchAll(
                 db,
-                sql: """
-                    SELECT h.col, h.version, h.value,
-                        (SELECT r.user_id || ' / ' || r.client_id FROM results r WHERE r.version = h.version LIMIT 1) AS writer
-                    FROM history h WHERE h.scope = ? AND h.tbl = ? AND h.row_id = ? ORDER BY h.version, h.col
-                    """,
+                sql: "SELECT col, version, value, client_id, written_at FROM history WHERE scope = ? AND tbl = ? AND row_id = ? ORDER BY version, col",
                 arguments: key
             ).map { row in
                 InspectedValue(
                     column: row["col"], version: row["version"], value: try StoreCoding.decode(ColumnValue.self, from: row["value"]),
-                    writer: row["writer"])
+                    clientID: row["client_id"], writtenAt: row["written_at"])
             }
             let conflicts = try Row.fetchAll(
                 db, sql: "SELECT * FROM conflicts WHERE scope = ? AND tbl = ? AND row_id = ? ORDER BY id", arguments: key
@@ -35,7 +30,7 @@ extension SQLiteSyncStore {
             let notices = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT user_id, by_user, by_client, version, notice, settles, created_at FROM notices
+                    SELECT user_id, scope, by_user, by_client, version, notice, settles, created_at FROM notices
                     WHERE scope = ? AND json_extract(notice, '$.table') = ? AND json_extract(notice, '$.rowID') = ? ORDER BY id
                     """,
                 arguments: key
@@ -61,6 +56,26 @@ extension SQLiteSyncStore {
             let condition = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
             return try Row.fetchAll(db, sql: "SELECT * FROM conflicts \(condition) ORDER BY id DESC LIMIT \(limit)", arguments: arguments)
                 .map(Self.inspectedConflict)
+        }
+    }
+
+    public func recentNotices(_ filter: ConflictFilter, limit: Int) async throws -> [InspectedNotice] {
+        try await read { db in
+            var conditions = ["settles IS NULL"], arguments: StatementArguments = []
+            if let user = filter.userID { (conditions, arguments) = (conditions + ["user_id = ?"], arguments + [user]) }
+            if let scope = filter.scope { (conditions, arguments) = (conditions + ["scope = ?"], arguments + [scope]) }
+            if let table = filter.table { (conditions, arguments) = (conditions + ["json_extract(notice, '$.table') = ?"], arguments + [table]) }
+            if let kind = filter.kind {
+                (conditions, arguments) = (conditions + ["json_extract(notice, '$.conflict.kind') = ?"], arguments + [kind.rawValue])
+            }
+            return try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT user_id, scope, by_user, by_client, version, notice, settles, created_at FROM notices
+                    WHERE \(conditions.joined(separator: " AND ")) ORDER BY id DESC LIMIT \(limit)
+                    """,
+                arguments: arguments
+            ).map(Self.inspectedNotice)
         }
     }
 
@@ -136,7 +151,7 @@ extension SQLiteSyncStore {
         let stored = try? StoredNotice.decode(row["notice"])
         return InspectedNotice(
             userID: row["user_id"], byUser: row["by_user"], byClient: row["by_client"], version: row["version"], conflict: stored?.conflict,
-            settles: row["settles"], createdAt: row["created_at"])
+            settles: row["settles"], createdAt: row["created_at"], scope: row["scope"], table: stored?.table, rowID: stored?.rowID)
     }
 
     private static func inspectedRejection(_ row: Row) -> InspectedRejection {

@@ -67,10 +67,13 @@ extension SQLiteSyncStore {
             for old in values {
                 try Self.execute(
                     db,
-                    sql: "INSERT OR REPLACE INTO history (scope, tbl, row_id, col, version, value) VALUES (?, ?, ?, ?, ?, ?)",
+                    sql: """
+                        INSERT OR REPLACE INTO history (scope, tbl, row_id, col, version, value, client_id, written_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
                     arguments: [
                         key.scope, key.table, key.rowID, old.column, old.version,
-                        try json(old.value),
+                        try json(old.value), old.clientID, old.writtenAt,
                     ]
                 )
             }

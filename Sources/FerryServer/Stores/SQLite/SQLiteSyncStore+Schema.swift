@@ -183,6 +183,16 @@ extension SQLiteSyncStore {
                     ) WITHOUT ROWID;
                     """)
         }
+        migrator.registerMigration("server.v6.history-writers") { db in
+            try db.execute(
+                sql: """
+                    -- Who wrote an overwritten value (`user:client`) and when, by the
+                    -- writer's clock: the console's row inspector shows them. NULL
+                    -- for values overwritten before this was kept.
+                    ALTER TABLE history ADD COLUMN client_id TEXT;
+                    ALTER TABLE history ADD COLUMN written_at INTEGER;
+                    """)
+        }
         return migrator
     }
 }
