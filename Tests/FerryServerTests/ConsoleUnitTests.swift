@@ -1,5 +1,6 @@
 @testable import FerryServer
 import FerryProtocol
+import Foundation
 import Testing
 
 /// The console's decisions without a socket: sessions, escaping, forms,
@@ -86,5 +87,41 @@ struct ConsoleUnitTests {
             rejections: [InspectedRejection(userID: "bob", clientID: "b", mutationID: 1, scope: "user:alice", table: "note", rowID: "n1", reason: "no access", createdAt: 5)])
         #expect(story.timeline.map(\.kind) == [.overwritten, .current, .conflict, .rejection])
         #expect(story.timeline[2].summary == "`title`: sent \"b\", server held \"c\"; kept the server's value")
+    }
+
+    /// Every text and background colour the stylesheet pairs meets WCAG AA
+    /// for normal text (4.5:1), computed from the stylesheet itself.
+    @Test func theStylesheetsColoursHaveEnoughContrast() throws {
+        let css = ConsoleAssets.css
+        func variable(_ name: String) throws -> String {
+            let range = try #require(css.range(of: "--\(name): "))
+            return String(css[range.upperBound...].prefix { $0 != ";" })
+        }
+        func luminance(_ hex: String) throws -> Double {
+            var digits = String(hex.dropFirst())
+            if digits.count == 3 { digits = digits.map { "\($0)\($0)" }.joined() }
+            let value = try #require(UInt32(digits, radix: 16))
+            return [16, 8, 0].map { shift -> Double in
+                let channel = Double((value >> UInt32(shift)) & 0xFF) / 255
+                return channel <= 0.03928 ? channel / 12.92 : pow((channel + 0.055) / 1.055, 2.4)
+            }.enumerated().map { [0.2126, 0.7152, 0.0722][$0.offset] * $0.element }.reduce(0, +)
+        }
+        func contrast(_ a: String, _ b: String) throws -> Double {
+            let (x, y) = (try luminance(a), try luminance(b))
+            return (max(x, y) + 0.05) / (min(x, y) + 0.05)
+        }
+        let (ink, muted, accent, bad, background, band) = (
+            try variable("ink"), try variable("muted"), try variable("accent"), try variable("bad"), try variable("bg"), try variable("band")
+        )
+        // Text on the page, on bands (headers, facts), on the notice and timeline highlights; button text on its colour.
+        let pairs = [
+            (ink, background), (ink, band), (muted, background), (muted, band), (accent, background), (accent, band), (bad, background),
+            ("#fff", accent), ("#fff", bad), (ink, "#e7f1fb"), (ink, "#fff4e5"), (ink, "#fdecee"), (accent, "#e7f1fb"),
+        ]
+        for (text, back) in pairs {
+            let ratio = try contrast(text, back)
+            #expect(ratio >= 4.5, "\(text) on \(back): \(ratio)")
+        }
+        for highlight in ["#e7f1fb", "#fff4e5", "#fdecee"] { #expect(css.contains(highlight), "\(highlight) is no longer in the stylesheet") }
     }
 }

@@ -95,6 +95,8 @@ struct ConsoleTests {
                 let clientID = try device.database.clientID
                 #expect(alice.text.contains(clientID), "\(alice.text)")
             }
+            // Each device pulled from this instance and caught up.
+            #expect(alice.text.components(separatedBy: "<li>user:alice: caught up").count == 3, "\(alice.text)")
 
             let listing = try await browser.get("/console/rows?scope=user%3Aalice&table=note")
             #expect(listing.text.contains(">n1</a>") && listing.text.contains("&quot;from the phone&quot;"))

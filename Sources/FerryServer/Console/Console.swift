@@ -191,7 +191,8 @@ struct Console: Sendable {
         let user = try SyncAPI.pathParameter("user", context)
         guard ScopeName.isValidUserID(user) else { throw FerryServerError.badRequest("\(MutationCheck.quoted(user)) is not a valid user id") }
         let devices = try await store.devices(of: user)
-        return ConsolePages.user(user, devices: devices, activity: try await store.userActivity(user), csrf: session.csrf)
+        return ConsolePages.user(
+            user, devices: devices, pulls: metrics.devicePulls(of: user), activity: try await store.userActivity(user), csrf: session.csrf)
     }
 
     private func scopes(_ request: Request, context: FerryRequestContext, session: ConsoleSessionTable.Session) async throws -> ConsoleHTML {

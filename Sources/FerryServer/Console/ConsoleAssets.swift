@@ -24,7 +24,7 @@ enum ConsoleAssets {
         th { background: var(--band); }
         td.values { overflow-wrap: anywhere; min-width: 12em; }
         code { font-size: 0.9em; overflow-wrap: anywhere; }
-        .facts { display: grid; grid-template-columns: repeat(auto-fill, minmax(180px, 1fr)); gap: 8px; margin: 0; }
+        .facts { display: grid; grid-template-columns: repeat(auto-fill, minmax(150px, 1fr)); gap: 8px; margin: 0; }
         .facts div { background: var(--band); padding: 8px; border-radius: 4px; }
         .facts dt { color: var(--muted); font-size: 0.85rem; }
         .facts dd { margin: 0; font-weight: 600; overflow-wrap: anywhere; }

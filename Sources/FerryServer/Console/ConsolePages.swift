@@ -140,12 +140,21 @@ enum ConsolePages {
         return layout("Users", section: .users, csrf: csrf, body: "<p>Every user with a device that pushed.</p>\(list)\(more)")
     }
 
-    static func user(_ userID: String, devices: [DeviceSummary], activity: UserActivity, csrf: String) -> ConsoleHTML {
+    static func user(_ userID: String, devices: [DeviceSummary], pulls: [String: DevicePulls.Pull], activity: UserActivity, csrf: String)
+        -> ConsoleHTML
+    {
         let rows = devices.map { device -> ConsoleHTML in
             let setAside = activity.rejectionsByDevice[device.clientID] ?? 0
+            let pull = pulls[device.clientID]
+            let scopes = (pull?.pages ?? []).map { page -> ConsoleHTML in
+                let rows = page.rows == 1 ? "1 row" : "\(page.rows) rows"
+                let state = page.hasMore ? "behind: \(rows) sent, more waiting" : "caught up (\(rows) sent)"
+                return "<li>\(page.scope): \(state)</li>"
+            }
             return """
                 <tr><td><code>\(device.clientID)</code></td><td>\(device.lastMutationID)</td>\
-                <td>\(ConsoleHTML.time(device.lastPushAt))</td><td>\(setAside)</td></tr>
+                <td>\(ConsoleHTML.time(device.lastPushAt))</td><td>\(ConsoleHTML.time(pull?.at))</td>\
+                <td>\(scopes.isEmpty ? ConsoleHTML("—") : "<ul class=\"list\">\(scopes)</ul>")</td><td>\(setAside)</td></tr>
                 """
         }
         let scopes = activity.scopes.map { scope -> ConsoleHTML in "<li><a href=\"/console/scopes/\(ConsoleHTML.component(scope))\">\(scope)</a></li>" }
@@ -154,7 +163,8 @@ enum ConsolePages {
             ? "<p>No device of this user has pushed to this server.</p>"
             : """
             <table><caption>Devices</caption><thead><tr><th scope="col">Device (client id)</th><th scope="col">Last mutation applied</th>\
-            <th scope="col">Last push</th><th scope="col">Mutations set aside (rejected)</th></tr></thead><tbody>\(rows)</tbody></table>
+            <th scope="col">Last push</th><th scope="col">Last pull (this instance)</th><th scope="col">Scopes at that pull</th>\
+            <th scope="col">Mutations set aside (rejected)</th></tr></thead><tbody>\(rows)</tbody></table>
             """
         return layout(
             "User \(userID)", section: .users, csrf: csrf,

@@ -23,6 +23,7 @@ public final class ServerMetrics: Sendable {
     /// The last minutes of pushes, pulls and errors, for the console.
     private let activity = NIOLockedValueBox(ActivityWindow())
     private let lastGarbageRun = NIOLockedValueBox<GarbageRun?>(nil)
+    private let pulls = NIOLockedValueBox(DevicePulls())
 
     private static let latencyBuckets: [Duration] = [
         .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2.5), .milliseconds(5),
@@ -66,6 +67,15 @@ public final class ServerMetrics: Sendable {
     }
 
     func latestGarbageRun() -> GarbageRun? { lastGarbageRun.withLockedValue { $0 } }
+
+    /// A device's pull, for the console: when, and per scope whether it caught up.
+    func recordDevicePull(userID: String, clientID: String, pages: [DevicePulls.Page]) {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        pulls.withLockedValue { $0.record(userID: userID, clientID: clientID, pages: pages, at: now) }
+    }
+
+    /// The last pull this instance served to each of `userID`'s devices, by client id.
+    func devicePulls(of userID: String) -> [String: DevicePulls.Pull] { pulls.withLockedValue { $0.pulls(of: userID) } }
 
     func recordPush(_ response: PushResponse) {
         count("ferry_pushes_total")

@@ -44,6 +44,9 @@ extension SyncAPI {
             return answer
         }
         metrics.recordPull(rows: answer.rowCount)
+        metrics.recordDevicePull(
+            userID: userID, clientID: pull.clientID,
+            pages: answer.pages.map { DevicePulls.Page(scope: $0.scope, rows: $0.rows.count, hasMore: $0.hasMore) })
         return JSONResponse.make(json: try answer.json())
     }
 }
