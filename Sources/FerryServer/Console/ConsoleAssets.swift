@@ -33,7 +33,9 @@ enum ConsoleAssets {
         .chart figcaption { color: var(--ink); font-size: 0.9rem; }
         form.stack { display: grid; gap: 6px; max-width: 420px; margin: 12px 0; }
         form.inline { display: flex; flex-wrap: wrap; gap: 6px; align-items: center; margin: 0; }
-        form.filters { display: flex; flex-wrap: wrap; gap: 6px 10px; align-items: center; }
+        form.filters { display: flex; flex-wrap: wrap; gap: 8px 16px; align-items: center; }
+        form.filters .field { display: flex; gap: 6px; align-items: center; }
+        form.filters .field input { width: 11em; }
         input, select, button { font: inherit; padding: 6px 8px; border: 1px solid #767676; border-radius: 4px; background: #fff; color: var(--ink); }
         button { background: var(--accent); color: #fff; border-color: var(--accent); cursor: pointer; }
         button.danger { background: var(--bad); border-color: var(--bad); }

@@ -343,10 +343,10 @@ enum ConsolePages {
             "Conflicts and notices", section: .conflicts, csrf: csrf,
             body: """
                 <form method="get" action="/console/conflicts" class="filters">
-                <label for="f-user">User</label><input id="f-user" name="user" value="\(filter.userID)">
-                <label for="f-scope">Scope</label><input id="f-scope" name="scope" value="\(filter.scope)">
-                <label for="f-table">Table</label><input id="f-table" name="table" value="\(filter.table)">
-                <label for="f-kind">Kind</label><select id="f-kind" name="kind">\(kinds)</select>
+                <span class="field"><label for="f-user">User</label><input id="f-user" name="user" value="\(filter.userID)"></span>
+                <span class="field"><label for="f-scope">Scope</label><input id="f-scope" name="scope" value="\(filter.scope)"></span>
+                <span class="field"><label for="f-table">Table</label><input id="f-table" name="table" value="\(filter.table)"></span>
+                <span class="field"><label for="f-kind">Kind</label><select id="f-kind" name="kind">\(kinds)</select></span>
                 <button type="submit">Filter</button></form>
                 \(conflicts.isEmpty && notices.isEmpty ? ConsoleHTML("<p>No conflicts or notices match.</p>") : "")
                 <table><caption>Latest conflicts, newest first</caption><thead><tr><th scope="col">When</th><th scope="col">User</th>\
