@@ -125,10 +125,12 @@ public struct PostgresBlobStore: BlobStore {
         return try await store.transaction(.snapshot) { connection, _ in
             var blobs: [StoredBlob] = []
             let rows = try await connection.query(
-                "SELECT scope, sha256, complete, modified_at FROM ferry_blobs", logger: logger
-            ).decode((String, String, Bool, Date).self)
-            for try await (scope, sha256, complete, modified) in rows {
-                blobs.append(StoredBlob(key: try BlobKey(scope: scope, sha256: sha256), complete: complete, modified: modified))
+                "SELECT scope, sha256, complete, modified_at, CASE WHEN complete THEN length ELSE received END FROM ferry_blobs",
+                logger: logger
+            ).decode((String, String, Bool, Date, Int64).self)
+            for try await (scope, sha256, complete, modified, bytes) in rows {
+                blobs.append(
+                    StoredBlob(key: try BlobKey(scope: scope, sha256: sha256), complete: complete, modified: modified, bytes: bytes))
             }
             return blobs
         }

@@ -38,6 +38,32 @@ struct ConsoleUnitTests {
         #expect(table.touch(first.id, now: 4) != nil && table.touch(second.id, now: 4) == nil)
     }
 
+    @Test func wrongTokensFromOneAddressAreThrottledUntilTheOldestAgesOut() {
+        var throttle = ConsoleSignInThrottle()
+        for second in 0..<5 {
+            #expect(throttle.wait(for: "10.0.0.7", now: Int64(second) * 1000) == 0)
+            throttle.failed("10.0.0.7", now: Int64(second) * 1000)
+        }
+        // The sixth try waits until the first wrong token is a minute old.
+        #expect(throttle.wait(for: "10.0.0.7", now: 5000) == 55_000)
+        #expect(throttle.wait(for: "10.0.0.8", now: 5000) == 0, "another address is not held back")
+        #expect(throttle.wait(for: "10.0.0.7", now: 60_000) == 0)
+        throttle.failed("10.0.0.7", now: 60_000)
+        #expect(throttle.wait(for: "10.0.0.7", now: 60_000) == 1000, "the window slides: the second wrong token ages out next")
+        throttle.succeeded("10.0.0.7")
+        #expect(throttle.wait(for: "10.0.0.7", now: 60_000) == 0, "a right token clears the count")
+    }
+
+    @Test func theThrottleRemembersAtMostItsCapacity() {
+        var throttle = ConsoleSignInThrottle()
+        throttle.capacity = 2
+        for _ in 0..<5 { throttle.failed("a", now: 0) }
+        for _ in 0..<5 { throttle.failed("b", now: 1) }
+        for _ in 0..<5 { throttle.failed("c", now: 2) }
+        #expect(throttle.wait(for: "a", now: 3) == 0, "the stalest address was forgotten")
+        #expect(throttle.wait(for: "b", now: 3) > 0 && throttle.wait(for: "c", now: 3) > 0)
+    }
+
     @Test func interpolatedTextIsEscapedAndMarkupIsKept() {
         let value = #"<b onclick="x">&'"#
         let cell: ConsoleHTML = "<td>\(value)</td>"

@@ -4,6 +4,7 @@ import FerryProtocol
 @testable import FerryServer
 import GRDB
 import Foundation
+import NIOCore
 import Testing
 import FerryTestSupport
 
@@ -15,6 +16,12 @@ import FerryTestSupport
 struct ConsoleTests {
     /// Two devices of alice edit note `n1`'s title offline; the laptop's
     /// older edit loses to the phone's (last write wins): a conflict.
+    static func bytes(_ data: Data) -> AsyncThrowingStream<ByteBuffer, any Error> {
+        AsyncThrowingStream {
+            $0.yield(ByteBuffer(bytes: data)); $0.finish()
+        }
+    }
+
     static func twoDevicesInConflict(_ server: SyncServer, directory: TemporaryDirectory) async throws -> (phone: Device, laptop: Device) {
         let phone = try await Device.make("phone", user: "alice", server: server, directory: directory)
         let laptop = try await Device.make("laptop", user: "alice", server: server, directory: directory)
@@ -70,6 +77,26 @@ struct ConsoleTests {
         }
     }
 
+    /// Five wrong admin tokens from one address within a minute, and the
+    /// sign-in form refuses that address, even the right token, with 429 and
+    /// the wait; a session opened before keeps working.
+    @Test func wrongTokensAreThrottled() async throws {
+        try await SyncServer.with(.sqlite, configure: SyncServer.withAdmin) { server in
+            let operator_ = ConsoleBrowser(port: try #require(server.adminPort))
+            #expect(try await operator_.signIn(token: AdminClient.token).status == 303)
+            let guesser = ConsoleBrowser(port: try #require(server.adminPort))
+            for guess in 0..<5 {
+                #expect(try await guesser.signIn(token: "guess-\(guess)-0123456789abcdef0123456789").status == 401)
+            }
+            let refused = try await guesser.signIn(token: AdminClient.token)
+            #expect(refused.status == 429 && refused.text.contains("Too many wrong tokens"), "\(refused.text)")
+            let retryAfter = try #require(refused.headers["Retry-After"].first.flatMap { Int($0) })
+            #expect((55...60).contains(retryAfter))
+            #expect(guesser.cookies[Console.cookie] == nil)
+            #expect(try await operator_.get("/console/users").status == 200)
+        }
+    }
+
     /// Two devices of alice edit one note's title offline: the second to
     /// sync loses. The inspector shows the row's values, the overwritten
     /// value and the conflict with who and which device, in one timeline;
@@ -83,8 +110,19 @@ struct ConsoleTests {
             let browser = ConsoleBrowser(port: try #require(server.adminPort))
             #expect(try await browser.signIn(token: AdminClient.token).status == 303)
 
+            // One whole blob of 3 KiB and half of another: the overview counts both and their bytes.
+            let whole = Data(repeating: 7, count: 3072)
+            var digest = SHA256Digest()
+            digest.update(whole)
+            let wholeKey = try BlobKey(scope: "user:alice", sha256: digest.finalize())
+            _ = try await server.blobs.append(to: wholeKey, length: 3072, offset: 0, bytes: Self.bytes(whole))
+            let halfKey = try BlobKey(scope: "user:alice", sha256: String(repeating: "ab", count: 32))
+            _ = try await server.blobs.append(to: halfKey, length: 4096, offset: 0, bytes: Self.bytes(Data(count: 2048)))
+
             let overview = try await browser.get("/console")
             #expect(overview.text.contains("Live rows</dt><dd>1</dd>") && overview.text.contains("Devices</dt><dd>2</dd>"), "\(overview.text)")
+            #expect(overview.text.contains("Attachment blobs held</dt><dd>1 (3.0 KiB)</dd>"), "\(overview.text)")
+            #expect(overview.text.contains("Uploads in progress</dt><dd>1 (2.0 KiB received)</dd>"), "\(overview.text)")
             #expect(overview.text.contains("Pushes per second"))
 
             let users = try await browser.get("/console/users")
@@ -219,7 +257,7 @@ struct ConsoleTests {
             #expect(try await browser.signIn(token: AdminClient.token).status == 303)
             let overview = try await browser.get("/console")
             #expect(overview.text.contains("collected 0 tombstones and 0 unreferenced blobs"), "\(overview.text)")
-            #expect(overview.text.contains("Attachment blobs held</dt><dd>0</dd>"))
+            #expect(overview.text.contains("Attachment blobs held</dt><dd>0 (0 bytes)</dd>"))
         }
     }
 

@@ -130,16 +130,19 @@ public enum BlobState: Hashable, Sendable {
     }
 }
 
-/// A blob a store holds, for garbage collection.
+/// A blob a store holds, for garbage collection and the console's usage.
 public struct StoredBlob: Hashable, Sendable {
     public var key: BlobKey
     public var complete: Bool
     public var modified: Date
+    /// The bytes held: the whole blob when complete, those received so far when not.
+    public var bytes: Int64
 
-    package init(key: BlobKey, complete: Bool, modified: Date) {
+    package init(key: BlobKey, complete: Bool, modified: Date, bytes: Int64) {
         self.key = key
         self.complete = complete
         self.modified = modified
+        self.bytes = bytes
     }
 }
 

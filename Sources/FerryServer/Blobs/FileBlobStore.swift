@@ -124,13 +124,14 @@ public final class FileBlobStore: BlobStore {
                     let files =
                         (try? manager.contentsOfDirectory(
                             at: scopeDirectory.appending(path: folder),
-                            includingPropertiesForKeys: [.contentModificationDateKey])) ?? []
+                            includingPropertiesForKeys: [.contentModificationDateKey, .fileSizeKey])) ?? []
                     for file in files where BlobKey.isDigest(file.lastPathComponent) {
-                        let modified = (try? file.resourceValues(forKeys: [.contentModificationDateKey]))?.contentModificationDate
+                        let values = try? file.resourceValues(forKeys: [.contentModificationDateKey, .fileSizeKey])
                         blobs.append(
                             StoredBlob(
                                 key: try BlobKey(scope: scope, sha256: file.lastPathComponent),
-                                complete: complete, modified: modified ?? .distantPast))
+                                complete: complete, modified: values?.contentModificationDate ?? .distantPast,
+                                bytes: Int64(values?.fileSize ?? 0)))
                     }
                 }
             }

@@ -113,9 +113,20 @@ struct Console: Sendable {
         guard let sent = form["csrf"], let expected = Self.cookie(Self.loginCookie, in: request), AdminAuthMiddleware.same(sent, expected) else {
             return Self.loginPage(error: "The sign-in form expired or came from elsewhere; sign in again.", status: .forbidden)
         }
+        let address = Self.address(of: context)
+        let wait = sessions.signInWait(for: address)
+        guard wait == 0 else {
+            let seconds = (wait + 999) / 1000
+            var response = Self.loginPage(
+                error: "Too many wrong tokens from this address; try again in \(seconds) s.", status: .tooManyRequests)
+            response.headers[.retryAfter] = String(seconds)
+            return response
+        }
         guard let given = form["token"], AdminAuthMiddleware.same(given, token) else {
+            sessions.signInFailed(from: address)
             return Self.loginPage(error: "That is not this server's admin token.", status: .unauthorized)
         }
+        sessions.signInSucceeded(from: address)
         let session = sessions.open()
         var response = Self.redirect("/console")
         response.headers[values: .setCookie] = [
@@ -135,8 +146,7 @@ struct Console: Sendable {
     // MARK: Pages
 
     private func overview(_ request: Request, context: FerryRequestContext, session: ConsoleSessionTable.Session) async throws -> ConsoleHTML {
-        let held = try await blobs.list()
-        let usage = BlobUsage(complete: held.count(where: \.complete), partial: held.count { !$0.complete }, rehashedBytes: blobs.bytesRehashed)
+        let usage = BlobUsage(try await blobs.list(), rehashedBytes: blobs.bytesRehashed)
         return ConsolePages.overview(
             try await store.overview(), blobs: usage, garbage: metrics.latestGarbageRun(), activity: metrics.recentActivity(), now: now(),
             csrf: session.csrf)
@@ -340,11 +350,16 @@ struct Console: Sendable {
         return values.first?.value
     }
 
+    /// The peer's IP address (without its port), the sign-in throttle's key.
+    static func address(of context: FerryRequestContext) -> String {
+        context.channel.remoteAddress?.ipAddress ?? "unknown"
+    }
+
     static func readForm(_ request: Request) async throws -> ConsoleForm {
         guard request.headers[.contentType]?.lowercased().hasPrefix("application/x-www-form-urlencoded") == true else {
             throw FerryServerError(.unsupportedMediaType, "the console takes forms as application/x-www-form-urlencoded")
         }
-        var body = request.body
+        let body = request.body
         let bytes: ByteBuffer
         do {
             bytes = try await body.collect(upTo: ConsoleForm.maxBytes)

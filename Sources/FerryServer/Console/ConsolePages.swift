@@ -7,8 +7,17 @@ import Foundation
 /// Attachment blobs held by the blob store.
 struct BlobUsage: Sendable, Hashable {
     var complete: Int
+    var completeBytes: Int64
     var partial: Int
+    var partialBytes: Int64
     var rehashedBytes: Int64
+
+    init(_ held: [StoredBlob], rehashedBytes: Int64) {
+        let (whole, partial) = (held.filter(\.complete), held.filter { !$0.complete })
+        (complete, completeBytes) = (whole.count, whole.reduce(0) { $0 + $1.bytes })
+        (self.partial, partialBytes) = (partial.count, partial.reduce(0) { $0 + $1.bytes })
+        self.rehashedBytes = rehashedBytes
+    }
 }
 
 enum ConsolePages {
@@ -78,8 +87,8 @@ enum ConsolePages {
             ("Store", store.kind), ("Schema version", store.schemaVersion), ("Size", ConsoleHTML.bytes(store.sizeBytes)),
             ("Live rows", String(store.rows)), ("Tombstones", String(store.tombstones)), ("Shared scopes", String(store.scopes)),
             ("Users", String(store.users)), ("Devices", String(store.devices)), ("Conflicts recorded", String(store.conflicts)),
-            ("Conflict notices issued", String(store.notices)), ("Attachment blobs held", String(blobs.complete)),
-            ("Uploads in progress", String(blobs.partial)), ("Bytes re-read to resume uploads", ConsoleHTML.bytes(blobs.rehashedBytes)),
+            ("Conflict notices issued", String(store.notices)), ("Attachment blobs held", "\(blobs.complete) (\(ConsoleHTML.bytes(blobs.completeBytes)))"),
+            ("Uploads in progress", "\(blobs.partial) (\(ConsoleHTML.bytes(blobs.partialBytes)) received)"), ("Bytes re-read to resume uploads", ConsoleHTML.bytes(blobs.rehashedBytes)),
         ]
         let collection: ConsoleHTML
         if let garbage {

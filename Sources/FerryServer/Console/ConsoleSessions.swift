@@ -78,9 +78,11 @@ struct ConsoleSessionTable: Sendable {
     }
 }
 
-/// The session table behind a lock, shared by the console's handlers.
+/// The session table and the sign-in throttle behind locks, shared by the
+/// console's handlers.
 final class ConsoleSessions: Sendable {
     private let table: NIOLockedValueBox<ConsoleSessionTable>
+    private let throttle = NIOLockedValueBox(ConsoleSignInThrottle())
     private let now: @Sendable () -> Int64
 
     init(idleTimeout: Duration, now: @escaping @Sendable () -> Int64) {
@@ -105,5 +107,20 @@ final class ConsoleSessions: Sendable {
 
     func close(_ id: String) {
         table.withLockedValue { $0.close(id) }
+    }
+
+    /// Milliseconds until `address` may try a token again; 0 when it may now.
+    func signInWait(for address: String) -> Int64 {
+        let now = now()
+        return throttle.withLockedValue { $0.wait(for: address, now: now) }
+    }
+
+    func signInFailed(from address: String) {
+        let now = now()
+        throttle.withLockedValue { $0.failed(address, now: now) }
+    }
+
+    func signInSucceeded(from address: String) {
+        throttle.withLockedValue { $0.succeeded(address) }
     }
 }
