@@ -5,9 +5,10 @@ import Ferry
 ///
 /// Before the engine reports anything it says where it is connecting (a
 /// server that does not answer is never silence); while sending, a gauge
-/// of the changes acknowledged out of those queued; while receiving, how
-/// many changes arrived (the total is not known ahead); while waiting to
-/// retry, why.
+/// of the changes acknowledged out of those queued; while receiving, a
+/// gauge of the changes applied out of the server's estimate with the rate
+/// and the time left (a first sync, or a notebook started over), or else
+/// how many arrived; while waiting to retry, why.
 ///
 /// ```swift
 /// SyncProgress.line(nil, server: "http://127.0.0.1:8080")   // "connecting to http://127.0.0.1:8080…"
@@ -20,12 +21,13 @@ public enum SyncProgress {
     public static let gaugeWidth = 20
 
     /// The line for `status` (`nil` before the engine reports anything),
-    /// syncing with `server`.
+    /// syncing with `server`, receiving for `receiving` so far (the rate and
+    /// the time left are worked out from it).
     ///
     /// ```swift
     /// SyncProgress.line(nil, server: "http://127.0.0.1:8080")   // "connecting to http://127.0.0.1:8080…"
     /// ```
-    public static func line(_ status: SyncStatus?, server: String) -> String {
+    public static func line(_ status: SyncStatus?, server: String, receiving: Duration? = nil) -> String {
         guard let status else { return "connecting to \(server)…" }
         switch status.phase {
         case .idle:
@@ -36,12 +38,33 @@ public enum SyncProgress {
             let filled = gaugeWidth * min(status.pushed, total) / total
             return "sending   [" + String(repeating: "#", count: filled) + String(repeating: "-", count: gaugeWidth - filled) + "] \(status.pushed)/\(total)"
         case .pulling:
-            return "receiving… \(status.pulled) change\(status.pulled == 1 ? "" : "s")"
-                + (status.pushed > 0 ? " (sent \(status.pushed))" : "")
+            let sent = status.pushed > 0 ? " (sent \(status.pushed))" : ""
+            guard let total = status.pullEstimate, total > 0 else {
+                return "receiving… \(status.pulled) change\(status.pulled == 1 ? "" : "s")" + sent
+            }
+            let done = min(status.pulled, total)
+            let filled = gaugeWidth * done / total
+            var line = "receiving [" + String(repeating: "#", count: filled) + String(repeating: "-", count: gaugeWidth - filled) + "] \(done)/\(total)"
+            let seconds = receiving.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 } ?? 0
+            if seconds >= 0.5, done > 0 {
+                let rate = Double(done) / seconds
+                line += " · \(Int(rate.rounded()))/s · " + Self.timeLeft(Double(total - done) / rate)
+            }
+            return line + sent
         case .backingOff:
             return "waiting to retry: \(status.lastError ?? "the server did not answer")"
         case .unauthorized:
             return "the server refused the token"
+        }
+    }
+
+    /// `12 s left`, `4 min left`, `2 h 5 min left`.
+    package static func timeLeft(_ seconds: Double) -> String {
+        let whole = Int(seconds.rounded(.up))
+        switch whole {
+        case ..<60: return "\(max(whole, 0)) s left"
+        case ..<3600: return "\((whole + 59) / 60) min left"
+        default: return "\(whole / 3600) h \((whole % 3600 + 59) / 60) min left"
         }
     }
 }

@@ -61,10 +61,22 @@ struct Sync: AsyncParsableCommand {
         let bar = Terminal.isErrorInteractive && !global.json
         let server = (try? library.session())?.server.absoluteString ?? "the server"
         let last = Locked("")
+        // When receiving began: the rate and the time left count from there.
+        let receivingSince = Locked<ContinuousClock.Instant?>(nil)
         // One line redrawn in place on a terminal; elsewhere, each phase once.
         let show: @Sendable (SyncStatus?) -> Void = { status in
             if bar {
-                let line = TerminalText.line(SyncProgress.line(status, server: server))
+                var receiving: Duration?
+                if let status, status.phase == .pulling {
+                    let now = ContinuousClock.now
+                    receiving =
+                        now
+                        - receivingSince.withLock { since in
+                            if since == nil { since = now }
+                            return since ?? now
+                        }
+                }
+                let line = TerminalText.line(SyncProgress.line(status, server: server, receiving: receiving))
                 guard last.exchange(line) != line else { return }
                 FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
             } else if !global.json, let status, status.phase != .idle, last.exchange("\(status.phase)") != "\(status.phase)" {

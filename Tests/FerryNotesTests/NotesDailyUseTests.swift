@@ -174,6 +174,16 @@ import Testing
         status.phase = .pulling
         status.pulled = 1
         #expect(SyncProgress.line(status, server: "s") == "receiving… 1 change (sent 5)")
+        // A first sync: the server's estimate gives a gauge, a rate and the time left.
+        status.pulled = 250
+        status.pullEstimate = 1000
+        #expect(SyncProgress.line(status, server: "s") == "receiving [#####---------------] 250/1000 (sent 5)")
+        #expect(
+            SyncProgress.line(status, server: "s", receiving: .seconds(5))
+                == "receiving [#####---------------] 250/1000 · 50/s · 15 s left (sent 5)")
+        status.pulled = 1000
+        #expect(SyncProgress.line(status, server: "s", receiving: .seconds(2)).hasPrefix("receiving [####################] 1000/1000 · 500/s · 0 s left"))
+        #expect(SyncProgress.timeLeft(130) == "3 min left" && SyncProgress.timeLeft(7500) == "2 h 5 min left")
         #expect(SyncProgress.line(nil, server: "http://x") == "connecting to http://x…")
 
         #if os(Linux)

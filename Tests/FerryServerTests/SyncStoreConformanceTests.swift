@@ -152,6 +152,38 @@ import FerryTestSupport
         }
     }
 
+    /// The first page of a scope sent from scratch says how many live rows
+    /// the whole of it sends (tombstones are not sent, so not counted); no
+    /// other page carries an estimate. A reset page counts again.
+    @Test(arguments: StoreKind.available) func theFirstPageFromScratchEstimatesTheRowsToCome(_ kind: StoreKind) async throws {
+        try await StoreUnderTest.with(kind) { server in
+            let store = server.store
+            _ = try await store.push(
+                PushRequest(clientID: "c1", mutations: (1...25).map { Mutations.upsert(Int64($0), row: "r\($0)", ["n": .integer(Int64($0))]) }),
+                userID: "alice", rules: Self.rules)
+            _ = try await store.push(PushRequest(clientID: "c1", mutations: [Mutations.delete(26, row: "r25", base: 25)]), userID: "alice", rules: Self.rules)
+            let first = try await pullAll(store, limit: 10)
+            #expect(first.estimatedRows == 24 && first.hasMore && !first.reset)
+            let second = try await pullAll(store, cursor: first.cursor, limit: 10)
+            #expect(second.estimatedRows == nil)
+            // A page that holds the whole scope is its own count, tombstones left out.
+            #expect(try await pullAll(store, limit: 1000).estimatedRows == 24)
+            // The encoded page says the same on the wire.
+            let encoded = try await store.pullEncoded(
+                PullRequest(clientID: "c1", scopes: [.init(scope: "user:alice", cursor: nil)]), userID: "alice", limit: 10, notices: true)
+            #expect(try encoded.json().contains("\"estimatedRows\":24,"))
+            let decoded = try JSONDecoder().decode(PullResponse.self, from: Data(try encoded.json().utf8))
+            #expect(decoded.pages[0].estimatedRows == 24)
+            // An empty scope: zero to come.
+            #expect(try await pullAll(store, scope: "user:nobody-yet").estimatedRows == 0)
+
+            // A cursor behind the tombstone horizon starts over, with an estimate.
+            _ = try await store.collectGarbage(before: Date().addingTimeInterval(1))
+            let reset = try await pullAll(store, cursor: first.cursor, limit: 10)
+            #expect(reset.reset && reset.estimatedRows == 24)
+        }
+    }
+
     @Test(arguments: StoreKind.available) func aPullPageAndTheLastAppliedIDComeFromOneSnapshot(_ kind: StoreKind) async throws {
         try await StoreUnderTest.with(kind) { server in
             let store = server.store

@@ -50,7 +50,14 @@ extension PostgresSyncStore {
                         connection, userID: userID, scope: followed.scope, after: start.notices, below: readable,
                         limit: assembler.queryLimit, logger: logger
                     ) : []
-                pages.append(try assembler.page(followed.scope, start: start, rows: rows, notices: notices))
+                var page = try assembler.page(followed.scope, start: start, rows: rows, notices: notices)
+                if assembler.needsEstimate(page, start: start) {
+                    let count: PostgresQuery = """
+                        SELECT count(*) FROM ferry_rows WHERE scope = \(followed.scope) AND xid < \(readable) AND NOT deleted
+                        """
+                    page.estimatedRows = try await Self.one(connection, count, as: Int64.self, logger: logger).map { Int($0) }
+                }
+                pages.append(page)
             }
             return EncodedPullResponse(lastAppliedMutationID: lastApplied, pages: pages)
         }

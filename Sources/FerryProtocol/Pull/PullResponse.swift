@@ -49,10 +49,16 @@ public struct PullPage: Sendable, Hashable, Codable {
     /// Ids of notices in this scope that the user settled on another
     /// device (resolved or dismissed there): drop them here too.
     public var settledNotices: [String]
+    /// On the first page of a scope sent from scratch (a first pull or a
+    /// ``reset``): about how many rows the whole of it sends, this page's
+    /// included, counted in the page's snapshot. Rows written meanwhile make
+    /// the real count differ; a progress display takes it as an estimate.
+    /// `nil` on every other page.
+    public var estimatedRows: Int?
 
     public init(
         scope: String, changes: [RowChange], cursor: String, hasMore: Bool, reset: Bool, lostHistory: Bool = false,
-        notices: [ConflictNotice] = [], noticeCursor: String? = nil, settledNotices: [String] = []
+        notices: [ConflictNotice] = [], noticeCursor: String? = nil, settledNotices: [String] = [], estimatedRows: Int? = nil
     ) {
         self.scope = scope
         self.changes = changes
@@ -63,10 +69,11 @@ public struct PullPage: Sendable, Hashable, Codable {
         self.notices = notices
         self.noticeCursor = noticeCursor
         self.settledNotices = settledNotices
+        self.estimatedRows = estimatedRows
     }
 
     private enum CodingKeys: String, CodingKey {
-        case scope, changes, cursor, hasMore, reset, lostHistory, notices, noticeCursor, settledNotices
+        case scope, changes, cursor, hasMore, reset, lostHistory, notices, noticeCursor, settledNotices, estimatedRows
     }
 
     public init(from decoder: any Decoder) throws {
@@ -80,6 +87,7 @@ public struct PullPage: Sendable, Hashable, Codable {
         notices = try container.decodeIfPresent([ConflictNotice].self, forKey: .notices) ?? []
         noticeCursor = try container.decodeIfPresent(String.self, forKey: .noticeCursor)
         settledNotices = try container.decodeIfPresent([String].self, forKey: .settledNotices) ?? []
+        estimatedRows = try container.decodeIfPresent(Int.self, forKey: .estimatedRows)
     }
 }
 

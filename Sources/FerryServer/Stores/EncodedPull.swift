@@ -53,10 +53,12 @@ public struct EncodedPullPage: Sendable {
     public var notices: [ConflictNotice]
     public var noticeCursor: String?
     public var settledNotices: [String]
+    /// About how many rows a scope sent from scratch sends in all (see ``PullPage/estimatedRows``).
+    public var estimatedRows: Int?
 
     public init(
         scope: String, rows: [EncodedRow], cursor: String, hasMore: Bool, reset: Bool, lostHistory: Bool = false,
-        notices: [ConflictNotice] = [], noticeCursor: String? = nil, settledNotices: [String] = []
+        notices: [ConflictNotice] = [], noticeCursor: String? = nil, settledNotices: [String] = [], estimatedRows: Int? = nil
     ) {
         self.scope = scope
         self.rows = rows
@@ -67,6 +69,7 @@ public struct EncodedPullPage: Sendable {
         self.notices = notices
         self.noticeCursor = noticeCursor
         self.settledNotices = settledNotices
+        self.estimatedRows = estimatedRows
     }
 
     func write(to out: inout String) throws {
@@ -77,6 +80,9 @@ public struct EncodedPullPage: Sendable {
         }
         out += "],\"cursor\":"
         StoreCoding.appendString(cursor, to: &out)
+        if let estimatedRows {
+            out += ",\"estimatedRows\":\(estimatedRows)"
+        }
         out += ",\"hasMore\":\(hasMore)"
         if lostHistory {
             out += ",\"lostHistory\":true"
@@ -105,7 +111,8 @@ public struct EncodedPullPage: Sendable {
     func decoded() throws -> PullPage {
         PullPage(
             scope: scope, changes: try rows.map { try $0.decoded() }, cursor: cursor, hasMore: hasMore, reset: reset,
-            lostHistory: lostHistory, notices: notices, noticeCursor: noticeCursor, settledNotices: settledNotices
+            lostHistory: lostHistory, notices: notices, noticeCursor: noticeCursor, settledNotices: settledNotices,
+            estimatedRows: estimatedRows
         )
     }
 }

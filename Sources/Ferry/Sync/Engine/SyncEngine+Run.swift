@@ -10,6 +10,8 @@ struct SyncRun {
     var machine: SyncStateMachine
     var summary = SyncSummary()
     var cursors = ScopeCursors()
+    /// Rows the pull expects in all, as the server estimated them.
+    var estimate = PullEstimate()
     /// The last batch pushed: a mutation set aside is its only one.
     var batch: [PendingMutation] = []
     /// The failure the machine was told of last, for the error a stop throws.
@@ -29,7 +31,7 @@ extension SyncEngine {
     /// tells it what came of it, until it finishes or stops.
     func cycleWithRetries(attempts: Int?) async throws -> SyncSummary {
         broadcaster.update {
-            $0.pushed = 0; $0.pulled = 0
+            $0.pushed = 0; $0.pulled = 0; $0.pullEstimate = nil
         }
         var run = SyncRun(
             machine: SyncStateMachine(
@@ -280,8 +282,11 @@ extension SyncEngine {
             if !report.setAside.isEmpty {
                 logger.warning("pulled rows set aside", metadata: ["rows": "\(report.setAside)"])
             }
-            let pulled = run.summary.pulled
-            broadcaster.update { $0.pulled = pulled }
+            run.estimate.applied(page)
+            let (pulled, estimate) = (run.summary.pulled, run.estimate.total)
+            broadcaster.update {
+                $0.pulled = pulled; $0.pullEstimate = estimate
+            }
         }
         // A server that lost history gets the bytes it lacks before the rows sent back name them.
         if sentBack { try await transferAttachments(uploading: true, &run) }
@@ -307,8 +312,11 @@ extension SyncEngine {
         let now = database.wallClock.nowMilliseconds()
         try await database.write { db in try FerryMeta.setValue(now, for: .lastSyncAt, in: db) }
         try await refreshCounts()
+        run.estimate.finish()
+        let estimate = run.estimate.total
         broadcaster.update {
             $0.phase = .idle
+            $0.pullEstimate = estimate
             $0.lastError = refused.isEmpty ? nil : "the server refused to pull \(refused.joined(separator: ", "))"
             $0.lastSuccessfulSync = Date(timeIntervalSince1970: Double(now) / 1000)
         }

@@ -30,6 +30,17 @@ public struct SyncStatus: Sendable, Hashable {
     public var pushed = 0
     /// Rows pulled in the current (or last) sync.
     public var pulled = 0
+    /// About how many rows the current (or last) sync pulls in all, once
+    /// the server estimated it (a first sync of a scope, or a scope started
+    /// over); `nil` when no page said. Never below ``pulled``, never smaller
+    /// than before while the pull runs, and equal to ``pulled`` once it ends.
+    ///
+    /// ```swift
+    /// for await status in engine.statusUpdates() where status.phase == .pulling {
+    ///     if let total = status.pullEstimate { print("\(status.pulled) of about \(total)") }
+    /// }
+    /// ```
+    public var pullEstimate: Int?
     /// When a sync last completed.
     public var lastSuccessfulSync: Date?
     /// The last failure, cleared by the next success.

@@ -121,6 +121,9 @@ package struct PullAssembler: Sendable {
     }
 
     /// The page of `scope` from what the store's queries read after `start`.
+    /// A page from scratch that holds every row counts them itself for
+    /// ``EncodedPullPage/estimatedRows``; one with more to come leaves the
+    /// count to the store (``needsEstimate(_:start:)``).
     package func page(_ scope: String, start: Start, rows: [PageQueryRow], notices: [NoticeQueryRow]) throws -> EncodedPullPage {
         let (changes, hasMore) = try EncodedRow.page(rows, limit: limit, maxBytes: maxPageBytes)
         let position = hasMore ? rows[changes.count - 1].position : end
@@ -134,8 +137,17 @@ package struct PullAssembler: Sendable {
             lostHistory: start.rows.isLostHistory,
             notices: delivered.notices,
             noticeCursor: NoticeCursor.text(delivered.position, epoch: cursors.epoch),
-            settledNotices: delivered.settled
+            settledNotices: delivered.settled,
+            estimatedRows: start.rows.isFromScratch && !hasMore ? changes.count : nil
         )
+    }
+
+    /// Whether the store counts the scope's live rows, in the page's
+    /// snapshot, for `page.estimatedRows`: the first page of a scope sent
+    /// from scratch, with more rows to come. Once per first sync or reset of
+    /// a scope, so a progress display knows what to expect.
+    package func needsEstimate(_ page: EncodedPullPage, start: Start) -> Bool {
+        start.rows.isFromScratch && page.estimatedRows == nil
     }
 
     /// The notices that fit the page, but those of the asking client's own

@@ -27,7 +27,12 @@ extension SQLiteSyncStore {
                 let notices =
                     withNotices
                     ? try Self.notices(db, userID: userID, scope: followed.scope, after: start.notices.minor, limit: assembler.queryLimit) : []
-                pages.append(try assembler.page(followed.scope, start: start, rows: rows, notices: notices))
+                var page = try assembler.page(followed.scope, start: start, rows: rows, notices: notices)
+                if assembler.needsEstimate(page, start: start) {
+                    page.estimatedRows = try Int.fetchOne(
+                        db.cachedStatement(sql: "SELECT count(*) FROM rows WHERE scope = ? AND deleted = 0"), arguments: [followed.scope])
+                }
+                pages.append(page)
             }
             return EncodedPullResponse(lastAppliedMutationID: lastApplied, pages: pages)
         }
