@@ -266,6 +266,7 @@ let package = Package(
             name: "FerrySyncTests",
             dependencies: [
                 "Ferry",
+                "FerryBenchmarks",
                 "FerryTesting",
                 "FerryAttachmentEncryption",
                 "FerryHTTPClient",

@@ -55,10 +55,19 @@ public struct PullPage: Sendable, Hashable, Codable {
     /// the real count differ; a progress display takes it as an estimate.
     /// `nil` on every other page.
     public var estimatedRows: Int?
+    /// On a page from the live stream: the cursor it continues from. The
+    /// page holds every change after that cursor up to ``cursor``, as a pull
+    /// from it would, so a client whose cursor for the scope is this one
+    /// (Ferry's own client: or any between the two, `CursorOrder`) applies
+    /// the page and moves its cursor to ``cursor``, and the next pull does not
+    /// download the rows again; any other client applies the rows and keeps
+    /// its cursor. `nil` on a pulled page.
+    public var after: String?
 
     public init(
         scope: String, changes: [RowChange], cursor: String, hasMore: Bool, reset: Bool, lostHistory: Bool = false,
-        notices: [ConflictNotice] = [], noticeCursor: String? = nil, settledNotices: [String] = [], estimatedRows: Int? = nil
+        notices: [ConflictNotice] = [], noticeCursor: String? = nil, settledNotices: [String] = [], estimatedRows: Int? = nil,
+        after: String? = nil
     ) {
         self.scope = scope
         self.changes = changes
@@ -70,10 +79,11 @@ public struct PullPage: Sendable, Hashable, Codable {
         self.noticeCursor = noticeCursor
         self.settledNotices = settledNotices
         self.estimatedRows = estimatedRows
+        self.after = after
     }
 
     private enum CodingKeys: String, CodingKey {
-        case scope, changes, cursor, hasMore, reset, lostHistory, notices, noticeCursor, settledNotices, estimatedRows
+        case scope, changes, cursor, hasMore, reset, lostHistory, notices, noticeCursor, settledNotices, estimatedRows, after
     }
 
     public init(from decoder: any Decoder) throws {
@@ -88,6 +98,7 @@ public struct PullPage: Sendable, Hashable, Codable {
         noticeCursor = try container.decodeIfPresent(String.self, forKey: .noticeCursor)
         settledNotices = try container.decodeIfPresent([String].self, forKey: .settledNotices) ?? []
         estimatedRows = try container.decodeIfPresent(Int.self, forKey: .estimatedRows)
+        after = try container.decodeIfPresent(String.self, forKey: .after)
     }
 }
 

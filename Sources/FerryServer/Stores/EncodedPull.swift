@@ -55,10 +55,13 @@ public struct EncodedPullPage: Sendable {
     public var settledNotices: [String]
     /// About how many rows a scope sent from scratch sends in all (see ``PullPage/estimatedRows``).
     public var estimatedRows: Int?
+    /// On a live page: the cursor it continues from (see ``PullPage/after``).
+    public var after: String?
 
     public init(
         scope: String, rows: [EncodedRow], cursor: String, hasMore: Bool, reset: Bool, lostHistory: Bool = false,
-        notices: [ConflictNotice] = [], noticeCursor: String? = nil, settledNotices: [String] = [], estimatedRows: Int? = nil
+        notices: [ConflictNotice] = [], noticeCursor: String? = nil, settledNotices: [String] = [], estimatedRows: Int? = nil,
+        after: String? = nil
     ) {
         self.scope = scope
         self.rows = rows
@@ -70,10 +73,17 @@ public struct EncodedPullPage: Sendable {
         self.noticeCursor = noticeCursor
         self.settledNotices = settledNotices
         self.estimatedRows = estimatedRows
+        self.after = after
     }
 
     func write(to out: inout String) throws {
-        out += "{\"changes\":["
+        out += "{"
+        if let after {
+            out += "\"after\":"
+            StoreCoding.appendString(after, to: &out)
+            out += ","
+        }
+        out += "\"changes\":["
         for (index, row) in rows.enumerated() {
             if index > 0 { out += "," }
             row.write(to: &out)
@@ -112,7 +122,7 @@ public struct EncodedPullPage: Sendable {
         PullPage(
             scope: scope, changes: try rows.map { try $0.decoded() }, cursor: cursor, hasMore: hasMore, reset: reset,
             lostHistory: lostHistory, notices: notices, noticeCursor: noticeCursor, settledNotices: settledNotices,
-            estimatedRows: estimatedRows
+            estimatedRows: estimatedRows, after: after
         )
     }
 }

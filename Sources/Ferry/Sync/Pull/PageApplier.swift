@@ -33,6 +33,9 @@ struct PageApplier {
         var notices = 0
         /// Conflicts dropped because the user settled them on another device.
         var settledElsewhere = 0
+        /// The scope's cursor moved to the page's: always for a pulled page,
+        /// for a live page only when it continued from the cursor.
+        var movedCursor = false
     }
 
     static let groupSize = 100
@@ -93,8 +96,11 @@ struct PageApplier {
     /// Applies a page without blocking the caller: the sync engine's path.
     ///
     /// - Parameter movesCursor: `false` for a page from the live stream: its
-    ///   rows apply as a pulled page's would, but the scope's cursor, a
-    ///   refetch in progress and its sweep are left to the next pull.
+    ///   rows apply as a pulled page's would, but a refetch in progress and
+    ///   its sweep are left to the next pull, and the scope's cursor moves
+    ///   only if it is the page's ``PullPage/after`` (the page then holds
+    ///   every change from there, as a pull would), checked in the page's
+    ///   transaction.
     func apply(_ page: PullPage, movesCursor: Bool = true) async throws -> Report {
         let now = database.wallClock.nowMilliseconds()
         let applier = self
@@ -106,6 +112,8 @@ struct PageApplier {
         do {
             var report = Report()
             var cursorRecord = try ScopeCursorRecord.find(page.scope, db)
+            // A live page holding every change after where this scope stands moves it on, as its pull would.
+            let continuesCursor = !movesCursor && !page.reset && !cursorRecord.refetching && Self.covers(cursorRecord.cursor, page)
             if page.reset && movesCursor {
                 cursorRecord.refetching = true
                 if page.lostHistory && lostServerHistory == .sendBack {
@@ -169,7 +177,8 @@ struct PageApplier {
             }
             report.notices = try storeNotices(page, now: now, db)
             report.settledElsewhere = try SettledNotices.drop(page.settledNotices, scope: page.scope, db)
-            if movesCursor {
+            if movesCursor || continuesCursor {
+                report.movedCursor = true
                 cursorRecord.cursor = page.cursor
                 cursorRecord.previousCursor = nil
                 cursorRecord.noticeCursor = page.noticeCursor ?? cursorRecord.noticeCursor
@@ -178,6 +187,14 @@ struct PageApplier {
             try receiveStamps(of: page, db)
             return report
         }
+    }
+
+    /// Whether a live page holds every change after `cursor`: it continues
+    /// from it, or from a cursor at or before it and ends at or after it
+    /// (``CursorOrder``).
+    static func covers(_ cursor: String?, _ page: PullPage) -> Bool {
+        guard let cursor, let after = page.after else { return false }
+        return cursor == after || CursorOrder.covers(CursorOrder(cursor), from: CursorOrder(after), to: CursorOrder(page.cursor))
     }
 
     // MARK: - Notices and stamps

@@ -158,6 +158,8 @@ extension SyncAPI {
                 if var page = answer.pages.first, !page.rows.isEmpty, !page.hasMore, !page.reset {
                     page.notices = []
                     page.noticeCursor = nil
+                    // Every change after `cursor` up to the page's: a client at `cursor` may move to it.
+                    page.after = cursor
                     var data = ""
                     try page.write(to: &data)
                     return (ByteBuffer(string: "event: \(LiveEvent.Name.page.rawValue)\ndata: \(data)\n\n"), page.cursor)
