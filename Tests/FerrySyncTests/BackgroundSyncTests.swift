@@ -291,7 +291,9 @@ private struct PullCounter: SyncTransport {
                 .split(separator: "\n").filter { $0.hasPrefix("ferry_http_requests_total") && $0.contains(#"status="401""#) }
             let refused = lines.compactMap { $0.split(separator: " ").last.flatMap { Int($0) } }.reduce(0, +)
             #expect(refused <= 5, "\(refused) refused requests in a minute: \(lines)")
-            #expect(refreshes.withLock { $0 } <= refused + 1)
+            // The app's token refresher is asked a handful of times too, not in a loop (on a loaded
+            // machine a timer and the live stream may each ask once more than the server is sent).
+            #expect(refreshes.withLock { $0 } <= refused + 3, "\(refreshes.withLock { $0 }) refreshes for \(refused) refusals")
         }
     }
 }

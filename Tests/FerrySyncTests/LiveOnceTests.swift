@@ -61,7 +61,8 @@ import FerryTestSupport
 
     /// The client's rule for a live page, on a real database: a cursor the
     /// page covers moves to the page's end; one before the page (a gap) or
-    /// past it stays where it is, and the rows still apply.
+    /// past it stays where it is, and the rows still apply; so does one whose
+    /// page holds a row with pending edits.
     @Test func aLivePageMovesOnlyACursorItCovers() async throws {
         let directory = try TemporaryDirectory()
         let database = try FerryDatabase(path: directory.path("client.sqlite"), schema: SyncSchema.schema())
@@ -95,5 +96,15 @@ import FerryTestSupport
         #expect(try await stored() == cursor(13), "a page that ends before the cursor never moves it back")
         let titles = try await database.read { db in try String.fetchAll(db, sql: "SELECT id FROM note ORDER BY id") }
         #expect(titles == ["a", "b", "c"])
+
+        // A row with an edit not yet acknowledged keeps its pending columns over the page's: only a pull
+        // after the push is answered brings the server's row whole, so the cursor stays.
+        try await database.write { db in try db.execute(sql: "UPDATE note SET title = 'mine' WHERE id = 'a'") }
+        let pendingRow = PullPage(
+            scope: "user:alice", changes: [row("a", 14)], cursor: cursor(14), hasMore: false, reset: false, after: cursor(13))
+        #expect(try await applier.apply(pendingRow, movesCursor: false).movedCursor == false)
+        #expect(try await stored() == cursor(13))
+        let other = PullPage(scope: "user:alice", changes: [row("b", 15)], cursor: cursor(15), hasMore: false, reset: false, after: cursor(13))
+        #expect(try await applier.apply(other, movesCursor: false).movedCursor, "a page without that row still moves it")
     }
 }

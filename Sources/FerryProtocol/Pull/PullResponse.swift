@@ -61,7 +61,9 @@ public struct PullPage: Sendable, Hashable, Codable {
     /// (Ferry's own client: or any between the two, `CursorOrder`) applies
     /// the page and moves its cursor to ``cursor``, and the next pull does not
     /// download the rows again; any other client applies the rows and keeps
-    /// its cursor. `nil` on a pulled page.
+    /// its cursor. So does a client with pending edits to a row of the page,
+    /// or one refetching the scope: its next pull brings the rows whole.
+    /// `nil` on a pulled page.
     public var after: String?
 
     public init(

@@ -53,9 +53,9 @@ public struct EncodedPullPage: Sendable {
     public var notices: [ConflictNotice]
     public var noticeCursor: String?
     public var settledNotices: [String]
-    /// About how many rows a scope sent from scratch sends in all (see ``PullPage/estimatedRows``).
+    /// About how many rows a scope sent from scratch sends in all (see `PullPage.estimatedRows`).
     public var estimatedRows: Int?
-    /// On a live page: the cursor it continues from (see ``PullPage/after``).
+    /// On a live page: the cursor it continues from (see `PullPage.after`).
     public var after: String?
 
     public init(

@@ -156,8 +156,9 @@ extension SyncEngine {
     }
 
     /// Applies the rows of a live page (the scope's cursor moves only when
-    /// the page continues from it: then the next pull does not fetch them
-    /// again), and says whether they all applied.
+    /// the page holds every change after it and no row of it has pending
+    /// edits: then the next pull does not fetch them again), and says
+    /// whether they all applied.
     private func applyLive(_ page: PullPage) async -> Bool {
         guard configuration.scopes.contains(page.scope) else { return false }
         do {

@@ -46,6 +46,9 @@ extension SyncEngine {
         // Bytes first, so a device that pulls the metadata finds the blob.
         try await transferAttachments(uploading: true, &run)
         var action = run.machine.start()
+        // A sync that stops or throws leaves no estimate: it was of a pull that did not finish.
+        var finished = false
+        defer { if !finished { broadcaster.update { $0.pullEstimate = nil } } }
         while true {
             try Task.checkCancellation()
             let event: SyncStateMachine.Event
@@ -69,7 +72,9 @@ extension SyncEngine {
             case .wait(let delay): event = try await wait(delay, &run)
             case .finish(let refused):
                 try await transferAttachments(uploading: false, &run)
-                return try await finish(refusedScopes: refused, &run)
+                let summary = try await finish(refusedScopes: refused, &run)
+                finished = true
+                return summary
             case .fail(let stop): throw fail(stop, run)
             }
             action = run.machine.handle(event)

@@ -33,7 +33,8 @@ public struct SyncStatus: Sendable, Hashable {
     /// About how many rows the current (or last) sync pulls in all, once
     /// the server estimated it (a first sync of a scope, or a scope started
     /// over); `nil` when no page said. Never below ``pulled``, never smaller
-    /// than before while the pull runs, and equal to ``pulled`` once it ends.
+    /// than before while the pull runs, equal to ``pulled`` once it ends,
+    /// and `nil` again if the sync stopped or failed.
     ///
     /// ```swift
     /// for await status in engine.statusUpdates() where status.phase == .pulling {

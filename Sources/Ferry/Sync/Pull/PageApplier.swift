@@ -98,9 +98,10 @@ struct PageApplier {
     /// - Parameter movesCursor: `false` for a page from the live stream: its
     ///   rows apply as a pulled page's would, but a refetch in progress and
     ///   its sweep are left to the next pull, and the scope's cursor moves
-    ///   only if it is the page's ``PullPage/after`` (the page then holds
-    ///   every change from there, as a pull would), checked in the page's
-    ///   transaction.
+    ///   only if the page covers it (it is the page's ``PullPage/after``, or
+    ///   lies between that and the page's end: the page then holds every
+    ///   change after it, as a pull would) and no row of the page has
+    ///   pending edits, checked in the page's transaction.
     func apply(_ page: PullPage, movesCursor: Bool = true) async throws -> Report {
         let now = database.wallClock.nowMilliseconds()
         let applier = self
@@ -112,8 +113,6 @@ struct PageApplier {
         do {
             var report = Report()
             var cursorRecord = try ScopeCursorRecord.find(page.scope, db)
-            // A live page holding every change after where this scope stands moves it on, as its pull would.
-            let continuesCursor = !movesCursor && !page.reset && !cursorRecord.refetching && Self.covers(cursorRecord.cursor, page)
             if page.reset && movesCursor {
                 cursorRecord.refetching = true
                 if page.lostHistory && lostServerHistory == .sendBack {
@@ -126,6 +125,12 @@ struct PageApplier {
             }
             let refetching = cursorRecord.refetching
             let pending = try Outbox.pendingEdits(db)
+            // A live page holding every change after where this scope stands moves it on, as its pull would,
+            // unless a row in it has pending edits: those keep their columns over the server's until the push
+            // is answered, and only a pull after that brings the server's row back whole.
+            let continuesCursor =
+                !movesCursor && !page.reset && !refetching && Self.covers(cursorRecord.cursor, page)
+                && !page.changes.contains { pending[RowKey(table: $0.table, rowID: $0.rowID)] != nil }
             let context = PageContext(
                 setAsideRows: try !SetAsideRecord.all().isEmpty(db),
                 recovering: refetching && cursorRecord.recovering)
