@@ -29,8 +29,10 @@ extension SQLiteSyncStore {
                     ? try Self.notices(db, userID: userID, scope: followed.scope, after: start.notices.minor, limit: assembler.queryLimit) : []
                 var page = try assembler.page(followed.scope, start: start, rows: rows, notices: notices)
                 if assembler.needsEstimate(page, start: start) {
+                    // Read from the (scope, version) index alone: deleted rows not yet collected count too (an
+                    // estimate a little high; the exact count read every row, 5% of a 100k-row first sync).
                     page.estimatedRows = try Int.fetchOne(
-                        db.cachedStatement(sql: "SELECT count(*) FROM rows WHERE scope = ? AND deleted = 0"), arguments: [followed.scope])
+                        db.cachedStatement(sql: "SELECT count(*) FROM rows WHERE scope = ?"), arguments: [followed.scope])
                 }
                 pages.append(page)
             }
