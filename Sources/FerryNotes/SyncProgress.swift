@@ -35,16 +35,14 @@ public enum SyncProgress {
         case .pushing:
             let total = status.pushed + status.pendingCount
             guard total > 0 else { return "sending…" }
-            let filled = gaugeWidth * min(status.pushed, total) / total
-            return "sending   [" + String(repeating: "#", count: filled) + String(repeating: "-", count: gaugeWidth - filled) + "] \(status.pushed)/\(total)"
+            return "sending   " + gauge(status.pushed, of: total)
         case .pulling:
             let sent = status.pushed > 0 ? " (sent \(status.pushed))" : ""
             guard let total = status.pullEstimate, total > 0 else {
                 return "receiving… \(status.pulled) change\(status.pulled == 1 ? "" : "s")" + sent
             }
             let done = min(status.pulled, total)
-            let filled = gaugeWidth * done / total
-            var line = "receiving [" + String(repeating: "#", count: filled) + String(repeating: "-", count: gaugeWidth - filled) + "] \(done)/\(total)"
+            var line = "receiving " + gauge(done, of: total)
             let seconds = receiving.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 } ?? 0
             if seconds >= 0.5, done > 0 {
                 let rate = Double(done) / seconds
@@ -56,6 +54,12 @@ public enum SyncProgress {
         case .unauthorized:
             return "the server refused the token"
         }
+    }
+
+    /// `[#####---------------] 5/20`: `done` of `total` (above 0) in ``gaugeWidth`` cells.
+    static func gauge(_ done: Int, of total: Int) -> String {
+        let filled = gaugeWidth * min(done, total) / total
+        return "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: gaugeWidth - filled) + "] \(done)/\(total)"
     }
 
     /// `12 s left`, `4 min left`, `2 h 5 min left`.
