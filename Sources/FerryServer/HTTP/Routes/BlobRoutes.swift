@@ -112,7 +112,7 @@ extension SyncAPI {
             response.headers[.contentRange] = "bytes */\(size)"
             return response
         }
-        let bytes = try await blobs.read(key, range: range)
+        let bytes = try await blobs.read(key, range: range).paced(by: context.channel.eventLoop)
         let metrics = metrics
         let counted = bytes.map { buffer in
             metrics.recordBlobBytes(buffer.readableBytes, direction: "out")
