@@ -21,6 +21,7 @@ struct FerryBench: AsyncParsableCommand {
         case attachments = "attachments"
         case notes = "notes"
         case wireBytes = "wire-bytes"
+        case fanOut = "fan-out"
     }
 
     @Argument(help: "Scenarios to run (default: all).")
@@ -70,6 +71,12 @@ struct FerryBench: AsyncParsableCommand {
     @Option(help: .hidden) var syncClientToken: String?
     @Option(help: .hidden) var syncClientDirectory: String?
 
+    @Option(help: "Live devices in the fan-out scenario (each a user with one stream).")
+    var fanoutDevices = 1000
+
+    // The fan-out scenario runs its devices and writer in a child process.
+    @Option(help: .hidden) var fanoutClientUrls: String?
+
     func validate() throws {
         guard bulkRows > 0, singleRowTransactions > 0 else {
             throw ValidationError("row and transaction counts must be positive")
@@ -91,6 +98,10 @@ struct FerryBench: AsyncParsableCommand {
                 url: url, token: token, directory: URL(fileURLWithPath: directory),
                 pageSize: syncPageSize)
             print(String(decoding: try JSONEncoder().encode(report), as: UTF8.self))
+            return
+        }
+        if let urls = fanoutClientUrls {
+            print(try await FanOutBenchmark.runClient(urls: urls.split(separator: ",").compactMap { URL(string: String($0)) }, devices: fanoutDevices))
             return
         }
         #if DEBUG
@@ -130,6 +141,8 @@ struct FerryBench: AsyncParsableCommand {
                 results += try await AttachmentBenchmark(bytes: attachmentBytes).run(in: directory)
             case .notes:
                 results += try NotesQueryBenchmark(notes: notesCount).run(in: directory)
+            case .fanOut:
+                results += try await FanOutBenchmark(devices: fanoutDevices).run(in: directory)
             case .wireBytes:
                 results += try await WireBytesBenchmark(rows: syncRows.first ?? 100_000).run(in: directory)
             }

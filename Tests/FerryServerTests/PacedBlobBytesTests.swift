@@ -47,7 +47,9 @@ import Testing
             let taken = NIOLockedValueBox(0)
             let written = NIOLockedValueBox<[UInt8]>([])
             let blocked = ConditionLock(value: 0)
-            loop.execute { _ = blocked.lock(whenValue: 1); blocked.unlock() }
+            loop.execute {
+                _ = blocked.lock(whenValue: 1); blocked.unlock()
+            }
             let source = source(taken)
             let body = paced ? source.paced(by: loop) : source
             let reader = Task { try await drain(body, into: loop, written: written) }

@@ -26,7 +26,30 @@ public final class ChangeFeed: Sendable {
     private struct State {
         var nextID = 0
         var subscribers: [Int: Subscriber] = [:]
+        /// Who follows each scope; `everything`, who follows every scope.
+        var followers: [String: Set<Int>] = [:]
+        var everything: Set<Int> = []
+        /// The last publish that named each followed scope, and the last to
+        /// every scope, numbered from one counter that never repeats.
+        var lastPublish = 0
+        var published: [String: Int] = [:]
+        var publishedToAll = 0
         var closed = false
+
+        mutating func remove(_ id: Int) {
+            guard let subscriber = subscribers.removeValue(forKey: id) else { return }
+            guard let scopes = subscriber.scopes else {
+                everything.remove(id)
+                return
+            }
+            for scope in scopes {
+                followers[scope]?.remove(id)
+                if followers[scope]?.isEmpty == true {
+                    followers[scope] = nil
+                    published[scope] = nil
+                }
+            }
+        }
     }
 
     private let state = NIOLockedValueBox(State())
@@ -41,15 +64,21 @@ public final class ChangeFeed: Sendable {
         let id: Int? = state.withLockedValue { state in
             guard !state.closed else { return nil }
             defer { state.nextID += 1 }
-            state.subscribers[state.nextID] = Subscriber(scopes: scopes, continuation: continuation)
-            return state.nextID
+            let id = state.nextID
+            state.subscribers[id] = Subscriber(scopes: scopes, continuation: continuation)
+            if let scopes {
+                for scope in scopes { state.followers[scope, default: []].insert(id) }
+            } else {
+                state.everything.insert(id)
+            }
+            return id
         }
         guard let id else {
             continuation.finish()
             return Subscription(changes: stream)
         }
         continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLockedValue { $0.subscribers.removeValue(forKey: id) }
+            self?.state.withLockedValue { $0.remove(id) }
         }
         return Subscription(changes: stream)
     }
@@ -58,21 +87,44 @@ public final class ChangeFeed: Sendable {
     public func publish(_ scopes: Set<String>) {
         guard !scopes.isEmpty else { return }
         let deliveries = state.withLockedValue { state in
-            state.subscribers.values.compactMap { subscriber -> (AsyncStream<Set<String>>.Continuation, Set<String>)? in
-                let news = subscriber.scopes?.intersection(scopes) ?? scopes
-                return news.isEmpty ? nil : (subscriber.continuation, news)
+            // Only the followers of these scopes are visited: a write costs its readers, not every stream.
+            var news: [Int: Set<String>] = [:]
+            for scope in scopes {
+                guard let followers = state.followers[scope] else { continue }
+                state.lastPublish += 1
+                state.published[scope] = state.lastPublish
+                for id in followers { news[id, default: []].insert(scope) }
             }
+            var deliveries = news.compactMap { id, news in state.subscribers[id].map { ($0.continuation, news) } }
+            for id in state.everything {
+                if let subscriber = state.subscribers[id] { deliveries.append((subscriber.continuation, scopes)) }
+            }
+            return deliveries
         }
         for (continuation, news) in deliveries {
             continuation.yield(news)
         }
     }
 
+    /// The number of the last publish that named `scope` (or every scope),
+    /// read by a subscriber handling news of it: any work on the scope begun
+    /// after that number was read sees every change published by then.
+    /// Numbers only grow and never repeat while the feed lives.
+    ///
+    /// ```swift
+    /// let seen = feed.lastPublish(of: "team@alice")   // read after the news arrived
+    /// ```
+    public func lastPublish(of scope: String) -> Int {
+        state.withLockedValue { max($0.published[scope] ?? 0, $0.publishedToAll) }
+    }
+
     /// Tells every subscriber that all its scopes may have changed: after
     /// news could have been missed (a lost database connection).
     public func publishToAll() {
         let deliveries = state.withLockedValue { state in
-            state.subscribers.values.map { ($0.continuation, $0.scopes) }
+            state.lastPublish += 1
+            state.publishedToAll = state.lastPublish
+            return state.subscribers.values.map { ($0.continuation, $0.scopes) }
         }
         for (continuation, scopes) in deliveries where scopes?.isEmpty != true {
             continuation.yield(scopes ?? [])
@@ -89,7 +141,11 @@ public final class ChangeFeed: Sendable {
     public func close() {
         let continuations = state.withLockedValue { state in
             state.closed = true
-            defer { state.subscribers = [:] }
+            defer {
+                state.subscribers = [:]
+                state.followers = [:]
+                state.everything = []
+            }
             return state.subscribers.values.map(\.continuation)
         }
         for continuation in continuations {

@@ -97,6 +97,12 @@ public final class ServerMetrics: Sendable {
         activity.withLockedValue { $0.liveSubscribers = count }
     }
 
+    /// A live event answered to one stream: `built` from the store, or
+    /// `shared`, built for another stream at the same cursor and news.
+    func recordLivePage(shared: Bool) {
+        count("ferry_live_events_total", [("source", shared ? "shared" : "built")])
+    }
+
     /// Bytes of partial uploads read back to resume their hash, since the
     /// server started (``BlobStore/bytesRehashed``).
     func recordBlobBytesRehashed(_ bytes: Int64) {

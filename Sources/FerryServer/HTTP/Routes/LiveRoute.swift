@@ -96,16 +96,19 @@ extension SyncAPI {
                                 case .heartbeat: scopes
                                 case .expired: []
                                 }
-                            if let lost = await api.firstUnreadable(checked, userID: userID, grants: grants) {
+                            let access = await api.access(to: checked, userID: userID, grants: grants)
+                            if let lost = access.lost {
                                 try await writer.write(Self.event(.revoked, scopes: [lost]))
                                 break events
                             }
                             switch event {
                             case .change(let news) where sendsRows:
                                 for scope in news.sorted() {
-                                    let (event, cursor) = await api.liveEvent(scope, userID: userID, grants: grants, after: cursors[scope])
-                                    cursors[scope] = cursor
-                                    try await writer.write(event)
+                                    // Rows only where access was just confirmed; else news, and the pull checks.
+                                    let page = await api.liveEvent(
+                                        scope, after: cursors[scope], readable: !access.unchecked.contains(scope), feed: feed)
+                                    cursors[scope] = page.cursor
+                                    try await writer.write(page.bytes)
                                 }
                             case .change(let news):
                                 try await writer.write(Self.event(.change, scopes: news.sorted()))
@@ -128,32 +131,36 @@ extension SyncAPI {
     }
 
     /// The first of `scopes` the user may no longer read (removed from a
-    /// shared scope since the stream opened), or `nil`. A store that cannot
-    /// answer now is not taken for a refusal.
-    private func firstUnreadable(_ scopes: [String], userID: String, grants: [String: ScopeRole]) async -> String? {
+    /// shared scope since the stream opened), and the scopes whose access
+    /// the store could not answer for now (not taken for a refusal).
+    private func access(to scopes: [String], userID: String, grants: [String: ScopeRole]) async -> (lost: String?, unchecked: Set<String>) {
+        var unchecked: Set<String> = []
         for scope in scopes {
             do {
                 try await require(.read, in: scope, for: userID, grants: grants)
             } catch let error as FerryServerError where error.code == .forbidden {
-                return scope
+                return (scope, unchecked)
             } catch {
-                continue
+                unchecked.insert(scope)
             }
         }
-        return nil
+        return (nil, unchecked)
     }
 
     /// The event for news in `scope`: the rows after `cursor` as a `page`
     /// when they are few, else a `change` (the client pulls), and where the
-    /// next page starts. Access is checked again: a member removed since the
-    /// stream opened gets no rows.
-    private func liveEvent(_ scope: String, userID: String, grants: [String: ScopeRole], after cursor: String?) async -> (ByteBuffer, String?) {
-        do {
-            try await require(.read, in: scope, for: userID, grants: grants)
-            if let cursor {
+    /// next page starts. Built once for every stream at `cursor` that heard
+    /// the same news (``LivePages``); the rows do not depend on who reads
+    /// them, and each stream has checked its access before asking.
+    private func liveEvent(_ scope: String, after cursor: String?, readable: Bool, feed: ChangeFeed) async -> LivePages.Event {
+        guard readable, let cursor else { return await Self.changeEvent(scope, after: cursor, store: store) }
+        let key = LivePages.Key(scope: scope, after: cursor, publish: feed.lastPublish(of: scope))
+        let store = self.store
+        let (event, shared) = await livePages.event(key) {
+            do {
                 let answer = try await store.pullEncoded(
                     PullRequest(clientID: "live", scopes: [.init(scope: scope, cursor: cursor)]),
-                    userID: userID, limit: Self.livePageRows, notices: false
+                    userID: "live", limit: Self.livePageRows, notices: false
                 )
                 if var page = answer.pages.first, !page.rows.isEmpty, !page.hasMore, !page.reset {
                     page.notices = []
@@ -162,15 +169,23 @@ extension SyncAPI {
                     page.after = cursor
                     var data = ""
                     try page.write(to: &data)
-                    return (ByteBuffer(string: "event: \(LiveEvent.Name.page.rawValue)\ndata: \(data)\n\n"), page.cursor)
+                    return LivePages.Event(
+                        bytes: ByteBuffer(string: "event: \(LiveEvent.Name.page.rawValue)\ndata: \(data)\n\n"), cursor: page.cursor)
                 }
+            } catch {
+                // No rows, then: the client pulls, and hears of a refusal there.
             }
-        } catch {
-            // No rows, then: the client pulls, and hears of a refusal there.
+            return await Self.changeEvent(scope, after: cursor, store: store)
         }
-        // Too many rows, none readable yet, or no cursor: the next page starts at the end.
+        metrics.recordLivePage(shared: shared)
+        return event
+    }
+
+    /// News of `scope` without its rows (too many, none readable yet, or no
+    /// cursor): the client pulls; the next page starts at the end.
+    private static func changeEvent(_ scope: String, after cursor: String?, store: any SyncStore) async -> LivePages.Event {
         let end = try? await store.endCursors(scopes: [scope])[scope]
-        return (Self.event(.change, scopes: [scope]), end ?? cursor)
+        return LivePages.Event(bytes: event(.change, scopes: [scope]), cursor: end ?? cursor)
     }
 
     private static func event(_ name: LiveEvent.Name, scopes: [String]) -> ByteBuffer {

@@ -10,6 +10,8 @@ struct SyncAPI: Sendable {
     let liveStreams: LiveStreamQuota
     let schemas: RequestSchemas
     let readiness: ServerReadiness
+    /// Live pages built once per scope change and shared by its streams.
+    let livePages = LivePages()
 
     init(
         store: any SyncStore, blobs: any BlobStore, configuration: FerryServerConfiguration, metrics: ServerMetrics,
