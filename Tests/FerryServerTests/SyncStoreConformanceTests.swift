@@ -156,6 +156,29 @@ import FerryTestSupport
     /// the whole of it sends (PostgreSQL counts live rows; SQLite reads its
     /// index alone, so the tombstone counts too); no other page carries an
     /// estimate. A reset page counts again.
+    /// A scope's readers, read at once for a live change, answer for each
+    /// user what `membership(of:in:)` answers; a missing scope has none.
+    @Test(arguments: StoreKind.available) func aScopesReadersAnswerAsEachMembershipDoes(_ kind: StoreKind) async throws {
+        try await StoreUnderTest.with(kind) { server in
+            let store = server.store
+            try await store.createScope("crew", owner: "alice")
+            try await store.setMember("bob", role: .read, in: "crew")
+            try await store.setMember("carol", role: .write, in: "crew")
+            try await store.createScope("ownerless", owner: nil)
+            try await store.setMember("bob", role: .write, in: "ownerless")
+            for scope in ["crew", "ownerless"] {
+                let readers = try #require(try await store.readers(of: scope))
+                for user in ["alice", "bob", "carol", "dave"] {
+                    #expect(readers.membership(of: user) == (try await store.membership(of: user, in: scope)), "\(user) in \(scope)")
+                }
+            }
+            #expect(try await store.readers(of: "crew")?.members == ["bob": .read, "carol": .write])
+            #expect(try await store.readers(of: "missing") == nil)
+            _ = try await store.removeMember("bob", from: "crew")
+            #expect(try await store.readers(of: "crew")?.membership(of: "bob") == nil)
+        }
+    }
+
     @Test(arguments: StoreKind.available) func theFirstPageFromScratchEstimatesTheRowsToCome(_ kind: StoreKind) async throws {
         try await StoreUnderTest.with(kind) { server in
             let store = server.store

@@ -21,6 +21,26 @@ extension PostgresSyncStore {
         }
     }
 
+    public func readers(of scope: String) async throws -> ScopeReaders? {
+        let logger = self.logger
+        return try await transaction(.snapshot) { connection, _ in
+            var owner: String??
+            for try await (found,) in try await connection.query(
+                "SELECT owner FROM ferry_scopes WHERE scope = \(scope)", logger: logger
+            ).decode((String?,).self) {
+                owner = .some(found)
+            }
+            guard let owner else { return nil }
+            var members: [String: ScopeRole] = [:]
+            for try await (user, role) in try await connection.query(
+                "SELECT user_id, role FROM ferry_members WHERE scope = \(scope)", logger: logger
+            ).decode((String, String).self) {
+                if let role = ScopeRole(rawValue: role) { members[user] = role }
+            }
+            return ScopeReaders(scope: scope, owner: owner, members: members)
+        }
+    }
+
     public func memberships(of userID: String) async throws -> [ScopeMembership] {
         let logger = self.logger
         return try await transaction(.snapshot) { connection, _ in

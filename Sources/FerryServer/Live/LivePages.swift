@@ -27,10 +27,13 @@ final class LivePages: Sendable {
         var publish: Int
     }
 
-    /// What a stream writes, and where its next page starts.
+    /// What a stream writes, where its next page starts, and who could read
+    /// the scope once the rows were read (`nil`: a personal scope, or a
+    /// store that could not say; each stream asks for itself).
     struct Event: Sendable {
         var bytes: ByteBuffer
         var cursor: String?
+        var readers: ScopeReaders? = nil
     }
 
     /// How long a built event is kept for streams that come late to it.

@@ -136,6 +136,12 @@ public protocol SyncStore: StoreAdministration, StoreInspection {
     /// The stored membership of `userID` in a shared scope, if any.
     func membership(of userID: String, in scope: String) async throws -> ScopeMembership?
 
+    /// The owner and every member of a shared scope, read in one snapshot;
+    /// `nil` when the scope does not exist. A store that cannot list them
+    /// answers `nil` for every scope (the default), and each live stream
+    /// then asks ``membership(of:in:)`` for itself.
+    func readers(of scope: String) async throws -> ScopeReaders?
+
     /// Every shared scope `userID` owns or belongs to.
     func memberships(of userID: String) async throws -> [ScopeMembership]
 
@@ -165,6 +171,8 @@ public protocol SyncStore: StoreAdministration, StoreInspection {
 }
 
 extension SyncStore {
+    public func readers(of scope: String) async throws -> ScopeReaders? { nil }
+
     public func pullEncoded(_ request: PullRequest, userID: String, limit: Int) async throws -> EncodedPullResponse {
         try await pullEncoded(request, userID: userID, limit: limit, notices: true)
     }

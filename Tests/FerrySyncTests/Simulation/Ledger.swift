@@ -163,6 +163,8 @@ struct LedgerStore: SyncStore {
 
     func memberships(of userID: String) async throws -> [ScopeMembership] { try await inner.memberships(of: userID) }
 
+    func readers(of scope: String) async throws -> ScopeReaders? { try await inner.readers(of: scope) }
+
     func createScope(_ scope: String, owner: String?) async throws { try await inner.createScope(scope, owner: owner) }
 
     func setMember(_ userID: String, role: ScopeRole, in scope: String) async throws {

@@ -90,26 +90,40 @@ extension SyncAPI {
                         }
                         events: for await event in events {
                             // The user's access bounds the stream too: checked at every news and heartbeat.
+                            if case .change(let news) = event, sendsRows {
+                                for scope in news.sorted() {
+                                    // Access is checked against the readers read after the page: rows committed
+                                    // before the user left the scope, never after.
+                                    let page = await api.liveEvent(scope, after: cursors[scope], feed: feed)
+                                    switch await api.access(to: scope, userID: userID, grants: grants, readers: page.readers) {
+                                    case .lost:
+                                        try await writer.write(Self.event(.revoked, scopes: [scope]))
+                                        break events
+                                    case .readable:
+                                        cursors[scope] = page.cursor
+                                        try await writer.write(page.bytes)
+                                    case .unknown:
+                                        // The store could not say: news only, and the pull checks.
+                                        let news = await Self.changeEvent(scope, after: cursors[scope], store: api.store)
+                                        cursors[scope] = news.cursor
+                                        try await writer.write(news.bytes)
+                                    }
+                                }
+                                continue events
+                            }
                             let checked: [String] =
                                 switch event {
                                 case .change(let news): news.sorted()
                                 case .heartbeat: scopes
                                 case .expired: []
                                 }
-                            let access = await api.access(to: checked, userID: userID, grants: grants)
-                            if let lost = access.lost {
-                                try await writer.write(Self.event(.revoked, scopes: [lost]))
-                                break events
+                            for scope in checked {
+                                if await api.access(to: scope, userID: userID, grants: grants, readers: nil) == .lost {
+                                    try await writer.write(Self.event(.revoked, scopes: [scope]))
+                                    break events
+                                }
                             }
                             switch event {
-                            case .change(let news) where sendsRows:
-                                for scope in news.sorted() {
-                                    // Rows only where access was just confirmed; else news, and the pull checks.
-                                    let page = await api.liveEvent(
-                                        scope, after: cursors[scope], readable: !access.unchecked.contains(scope), feed: feed)
-                                    cursors[scope] = page.cursor
-                                    try await writer.write(page.bytes)
-                                }
                             case .change(let news):
                                 try await writer.write(Self.event(.change, scopes: news.sorted()))
                             case .heartbeat:
@@ -130,55 +144,74 @@ extension SyncAPI {
         )
     }
 
-    /// The first of `scopes` the user may no longer read (removed from a
-    /// shared scope since the stream opened), and the scopes whose access
-    /// the store could not answer for now (not taken for a refusal).
-    private func access(to scopes: [String], userID: String, grants: [String: ScopeRole]) async -> (lost: String?, unchecked: Set<String>) {
-        var unchecked: Set<String> = []
-        for scope in scopes {
-            do {
-                try await require(.read, in: scope, for: userID, grants: grants)
-            } catch let error as FerryServerError where error.code == .forbidden {
-                return (scope, unchecked)
-            } catch {
-                unchecked.insert(scope)
-            }
+    private enum LiveAccess { case readable, lost, unknown }
+
+    /// Whether the user may still read `scope` (removed from a shared scope
+    /// since the stream opened?): from `readers` when a shared page brought
+    /// them, else from the store. A store that cannot answer now is not
+    /// taken for a refusal.
+    private func access(to scope: String, userID: String, grants: [String: ScopeRole], readers: ScopeReaders?) async -> LiveAccess {
+        if let readers, ScopeName.owner(of: scope) == nil {
+            let role = ScopeAccess.role(of: userID, in: scope, membership: readers.membership(of: userID), granted: grants[scope])
+            return role == nil ? .lost : .readable
         }
-        return (nil, unchecked)
+        do {
+            try await require(.read, in: scope, for: userID, grants: grants)
+            return .readable
+        } catch let error as FerryServerError where error.code == .forbidden {
+            return .lost
+        } catch {
+            return .unknown
+        }
     }
 
     /// The event for news in `scope`: the rows after `cursor` as a `page`
-    /// when they are few, else a `change` (the client pulls), and where the
-    /// next page starts. Built once for every stream at `cursor` that heard
-    /// the same news (``LivePages``); the rows do not depend on who reads
-    /// them, and each stream has checked its access before asking.
-    private func liveEvent(_ scope: String, after cursor: String?, readable: Bool, feed: ChangeFeed) async -> LivePages.Event {
-        guard readable, let cursor else { return await Self.changeEvent(scope, after: cursor, store: store) }
-        let key = LivePages.Key(scope: scope, after: cursor, publish: feed.lastPublish(of: scope))
+    /// when they are few, else a `change` (the client pulls), where the
+    /// next page starts, and the scope's readers read after the rows. Built
+    /// once for every stream at `cursor` that heard the same news
+    /// (``LivePages``): the rows do not depend on who reads them, and each
+    /// stream checks its user against the readers before it writes.
+    private func liveEvent(_ scope: String, after cursor: String?, feed: ChangeFeed) async -> LivePages.Event {
         let store = self.store
-        let (event, shared) = await livePages.event(key) {
-            do {
-                let answer = try await store.pullEncoded(
-                    PullRequest(clientID: "live", scopes: [.init(scope: scope, cursor: cursor)]),
-                    userID: "live", limit: Self.livePageRows, notices: false
-                )
-                if var page = answer.pages.first, !page.rows.isEmpty, !page.hasMore, !page.reset {
-                    page.notices = []
-                    page.noticeCursor = nil
-                    // Every change after `cursor` up to the page's: a client at `cursor` may move to it.
-                    page.after = cursor
-                    var data = ""
-                    try page.write(to: &data)
-                    return LivePages.Event(
-                        bytes: ByteBuffer(string: "event: \(LiveEvent.Name.page.rawValue)\ndata: \(data)\n\n"), cursor: page.cursor)
-                }
-            } catch {
-                // No rows, then: the client pulls, and hears of a refusal there.
-            }
-            return await Self.changeEvent(scope, after: cursor, store: store)
+        let shared = ScopeName.owner(of: scope) == nil
+        guard let cursor else {
+            var news = await Self.changeEvent(scope, after: cursor, store: store)
+            news.readers = shared ? try? await store.readers(of: scope) : nil
+            return news
         }
-        metrics.recordLivePage(shared: shared)
+        let key = LivePages.Key(scope: scope, after: cursor, publish: feed.lastPublish(of: scope))
+        let (event, wasShared) = await livePages.event(key) {
+            var event = await Self.pageEvent(scope, after: cursor, store: store)
+            // After the rows: a user still a reader now was one when each row committed.
+            event.readers = shared ? try? await store.readers(of: scope) : nil
+            return event
+        }
+        metrics.recordLivePage(shared: wasShared)
         return event
+    }
+
+    /// The rows after `cursor` as a `page` event, or news of a change when
+    /// there are too many or none readable yet.
+    private static func pageEvent(_ scope: String, after cursor: String, store: any SyncStore) async -> LivePages.Event {
+        do {
+            let answer = try await store.pullEncoded(
+                PullRequest(clientID: "live", scopes: [.init(scope: scope, cursor: cursor)]),
+                userID: "live", limit: Self.livePageRows, notices: false
+            )
+            if var page = answer.pages.first, !page.rows.isEmpty, !page.hasMore, !page.reset {
+                page.notices = []
+                page.noticeCursor = nil
+                // Every change after `cursor` up to the page's: a client at `cursor` may move to it.
+                page.after = cursor
+                var data = ""
+                try page.write(to: &data)
+                return LivePages.Event(
+                    bytes: ByteBuffer(string: "event: \(LiveEvent.Name.page.rawValue)\ndata: \(data)\n\n"), cursor: page.cursor)
+            }
+        } catch {
+            // No rows, then: the client pulls, and hears of a refusal there.
+        }
+        return await changeEvent(scope, after: cursor, store: store)
     }
 
     /// News of `scope` without its rows (too many, none readable yet, or no

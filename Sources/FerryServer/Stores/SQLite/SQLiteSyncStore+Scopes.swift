@@ -18,6 +18,17 @@ extension SQLiteSyncStore {
         }
     }
 
+    public func readers(of scope: String) async throws -> ScopeReaders? {
+        try await read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT owner FROM scopes WHERE scope = ?", arguments: [scope]) else { return nil }
+            var members: [String: ScopeRole] = [:]
+            for member in try Row.fetchAll(db, sql: "SELECT user_id, role FROM members WHERE scope = ?", arguments: [scope]) {
+                if let role = ScopeRole(rawValue: member["role"]) { members[member["user_id"]] = role }
+            }
+            return ScopeReaders(scope: scope, owner: row["owner"], members: members)
+        }
+    }
+
     public func memberships(of userID: String) async throws -> [ScopeMembership] {
         try await read { db in
             try Row.fetchAll(
