@@ -51,20 +51,38 @@ public struct FanOutBenchmark: Sendable {
     }
 
     public func run(in directory: URL) async throws -> [BenchmarkResult] {
-        var results = try await run(instances: [[]], label: "SQLite, one instance", in: directory)
+        let (results, single) = try await run(instances: [[]], label: "SQLite, one instance", in: directory)
         guard PostgresStoreBenchmark.isConfigured else {
             print("fan-out on PostgreSQL skipped: no PostgreSQL cluster; run through scripts/with-postgres")
             return results
         }
-        results += try await ThrowawayPostgresDatabase.with(prefix: "ferry_bench_fanout") { database in
+        let (postgresOne, one) = try await ThrowawayPostgresDatabase.with(prefix: "ferry_bench_fanout") { database in
+            try await run(instances: [["--postgres", database.url]], label: "PostgreSQL, one instance", in: directory)
+        }
+        let (postgresTwo, two) = try await ThrowawayPostgresDatabase.with(prefix: "ferry_bench_fanout") { database in
             try await run(
                 instances: [["--postgres", database.url], ["--postgres", database.url]], label: "PostgreSQL, two instances",
                 in: directory)
         }
-        return results
+        // 12b: scaling out keeps the single instance's figure within half again.
+        func p99(_ values: [Double]) -> Double { Self.percentile(values, 0.99) }
+        let scaled = [
+            ("10 members", \Report.groupWrites), ("\(devices) members", \Report.bigWrites),
+        ].map { name, writes in
+            BenchmarkResult(
+                scenario: "fan-out, PostgreSQL, two instances of \(devices / 2) streams each vs one SQLite instance: p99 of a write seen by all \(name) (PostgreSQL, one instance: \(String(format: "%.1f ms", p99(one[keyPath: writes]))))",
+                ferry: String(format: "%.1f ms", p99(two[keyPath: writes])), baseline: String(format: "%.1f ms", p99(single[keyPath: writes])),
+                ratio: p99(two[keyPath: writes]) / p99(single[keyPath: writes]), goal: 1.5, direction: .atMost)
+        }
+        return results + postgresOne + postgresTwo + scaled
     }
 
-    private func run(instances: [[String]], label: String, in directory: URL) async throws -> [BenchmarkResult] {
+    static func percentile(_ values: [Double], _ p: Double) -> Double {
+        let sorted = values.sorted()
+        return sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
+    }
+
+    private func run(instances: [[String]], label: String, in directory: URL) async throws -> ([BenchmarkResult], Report) {
         var servers: [ServerRoundTripBenchmark.Server] = []
         defer {
             for server in servers {
@@ -75,7 +93,7 @@ public struct FanOutBenchmark: Sendable {
         for (index, arguments) in instances.enumerated() {
             servers.append(
                 try ServerRoundTripBenchmark.startServer(
-                    in: directory, name: "fanout-\(instances.count)-\(index)", arguments: arguments))
+                    in: directory, name: "fanout-\(label.filter(\.isLetter))-\(index)", arguments: arguments))
         }
         let child = Process()
         child.executableURL = try InitialSyncBenchmark.sibling("ferry-bench")
@@ -111,14 +129,11 @@ public struct FanOutBenchmark: Sendable {
             throw BenchmarkError("the fan-out client failed: \(String(decoding: printed, as: UTF8.self).suffix(2000))")
         }
         let report = try JSONDecoder().decode(Report.self, from: Data(line.utf8))
-        return results(report, label: label, before: before, connected: connected, after: after)
+        return (results(report, label: label, before: before, connected: connected, after: after), report)
     }
 
     private func results(_ report: Report, label: String, before: [Int], connected: [Int], after: [Int]) -> [BenchmarkResult] {
-        func ms(_ values: [Double], _ p: Double) -> Double {
-            let sorted = values.sorted()
-            return sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
-        }
+        func ms(_ values: [Double], _ p: Double) -> Double { Self.percentile(values, p) }
         let perSubscriber = Double(zip(before, after).map { max($0.1, 0) - $0.0 }.reduce(0, +)) / Double(devices)
         let atConnect = Double(zip(before, connected).map { $0.1 - $0.0 }.reduce(0, +)) / Double(devices)
         let prefix = "fan-out, \(label), \(devices) live devices"
