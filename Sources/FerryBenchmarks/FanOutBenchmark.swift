@@ -70,7 +70,8 @@ public struct FanOutBenchmark: Sendable {
             ("10 members", \Report.groupWrites), ("\(devices) members", \Report.bigWrites),
         ].map { name, writes in
             BenchmarkResult(
-                scenario: "fan-out, PostgreSQL, two instances of \(devices / 2) streams each vs one SQLite instance: p99 of a write seen by all \(name) (PostgreSQL, one instance: \(String(format: "%.1f ms", p99(one[keyPath: writes]))))",
+                scenario:
+                    "fan-out, PostgreSQL, two instances of \(devices / 2) streams each vs one SQLite instance: p99 of a write seen by all \(name) (PostgreSQL, one instance: \(String(format: "%.1f ms", p99(one[keyPath: writes]))))",
                 ferry: String(format: "%.1f ms", p99(two[keyPath: writes])), baseline: String(format: "%.1f ms", p99(single[keyPath: writes])),
                 ratio: p99(two[keyPath: writes]) / p99(single[keyPath: writes]), goal: 1.5, direction: .atMost)
         }

@@ -73,11 +73,12 @@ public struct ServerRoundTripBenchmark: Sendable {
             try await Task.sleep(for: .milliseconds(10))
         }
 
-        // B's observation reports each name it sees.
-        let (seen, seenContinuation) = AsyncStream.makeStream(of: String.self)
+        // B's observation reports each name it sees, and when: the moment B's app would show it, even while
+        // A's sync (its pull after the push) is still running.
+        let (seen, seenContinuation) = AsyncStream.makeStream(of: (name: String, at: ContinuousClock.Instant).self)
         let observer = Task {
             for try await name in b.observe({ db in try String.fetchOne(db, sql: "SELECT name FROM item WHERE id = 'live'") }) {
-                if let name { seenContinuation.yield(name) }
+                if let name { seenContinuation.yield((name, ContinuousClock.now)) }
             }
         }
         defer { observer.cancel() }
@@ -88,9 +89,14 @@ public struct ServerRoundTripBenchmark: Sendable {
             let expected = "v\(edit)"
             let start = clock.now
             try await a.write { db in try db.execute(sql: "UPDATE item SET name = ? WHERE id = 'live'", arguments: [expected]) }
-            try await engineA.sync()
-            while let name = await iterator.next(), name != expected {}
-            latencies.append(clock.now - start)
+            // The writer pushes alone (`push()`, what the background loop does while its stream is open):
+            // its own change is not pulled back while B waits for it.
+            try await engineA.push()
+            while let seen = await iterator.next() {
+                guard seen.name == expected else { continue }
+                latencies.append(seen.at - start)
+                break
+            }
         }
 
         // The floor: one loopback round trip and one SQLite commit.

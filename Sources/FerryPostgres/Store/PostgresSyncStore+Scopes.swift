@@ -25,7 +25,7 @@ extension PostgresSyncStore {
         let logger = self.logger
         return try await transaction(.snapshot) { connection, _ in
             var owner: String??
-            for try await (found,) in try await connection.query(
+            for try await (found, ) in try await connection.query(
                 "SELECT owner FROM ferry_scopes WHERE scope = \(scope)", logger: logger
             ).decode((String?,).self) {
                 owner = .some(found)

@@ -119,7 +119,13 @@ extension SyncEngine {
                 continue
             }
             do {
-                _ = try await runExclusive(attempts: nil)
+                // A local write while the stream is open goes out alone: the stream brings what others wrote.
+                if reason == .localChange, broadcaster.current.liveConnected {
+                    let pushed = try await runExclusive(attempts: nil, pushOnly: true)
+                    if pushed.needsPull { _ = try await runExclusive(attempts: nil) }
+                } else {
+                    _ = try await runExclusive(attempts: nil)
+                }
             } catch is CancellationError {
                 break
             } catch {

@@ -29,14 +29,15 @@ struct SyncRun {
 extension SyncEngine {
     /// Runs one sync: performs each action ``SyncStateMachine`` decides and
     /// tells it what came of it, until it finishes or stops.
-    func cycleWithRetries(attempts: Int?) async throws -> SyncSummary {
+    /// With `pushOnly`, no scope is pulled and no eager attachment fetched.
+    func cycleWithRetries(attempts: Int?, pushOnly: Bool = false) async throws -> SyncSummary {
         broadcaster.update {
             $0.pushed = 0; $0.pulled = 0; $0.pullEstimate = nil
         }
         var run = SyncRun(
             machine: SyncStateMachine(
                 settings: .init(
-                    scopes: configuration.scopes, pushBatchSize: configuration.pushBatchSize,
+                    scopes: pushOnly ? [] : configuration.scopes, pushBatchSize: configuration.pushBatchSize,
                     retry: configuration.retry, attempts: attempts, poisonAttempts: configuration.poisonAttempts),
                 identityChecked: identityChecked, random: random),
             recorder: PushRecorder(database: database, userScope: configuration.userScope),
@@ -71,8 +72,8 @@ extension SyncEngine {
             case .refreshToken: event = .tokenRefreshed(await credentials.refresh())
             case .wait(let delay): event = try await wait(delay, &run)
             case .finish(let refused):
-                try await transferAttachments(uploading: false, &run)
-                let summary = try await finish(refusedScopes: refused, &run)
+                if !pushOnly { try await transferAttachments(uploading: false, &run) }
+                let summary = try await finish(refusedScopes: refused, pulled: !pushOnly, &run)
                 finished = true
                 return summary
             case .fail(let stop): throw fail(stop, run)
@@ -309,10 +310,12 @@ extension SyncEngine {
         return .waited
     }
 
-    private func finish(refusedScopes refused: [String], _ run: inout SyncRun) async throws -> SyncSummary {
+    private func finish(refusedScopes refused: [String], pulled: Bool, _ run: inout SyncRun) async throws -> SyncSummary {
         await credentials.accepted()
         // A revoked scope this sync, begun after the revocation, could pull is followed live again.
-        liveRevoked = liveRevoked.filter { scope, revoked in refused.contains(scope) || revoked >= run.started }
+        if pulled {
+            liveRevoked = liveRevoked.filter { scope, revoked in refused.contains(scope) || revoked >= run.started }
+        }
         run.summary.refusedScopes = refused
         let now = database.wallClock.nowMilliseconds()
         try await database.write { db in try FerryMeta.setValue(now, for: .lastSyncAt, in: db) }

@@ -127,6 +127,29 @@ public actor SyncEngine {
         try await runExclusive(attempts: configuration.retry.attemptsPerSync)
     }
 
+    /// Pushes every pending change and pulls nothing, unless the server did
+    /// not take each change as written: for a device that follows its scopes
+    /// live, whose stream brings what others write (the background loop
+    /// pushes so after local writes while the stream is open). The writer's
+    /// own change is not downloaded back before others see it.
+    ///
+    /// When the push meets a conflict, a rejection, a mutation set aside or a
+    /// server that lost history, it goes on as ``sync()`` does, so the device
+    /// ends with the server's merge of its rows.
+    ///
+    /// ```swift
+    /// try await database.write { db in try db.execute(sql: "UPDATE note SET title = 'Ferry' WHERE id = 'n1'") }
+    /// try await engine.push()    // seen on every live device of the scope; nothing pulled here
+    /// ```
+    ///
+    /// - throws: as ``sync()``.
+    @discardableResult
+    public func push() async throws -> SyncSummary {
+        let pushed = try await runExclusive(attempts: configuration.retry.attemptsPerSync, pushOnly: true)
+        guard pushed.needsPull else { return pushed }
+        return pushed.followed(by: try await sync())
+    }
+
     /// The file holding an attachment's bytes: this device's copy, or
     /// downloaded now (continuing an interrupted download, verified against
     /// its SHA-256 before it is returned).
@@ -174,14 +197,14 @@ public actor SyncEngine {
         return try await transfer.download(record, token: await credentials.token)
     }
 
-    func runExclusive(attempts: Int?) async throws -> SyncSummary {
+    func runExclusive(attempts: Int?, pushOnly: Bool = false) async throws -> SyncSummary {
         while let current = running {
             _ = try? await current.value
         }
         let task = Task {
             let lock = try await self.acquireFileLock()
             defer { lock.release() }
-            return try await self.cycleWithRetries(attempts: attempts)
+            return try await self.cycleWithRetries(attempts: attempts, pushOnly: pushOnly)
         }
         running = task
         defer { running = nil }

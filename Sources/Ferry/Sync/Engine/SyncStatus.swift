@@ -99,6 +99,30 @@ public struct SyncSummary: Sendable, Hashable {
     public var refusedScopes: [String] = []
 
     public init() {}
+
+    /// The push did not leave every change as written (a conflict, a
+    /// rejection, a mutation set aside, edits sent back or renumbered):
+    /// only a pull brings the server's merge.
+    var needsPull: Bool {
+        conflicts > 0 || rejected > 0 || !setAside.isEmpty || sentBack > 0 || identityRenewed || resets > 0
+    }
+
+    /// This push-only summary, then the sync that followed it, as one.
+    func followed(by sync: SyncSummary) -> SyncSummary {
+        var both = sync
+        both.pushed += pushed
+        both.conflicts += conflicts
+        both.rejected += rejected
+        both.setAside = setAside + sync.setAside
+        both.swept += swept
+        both.sentBack += sentBack
+        both.identityRenewed = identityRenewed || sync.identityRenewed
+        both.retries += retries
+        both.waitingForServer += waitingForServer
+        both.inDatabase += inDatabase
+        both.attachmentsUploaded += attachmentsUploaded
+        return both
+    }
 }
 
 /// Holds the latest status and hands it to every listener.
