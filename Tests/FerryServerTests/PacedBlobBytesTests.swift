@@ -28,7 +28,7 @@ import Testing
         }
     }
 
-    /// The loop is blocked for 300 ms while each body is read. The body as
+    /// The loop is blocked while each body is read (300 ms for the paced one). The body as
     /// read takes all 100 chunks meanwhile (the control); the paced body one
     /// at most. Once the loop runs, every chunk is written, in order.
     @Test func aBlockedLoopHoldsTheReaderBack() async throws {
@@ -53,7 +53,11 @@ import Testing
             let source = source(taken)
             let body = paced ? source.paced(by: loop) : source
             let reader = Task { try await drain(body, into: loop, written: written) }
-            try await Task.sleep(for: .milliseconds(300))
+            // The control takes everything while the loop is blocked (waited for, under load); the paced body is given 300 ms.
+            let deadline = ContinuousClock.now + (paced ? .milliseconds(300) : .seconds(10))
+            while ContinuousClock.now < deadline, taken.withLockedValue({ $0 }) < 100 {
+                try await Task.sleep(for: .milliseconds(10))
+            }
             let takenWhileBlocked = taken.withLockedValue { $0 }
             blocked.lock()
             blocked.unlock(withValue: 1)
