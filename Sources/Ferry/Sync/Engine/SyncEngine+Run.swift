@@ -120,8 +120,11 @@ extension SyncEngine {
     }
 
     private func refetchGrownTables(_ run: inout SyncRun) async throws -> SyncStateMachine.Event {
-        let layouts = database.layouts
-        try await database.write { db in try SchemaWatch.refetchIfGrown(layouts, in: db) }
+        if !tablesChecked {
+            let layouts = database.layouts
+            try await database.write { db in try SchemaWatch.refetchIfGrown(layouts, in: db) }
+            tablesChecked = true
+        }
         // Read after the refetch, which drops the grown tables' cursors.
         run.cursors = try await ScopeCursors.load(database)
         return .tablesRefetched
@@ -318,8 +321,11 @@ extension SyncEngine {
         }
         run.summary.refusedScopes = refused
         let now = database.wallClock.nowMilliseconds()
-        try await database.write { db in try FerryMeta.setValue(now, for: .lastSyncAt, in: db) }
-        try await refreshCounts()
+        showCounts(
+            try await database.write { db in
+                try FerryMeta.setValue(now, for: .lastSyncAt, in: db)
+                return try Self.counts(db)
+            })
         run.estimate.finish()
         let estimate = run.estimate.total
         broadcaster.update {

@@ -47,6 +47,9 @@ public actor SyncEngine {
     let logger: Logger
     private var running: Task<SyncSummary, any Error>?
     var identityChecked = false
+    /// The synced columns were compared with the last sync's once: they
+    /// cannot change while the database is open.
+    var tablesChecked = false
     /// Waits out backoffs, debounces and periods (a test clock in tests).
     let clock: any Clock<Duration>
     /// The jitter of backoffs, in `0 ..< 1`.
@@ -320,12 +323,16 @@ public actor SyncEngine {
     // MARK: - Counts
 
     func refreshCounts() async throws {
-        let (pending, conflicts, rejected) = try await database.read { db in
-            (
-                try Outbox.pendingCount(db), try Conflicts.count(db),
-                try Outbox.rejectedCount(db)
-            )
-        }
+        showCounts(try await database.read { db in try Self.counts(db) })
+    }
+
+    /// The pending, conflict and rejected counts the status shows.
+    static func counts(_ db: Database) throws -> (pending: Int, conflicts: Int, rejected: Int) {
+        (try Outbox.pendingCount(db), try Conflicts.count(db), try Outbox.rejectedCount(db))
+    }
+
+    func showCounts(_ counts: (pending: Int, conflicts: Int, rejected: Int)) {
+        let (pending, conflicts, rejected) = counts
         broadcaster.update {
             $0.pendingCount = pending
             $0.conflictCount = conflicts
