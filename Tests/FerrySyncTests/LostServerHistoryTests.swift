@@ -134,6 +134,32 @@ import FerryTestSupport
         }
     }
 
+    /// `push()` on a wiped server recovers as `sync()` does: the pull that
+    /// finds the lost history and sends back what the server lacks comes
+    /// first, then the pending edit, and the push does not fail.
+    @Test func aPushToAWipedStoreRecoversAsASyncDoes() async throws {
+        var server = try await SyncServer.start(in: directory)
+        do {
+            let phone = try await Device.make("phone", user: "alice", server: server, directory: directory)
+            for index in 1...10 { try phone.execute("INSERT INTO note(id, title) VALUES (?, ?)", ["n\(index)", "note \(index)"]) }
+            try await phone.engine.sync()
+            try phone.execute("UPDATE note SET body = 'edited offline' WHERE id = 'n3'")
+        }
+        try await shutDown(server)
+        try restoreStore(from: nil)
+
+        server = try await SyncServer.start(in: directory)
+        try await server.stopping {
+            let phone = try await Device.make("phone", user: "alice", server: server, directory: directory)
+            let summary = try await phone.engine.push()
+            #expect(summary.sentBack == 10, "\(summary)")
+            let onServer = try await server.rows("note", in: "user:alice")
+            #expect(onServer.count == 10)
+            #expect(onServer["n3"]?["body"] == .text("edited offline"))
+            #expect(try phone.database.outbox.pendingCount() == 0)
+        }
+    }
+
     /// An attachment of a row sent back comes back too: its metadata with
     /// the row, its bytes uploaded again, so a new device opens it.
     @Test func anAttachmentOfARowSentBackComesBackWithItsBytes() async throws {

@@ -8,10 +8,12 @@ import Testing
     static let retry = RetryPolicy(initialDelay: .milliseconds(100), maximumDelay: .seconds(10), multiplier: 2, attemptsPerSync: 5)
 
     func machine(
-        scopes: [String] = ["user:a"], batch: Int = 8, attempts: Int? = 5, poison: Int = 3, identityChecked: Bool = true
+        scopes: [String] = ["user:a"], batch: Int = 8, attempts: Int? = 5, poison: Int = 3, identityChecked: Bool = true,
+        pushOnly: Bool = false
     ) -> SyncStateMachine {
         SyncStateMachine(
-            settings: .init(scopes: scopes, pushBatchSize: batch, retry: Self.retry, attempts: attempts, poisonAttempts: poison),
+            settings: .init(
+                scopes: scopes, pushBatchSize: batch, retry: Self.retry, attempts: attempts, poisonAttempts: poison, pushOnly: pushOnly),
             identityChecked: identityChecked, random: { 0.5 }
         )
     }
@@ -248,5 +250,32 @@ import Testing
         #expect(m.handle(.pullFailed(asked: ["user:a"], Self.unavailable, hasCursor: true, hasNoticeCursor: false)) == .wait(.milliseconds(50)))
         #expect(m.handle(.waited) == .refetchGrownTables)
         #expect(m.failures == 1)
+    }
+
+    /// A push alone finishes once the queue is empty; it pulls only to
+    /// recover: from a server that lost history, or under a new identity.
+    @Test func aPushAlonePullsOnlyToRecover() {
+        var plain = machine(pushOnly: true)
+        #expect(plain.start() == .refetchGrownTables)
+        #expect(plain.handle(.tablesRefetched) == .push(limit: 8))
+        #expect(plain.handle(.pushed(size: 1, renewed: false)) == .push(limit: 8))
+        #expect(plain.handle(.nothingToPush) == .readBackRows)
+        #expect(plain.handle(.rowsReadBack) == .finish(refusedScopes: []))
+
+        var lost = machine(pushOnly: true)
+        _ = lost.start()
+        _ = lost.handle(.tablesRefetched)
+        #expect(lost.handle(.pushFailed(size: 1, .historyLost)) == .pull(["user:a"]))
+
+        var found = machine(identityChecked: false, pushOnly: true)
+        #expect(found.start() == .checkIdentity)
+        #expect(found.handle(.identityChecked(renewed: false, historyLost: true)) == .pull(["user:a"]))
+
+        var renewed = machine(pushOnly: true)
+        _ = renewed.start()
+        _ = renewed.handle(.tablesRefetched)
+        _ = renewed.handle(.pushed(size: 1, renewed: true))
+        _ = renewed.handle(.nothingToPush)
+        #expect(renewed.handle(.rowsReadBack) == .pull(["user:a"]))
     }
 }

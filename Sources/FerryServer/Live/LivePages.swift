@@ -39,7 +39,10 @@ final class LivePages: Sendable {
     /// How long a built event is kept for streams that come late to it.
     static let lifetime: Duration = .seconds(5)
     /// Events kept per scope and publish (one per distinct cursor); past it, each stream builds its own.
-    static let perPublish = 64
+    static let perPublish = 16
+    /// Scopes with events kept; past it, the oldest go first (what an idle
+    /// instance holds after a burst stays bounded).
+    static let scopesKept = 1024
 
     private struct Built {
         var publish: Int
@@ -64,9 +67,13 @@ final class LivePages: Sendable {
     func event(_ key: Key, build: @escaping @Sendable () async -> Event) async -> (event: Event, shared: Bool) {
         let now = ContinuousClock.now
         let (task, shared) = state.withLockedValue { state -> (Task<Event, Never>, Bool) in
-            if now - state.swept > .seconds(1) {
+            if now - state.swept > .seconds(1) || state.scopes.count >= Self.scopesKept {
                 state.scopes = state.scopes.filter { now - $0.value.at < Self.lifetime }
                 state.swept = now
+                if state.scopes.count >= Self.scopesKept {
+                    let oldest = state.scopes.sorted { $0.value.at < $1.value.at }.prefix(state.scopes.count - Self.scopesKept / 2)
+                    for (scope, _) in oldest { state.scopes[scope] = nil }
+                }
             }
             var entry = state.scopes[key.scope]
             if entry == nil || entry!.publish < key.publish {

@@ -43,7 +43,7 @@ extension SyncEngine {
                 group.cancelAll()
             }
         }
-        trigger.yield(.now)
+        wantPull(trigger)
         stopTrigger = trigger
     }
 
@@ -103,7 +103,7 @@ extension SyncEngine {
         while true {
             try await clock.sleep(for: interval)
             ran(.timer)
-            trigger.yield(.now)
+            wantPull(trigger)
         }
     }
 
@@ -119,11 +119,19 @@ extension SyncEngine {
                 continue
             }
             do {
-                // A local write while the stream is open goes out alone: the stream brings what others wrote.
-                if reason == .localChange, broadcaster.current.liveConnected {
+                // A local write goes out alone while the stream is open on every followed scope and no
+                // pull is owed (news, a catch-up, a tick, a page that did not apply): the stream brings
+                // what others write.
+                let streamCovers = broadcaster.current.liveConnected && liveFollowing == Set(configuration.scopes)
+                if reason == .localChange, streamCovers, !pullOwed {
                     let pushed = try await runExclusive(attempts: nil, pushOnly: true)
-                    if pushed.needsPull { _ = try await runExclusive(attempts: nil) }
+                    if pushed.needsPull {
+                        pullOwed = false
+                        _ = try await runExclusive(attempts: nil)
+                    }
                 } else {
+                    // This sync pulls whatever the triggers before it asked for; one asked during it is owed again.
+                    pullOwed = false
                     _ = try await runExclusive(attempts: nil)
                 }
             } catch is CancellationError {
@@ -136,6 +144,13 @@ extension SyncEngine {
                 }
             }
         }
+    }
+
+    /// Asks the loop for a sync that pulls: a local write that comes after,
+    /// and takes the trigger's place, does not make it a push alone.
+    private func wantPull(_ trigger: AsyncStream<Trigger>.Continuation) {
+        pullOwed = true
+        trigger.yield(.now)
     }
 
     /// The app sees the engine signed out: ``SyncStatus/Phase/unauthorized``.
@@ -181,37 +196,41 @@ extension SyncEngine {
     /// backoff), and asks for a sync when subscribed (to catch up) and on
     /// every announcement.
     private func listenLive(_ trigger: AsyncStream<Trigger>.Continuation) async throws {
-        defer { broadcaster.update { $0.liveConnected = false } }
+        defer {
+            broadcaster.update { $0.liveConnected = false }
+            liveFollowing = []
+        }
         // Signed out: the stream waits for a new token, asking the server nothing.
         while await !credentials.refreshIfDue() {
             try await clock.sleep(for: .seconds(1))
         }
         do {
             let scopes = configuration.scopes.filter { liveRevoked[$0] == nil }
+            liveFollowing = Set(scopes)
             for try await message in transport.live(scopes: scopes, token: await credentials.token) {
                 switch message {
                 case .ready:
                     ran(.live)
                     broadcaster.update { $0.liveConnected = true }
-                    trigger.yield(.now)
+                    wantPull(trigger)
                 case .change:
-                    trigger.yield(.now)
+                    wantPull(trigger)
                 case .page(let page):
                     // The rows in one hop; anything amiss and a pull brings them instead.
-                    if await !applyLive(page) { trigger.yield(.now) }
+                    if await !applyLive(page) { wantPull(trigger) }
                 case .expired:
                     // Renew the token first, then sync (which says the user is
                     // signed out if it could not be renewed); the stream opens
                     // again with the new one.
                     let renewed = await credentials.refresh()
                     if !renewed { showSignedOut() }
-                    trigger.yield(.now)
+                    wantPull(trigger)
                     throw SyncTransportError.unreachable(
                         renewed ? "the live stream's token expired; reopening with a renewed one" : "the live stream's token expired")
                 case .revoked(let scope):
                     // The sync that follows meets the refusal and reports it; the stream reopens without the scope.
                     liveRevoked[scope] = .now
-                    trigger.yield(.now)
+                    wantPull(trigger)
                     throw SyncTransportError.unreachable("the user can no longer read scope `\(scope)`, which the live stream followed")
                 }
             }

@@ -29,7 +29,8 @@ struct SyncRun {
 extension SyncEngine {
     /// Runs one sync: performs each action ``SyncStateMachine`` decides and
     /// tells it what came of it, until it finishes or stops.
-    /// With `pushOnly`, no scope is pulled and no eager attachment fetched.
+    /// With `pushOnly`, no scope is pulled but to recover (a server that
+    /// lost history, a new identity), and no eager attachment fetched.
     func cycleWithRetries(attempts: Int?, pushOnly: Bool = false) async throws -> SyncSummary {
         broadcaster.update {
             $0.pushed = 0; $0.pulled = 0; $0.pullEstimate = nil
@@ -37,8 +38,9 @@ extension SyncEngine {
         var run = SyncRun(
             machine: SyncStateMachine(
                 settings: .init(
-                    scopes: pushOnly ? [] : configuration.scopes, pushBatchSize: configuration.pushBatchSize,
-                    retry: configuration.retry, attempts: attempts, poisonAttempts: configuration.poisonAttempts),
+                    scopes: configuration.scopes, pushBatchSize: configuration.pushBatchSize,
+                    retry: configuration.retry, attempts: attempts, poisonAttempts: configuration.poisonAttempts,
+                    pushOnly: pushOnly),
                 identityChecked: identityChecked, random: random),
             recorder: PushRecorder(database: database, userScope: configuration.userScope),
             applier: PageApplier(

@@ -60,6 +60,11 @@ public actor SyncEngine {
     /// user can no longer read them (`revoked`). A sync that started after
     /// that and was not refused them brings them back.
     var liveRevoked: [String: ContinuousClock.Instant] = [:]
+    /// The scopes the open live stream follows (none while it is closed).
+    var liveFollowing: Set<String> = []
+    /// A trigger asked for a pull (news, a tick, a catch-up) that no sync
+    /// has begun since: the next sync pulls, even if a local write set it off.
+    var pullOwed = true
     /// The background loop's decisions (``BackgroundDecisions``).
     var decisions = BackgroundDecisions(debounce: .zero, retry: RetryPolicy())
 
@@ -111,6 +116,7 @@ public actor SyncEngine {
     /// syncs at once with it.
     public func updateToken(_ token: String) async {
         await credentials.update(token)
+        pullOwed = true
         stopTrigger?.yield(.now)
     }
 

@@ -121,6 +121,7 @@ public struct SyncSummary: Sendable, Hashable {
         both.waitingForServer += waitingForServer
         both.inDatabase += inDatabase
         both.attachmentsUploaded += attachmentsUploaded
+        both.attachmentTransfersFailed += attachmentTransfersFailed
         return both
     }
 }

@@ -31,6 +31,9 @@ struct SyncStateMachine {
         /// Server errors (5xx but 502–504) one mutation pushed alone may meet
         /// before it is set aside, so it cannot hold the queue forever.
         var poisonAttempts = 5
+        /// Push, and pull only to recover: from a server that lost history,
+        /// or after the database took a new identity (``SyncEngine/push()``).
+        var pushOnly = false
     }
 
     enum Action: Equatable, Sendable {
@@ -189,6 +192,10 @@ struct SyncStateMachine {
         case .probed(let failure?):
             return failed(failure, resumingPush: true)
         case .rowsReadBack:
+            if settings.pushOnly, !renewed, !sentBack {
+                phase = .done
+                return .finish(refusedScopes: refusedScopes)
+            }
             phase = .pulling
             active = settings.scopes
             oneAtATime = false
