@@ -110,7 +110,8 @@ extension SyncEngine {
     /// Syncs for each trigger, after the wait ``BackgroundDecisions`` gives it.
     private func consume(_ triggers: AsyncStream<Trigger>) async {
         for await reason in triggers {
-            let wait = decisions.wait(before: reason)
+            // A local write that took the place of a trigger asking for a pull does not delay that pull.
+            let wait = decisions.wait(before: pullOwed ? .now : reason)
             if wait > .zero { try? await clock.sleep(for: wait) }
             if Task.isCancelled { break }
             // Signed out: nothing is asked of the server until a new token (``updateToken(_:)``) comes.
@@ -122,7 +123,8 @@ extension SyncEngine {
                 // A local write goes out alone while the stream is open on every followed scope and no
                 // pull is owed (news, a catch-up, a tick, a page that did not apply): the stream brings
                 // what others write.
-                let streamCovers = broadcaster.current.liveConnected && liveFollowing == Set(configuration.scopes)
+                let followable = Set(configuration.scopes.filter { liveRevoked[$0] == nil })
+                let streamCovers = broadcaster.current.liveConnected && liveFollowing == followable
                 if reason == .localChange, streamCovers, !pullOwed {
                     let pushed = try await runExclusive(attempts: nil, pushOnly: true)
                     if pushed.needsPull {
@@ -137,7 +139,8 @@ extension SyncEngine {
             } catch is CancellationError {
                 break
             } catch {
-                // Not a transport failure (those are retried): the app hears of it.
+                // Not a transport failure (those are retried): the app hears of it, and the next sync pulls.
+                pullOwed = true
                 logger.error("background sync failed", metadata: ["error": "\(error)"])
                 broadcaster.update {
                     $0.phase = $0.phase == .unauthorized ? .unauthorized : .idle; $0.lastError = "\(error)"

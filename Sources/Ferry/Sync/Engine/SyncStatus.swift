@@ -101,8 +101,8 @@ public struct SyncSummary: Sendable, Hashable {
     public init() {}
 
     /// The push did not leave every change as written (a conflict, a
-    /// rejection, a mutation set aside, edits sent back or renumbered):
-    /// only a pull brings the server's merge.
+    /// rejection), or the run recovered (edits sent back, a new identity):
+    /// only a full sync brings the server's state.
     var needsPull: Bool {
         conflicts > 0 || rejected > 0 || !setAside.isEmpty || sentBack > 0 || identityRenewed || resets > 0
     }
