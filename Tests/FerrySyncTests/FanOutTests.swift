@@ -1,9 +1,6 @@
 @testable import Ferry
 import FerryProtocol
 import Foundation
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
 import GRDB
 import Testing
 import FerryTestSupport
@@ -30,16 +27,10 @@ import FerryTestSupport
 
     /// The server's count of live events built from the store, and shared.
     private static func liveEvents(_ server: SyncServer) async throws -> (built: Int, shared: Int) {
-        let (data, _) = try await URLSession.shared.data(from: server.baseURL.appending(path: "metrics"))
-        let text = String(decoding: data, as: UTF8.self)
-        func value(_ source: String) -> Int {
-            let prefix = "ferry_live_events_total{source=\"\(source)\"}"
-            guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }),
-                let number = line.split(separator: " ").last, let value = Double(number)
-            else { return 0 }
-            return Int(value)
-        }
-        return (value("built"), value("shared"))
+        (
+            try await server.metric(#"ferry_live_events_total{source="built"}"#),
+            try await server.metric(#"ferry_live_events_total{source="shared"}"#)
+        )
     }
 
     @Test(arguments: StoreKind.available)

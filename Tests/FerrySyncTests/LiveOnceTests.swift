@@ -31,12 +31,8 @@ import FerryTestSupport
                 transport: { _ in HTTPSyncTransport(baseURL: relayURL, requestTimeout: .seconds(10), compression: false) },
                 token: try await server.token("alice"))
             try await reader.engine.sync()
-            await reader.engine.start()
             defer { Task { await reader.engine.stop() } }
-            #expect(try await eventually(within: .seconds(10)) { reader.engine.status.liveConnected })
-            // The catch-up sync the stream starts with, done.
-            #expect(try await eventually(within: .seconds(10)) { reader.engine.status.phase == .idle })
-            try await Task.sleep(for: .milliseconds(200))
+            try await reader.startLive()
 
             let marker = Self.marker()
             try writer.execute("INSERT INTO note(id, title) VALUES ('n1', ?)", [marker])

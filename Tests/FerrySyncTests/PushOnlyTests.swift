@@ -1,9 +1,6 @@
 @testable import Ferry
 import FerryProtocol
 import Foundation
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
 import GRDB
 import Testing
 import FerryTestSupport
@@ -19,14 +16,8 @@ import FerryTestSupport
         directory = try TemporaryDirectory()
     }
 
-    /// The server's count of pulls answered.
     private static func pulls(_ server: SyncServer) async throws -> Int {
-        let (data, _) = try await URLSession.shared.data(from: server.baseURL.appending(path: "metrics"))
-        let text = String(decoding: data, as: UTF8.self)
-        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("ferry_pulls_total ") }),
-            let number = line.split(separator: " ").last, let value = Double(number)
-        else { return 0 }
-        return Int(value)
+        try await server.metric("ferry_pulls_total")
     }
 
     @Test(arguments: StoreKind.available)
@@ -39,12 +30,8 @@ import FerryTestSupport
             try other.execute("INSERT INTO note(id, title) VALUES ('elsewhere', 'from other')")
             try await other.engine.sync()
             try await reader.engine.sync()
-            await reader.engine.start()
             defer { Task { await reader.engine.stop() } }
-            #expect(try await eventually(within: .seconds(10)) { reader.engine.status.liveConnected })
-            // The catch-up sync the stream starts with, done.
-            #expect(try await eventually(within: .seconds(10)) { reader.engine.status.phase == .idle })
-            try await Task.sleep(for: .milliseconds(200))
+            try await reader.startLive()
 
             let pullsBefore = try await Self.pulls(server)
             try writer.execute("INSERT INTO note(id, title) VALUES ('n1', 'pushed alone')")
@@ -94,11 +81,8 @@ import FerryTestSupport
                     $0.periodicInterval = nil
                     $0.debounce = .milliseconds(20)
                 })
-            await writer.engine.start()
             defer { Task { await writer.engine.stop() } }
-            #expect(try await eventually(within: .seconds(10)) { writer.engine.status.liveConnected })
-            #expect(try await eventually(within: .seconds(10)) { writer.engine.status.phase == .idle })
-            try await Task.sleep(for: .milliseconds(200))
+            try await writer.startLive()
 
             let pullsBefore = try await Self.pulls(server)
             for index in 0..<5 {

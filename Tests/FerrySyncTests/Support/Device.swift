@@ -103,6 +103,15 @@ struct Device {
         return Device(database: database, engine: engine, path: path)
     }
 
+    /// Starts the background loop and waits until its live stream is open
+    /// and the catch-up sync the stream starts with is done.
+    func startLive() async throws {
+        await engine.start()
+        #expect(try await eventually(within: .seconds(10)) { engine.status.liveConnected })
+        #expect(try await eventually(within: .seconds(10)) { engine.status.phase == .idle })
+        try await Task.sleep(for: .milliseconds(200))
+    }
+
     func execute(_ sql: String, _ arguments: StatementArguments = []) throws {
         try database.write { db in try db.execute(sql: sql, arguments: arguments) }
     }

@@ -133,6 +133,17 @@ final class SyncServer: Sendable {
 
     var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
+    /// A value of the server's `/metrics`: the line that starts with
+    /// `series` (a name with its labels), 0 when there is none yet.
+    func metric(_ series: String) async throws -> Int {
+        let (data, _) = try await URLSession.shared.data(from: baseURL.appending(path: "metrics"))
+        let text = String(decoding: data, as: UTF8.self)
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(series + " ") }),
+            let number = line.split(separator: " ").last, let value = Double(number)
+        else { return 0 }
+        return Int(value)
+    }
+
     /// The app's backend on this server's admin port (a configuration with ``withAdmin(_:)``).
     var admin: AdminClient { AdminClient(port: adminPort!) }
 
