@@ -141,14 +141,23 @@ public struct ServerRoundTripBenchmark: Sendable {
             let url = server.url.absoluteString
             let token = server.token
             let hello: @Sendable () -> HTTPClientRequest = { HTTPClientRequest(url: url + "/healthz") }
-            let pull: @Sendable () -> HTTPClientRequest = {
-                var request = HTTPClientRequest(url: url + "/v1/pull")
-                request.method = .POST
-                request.headers.add(name: "Authorization", value: "Bearer \(token)")
-                request.headers.add(name: "Content-Type", value: "application/json")
-                request.body = .bytes(ByteBuffer(string: #"{"clientID":"bench","scopes":[{"scope":"user:bench"}]}"#))
-                return request
+            func pull(_ body: String) -> @Sendable () -> HTTPClientRequest {
+                {
+                    var request = HTTPClientRequest(url: url + "/v1/pull")
+                    request.method = .POST
+                    request.headers.add(name: "Authorization", value: "Bearer \(token)")
+                    request.headers.add(name: "Content-Type", value: "application/json")
+                    request.body = .bytes(ByteBuffer(string: body))
+                    return request
+                }
             }
+            // A device that is caught up: it sends back the cursors its first pull gave it, as every pull after
+            // the first does.
+            let first = try await Self.send(client, pull(#"{"clientID":"bench","scopes":[{"scope":"user:bench"}]}"#)())
+            let page = try JSONDecoder().decode(PullResponse.self, from: Data(first.readableBytesView)).pages[0]
+            let caughtUp = PullRequest(
+                clientID: "bench", scopes: [PullRequest.ScopeCursor(scope: "user:bench", cursor: page.cursor, notices: page.noticeCursor)])
+            let pull = pull(String(decoding: try JSONEncoder().encode(caughtUp), as: UTF8.self))
             var hellos: [Double] = [], pulls: [Double] = []
             for _ in 0..<2 {
                 hellos.append(try await rate(client, hello))

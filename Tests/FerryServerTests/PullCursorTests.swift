@@ -32,6 +32,23 @@ import Testing
         #expect(try codec.decode(base64URL(payload) + "." + base64URL(mac), scope: "team:x") == .position(42, 0, generation: ""))
     }
 
+    /// A cursor that did not move comes back as it was given; one that
+    /// moved, or was issued in another generation, is signed anew.
+    @Test func aCursorThatDidNotMoveIsHandedBack() throws {
+        let key = SymmetricKey(size: .bits256)
+        let old = PullCursorCodec(epoch: "e", key: key, history: StoreHistory(current: "g1", ended: [:]))
+        let new = PullCursorCodec(epoch: "e", key: key, history: StoreHistory(current: "g2", ended: ["g1": ChangePosition(major: 40)]))
+        let at42 = PullCursor(epoch: "e", scope: "team:x", position: 42)
+        let given = new.encode(at42)
+        #expect(new.encode(at42, reusing: given) == given)
+        #expect(new.encode(at42, reusing: nil) == given)
+        let at43 = PullCursor(epoch: "e", scope: "team:x", position: 43)
+        #expect(new.encode(at43, reusing: given) == new.encode(at43))
+        let fromG1 = old.encode(at42)
+        #expect(new.encode(at42, reusing: fromG1) == given, "re-signed in the current generation")
+        #expect(new.encode(at42, reusing: "garbled") == given)
+    }
+
     @Test func cursorsFromAnotherEpochAskForAReset() throws {
         let other = PullCursorCodec(epoch: "epoch-2", key: SymmetricKey(size: .bits256))
         let text = other.encode(PullCursor(epoch: "epoch-2", scope: "team:x", position: 42))

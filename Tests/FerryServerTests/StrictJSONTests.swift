@@ -169,4 +169,16 @@ import Testing
         #expect(read == (try JSONDecoder().decode(PushRequest.self, from: bytes)))
         #expect(read == push)
     }
+
+    /// A pull read from the checked value equals the pull `JSONDecoder` reads, nulls and absent fields alike.
+    @Test func aPullIsReadFromTheCheckedValueAsJSONDecoderReadsIt() throws {
+        for text in [
+            #"{"clientID":"c","scopes":[{"scope":"user:alice","cursor":"x.y","notices":"e/0.3"},{"scope":"team:x","previous":"p.q"}],"limit":7}"#,
+            #"{"clientID":"c","scopes":[{"scope":"team:x","cursor":null,"notices":null,"previous":null}],"limit":null}"#,
+            #"{"clientID":"c","scopes":[]}"#,
+        ] {
+            let bytes = Array(text.utf8)
+            #expect(try PullRequest(strict: StrictJSON.parse(bytes)) == JSONDecoder().decode(PullRequest.self, from: Data(bytes)))
+        }
+    }
 }

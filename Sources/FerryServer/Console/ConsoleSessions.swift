@@ -73,8 +73,7 @@ struct ConsoleSessionTable: Sendable {
 
     /// 256 random bits, URL-safe.
     static func randomToken() -> String {
-        SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }.base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        SymmetricKey(size: .bits256).withUnsafeBytes { Base64URL.encode($0) }
     }
 }
 

@@ -59,21 +59,42 @@ package struct PullCursorCodec: Sendable {
     private static let version = "c2"
 
     package func encode(_ cursor: PullCursor) -> String {
-        let payload = [
+        let bytes = payload(cursor)
+        let mac = Data(HMAC<SHA256>.authenticationCode(for: bytes, using: key))
+        return Base64URL.encode(bytes) + "." + Base64URL.encode(mac)
+    }
+
+    /// `cursor` encoded, or `given` itself when it is that very text: a
+    /// cursor that did not move is handed back without signing it again.
+    /// `given` must have passed ``decode(_:scope:)`` (its code checked), so
+    /// the same payload means the same text.
+    ///
+    /// ```swift
+    /// let next = codec.encode(PullCursor(epoch: codec.epoch, scope: "user:alice", position: 42), reusing: request.cursor)
+    /// ```
+    package func encode(_ cursor: PullCursor, reusing given: String?) -> String {
+        if let given, let dot = given.utf8.firstIndex(of: UInt8(ascii: ".")),
+            given[..<dot].utf8.elementsEqual(Base64URL.encode(payload(cursor)).utf8)
+        {
+            return given
+        }
+        return encode(cursor)
+    }
+
+    private func payload(_ cursor: PullCursor) -> Data {
+        let text = [
             Self.version, cursor.epoch, cursor.scope, String(cursor.position), String(cursor.subposition),
             history.current,
         ].joined(separator: "|")
-        let bytes = Data(payload.utf8)
-        let mac = Data(HMAC<SHA256>.authenticationCode(for: bytes, using: key))
-        return Self.base64URL(bytes) + "." + Self.base64URL(mac)
+        return Data(text.utf8)
     }
 
     package func decode(_ text: String, scope: String) throws(Invalid) -> Decoded {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         guard text.utf8.count <= 1024, parts.count == 2,
-            let payload = Self.data(base64URL: parts[0]),
-            let mac = Self.data(base64URL: parts[1]),
-            let string = String(data: payload, encoding: .utf8)
+            let payload = Base64URL.decode(parts[0]),
+            let mac = Base64URL.decode(parts[1]),
+            let string = String(validating: payload, as: UTF8.self)
         else { throw .garbled }
         let fields = string.split(separator: "|", omittingEmptySubsequences: false)
         guard (fields.count == 5 && fields[0] == "c1") || (fields.count == 6 && fields[0] == Self.version),
@@ -90,25 +111,5 @@ package struct PullCursorCodec: Sendable {
         }
         guard fields[2] == scope else { throw .wrongScope }
         return .position(position, subposition, generation: fields.count == 6 ? String(fields[5]) : "")
-    }
-
-    private static func base64URL(_ data: Data) -> String {
-        data.base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
-
-    private static func data(base64URL text: Substring) -> Data? {
-        guard !text.isEmpty,
-            text.utf8.allSatisfy({ byte in
-                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
-                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "-")
-                    || byte == UInt8(ascii: "_")
-            })
-        else { return nil }
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        return Data(base64Encoded: base64)
     }
 }

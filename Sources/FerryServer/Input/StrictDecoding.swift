@@ -3,7 +3,8 @@ import Foundation
 
 /// A request body built straight from the value ``StrictJSON`` read and
 /// ``RequestSchemas`` checked, instead of parsing the bytes a second time
-/// with `JSONDecoder`: the push path's largest bodies.
+/// with `JSONDecoder`: the push path's largest bodies, and the pull that
+/// every device sends most often.
 protocol StrictlyDecodable {
     /// - Precondition: `value` matched the type's schema.
     init(strict value: JSONValue) throws(FerryServerError)
@@ -37,6 +38,26 @@ extension PushRequest: StrictlyDecodable {
         self.init(
             clientID: try StrictField.string(object["clientID"], "clientID"), mutations: mutations, seen: seen,
             settled: settled)
+    }
+}
+
+extension PullRequest: StrictlyDecodable {
+    init(strict value: JSONValue) throws(FerryServerError) {
+        let object = try StrictField.object(value, "the body")
+        let scopes = try StrictField.array(object["scopes"], "scopes").enumerated().map { index, item throws(FerryServerError) in
+            let fields = try StrictField.object(item, "scopes.\(index)")
+            return ScopeCursor(
+                scope: try StrictField.string(fields["scope"], "scopes.\(index).scope"),
+                cursor: try StrictField.optionalString(fields["cursor"], "scopes.\(index).cursor"),
+                notices: try StrictField.optionalString(fields["notices"], "scopes.\(index).notices"),
+                previous: try StrictField.optionalString(fields["previous"], "scopes.\(index).previous"))
+        }
+        let limit: Int? =
+            switch object["limit"] {
+            case nil, .null?: nil
+            case let number?: Int(try StrictField.integer(number, "limit"))
+            }
+        self.init(clientID: try StrictField.string(object["clientID"], "clientID"), scopes: scopes, limit: limit)
     }
 }
 
@@ -108,6 +129,12 @@ enum StrictField {
     static func string(_ value: JSONValue?, _ path: String) throws(FerryServerError) -> String {
         guard case .string(let text)? = value else { throw .badRequest("`\(path)` should be a string") }
         return text
+    }
+
+    /// A string, or `nil` for a field that is absent or `null`.
+    static func optionalString(_ value: JSONValue?, _ path: String) throws(FerryServerError) -> String? {
+        if value == nil || value == .null { return nil }
+        return try string(value, path)
     }
 
     static func integer(_ value: JSONValue?, _ path: String) throws(FerryServerError) -> Int64 {

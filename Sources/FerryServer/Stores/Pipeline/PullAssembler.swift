@@ -65,6 +65,9 @@ package struct PullAssembler: Sendable {
     package struct Start: Sendable {
         package var rows: PullStart
         package var notices: ChangePosition
+        /// The cursor text the rows start from, checked; a page that ends
+        /// where it starts hands it back rather than signing it again.
+        package var cursor: String? = nil
     }
 
     package var clientID: String
@@ -117,7 +120,8 @@ package struct PullAssembler: Sendable {
         // Notices recorded in history the store lost went with it, and the
         // ones it numbers again are new: they start over too.
         let notices = followed.notices == nil ? noticeStart : try NoticeCursor.position(from: followed.notices, epoch: cursors.epoch)
-        return Start(rows: rows, notices: rows.isLostHistory ? .start : notices)
+        let checked: String? = if case .after = rows { followed.cursor } else { nil }
+        return Start(rows: rows, notices: rows.isLostHistory ? .start : notices, cursor: checked)
     }
 
     /// The page of `scope` from what the store's queries read after `start`.
@@ -131,7 +135,8 @@ package struct PullAssembler: Sendable {
         return EncodedPullPage(
             scope: scope,
             rows: changes,
-            cursor: cursors.encode(PullCursor(epoch: cursors.epoch, scope: scope, position: position.major, subposition: position.minor)),
+            cursor: cursors.encode(
+                PullCursor(epoch: cursors.epoch, scope: scope, position: position.major, subposition: position.minor), reusing: start.cursor),
             hasMore: hasMore || delivered.hasMore,
             reset: start.rows.isReset,
             lostHistory: start.rows.isLostHistory,

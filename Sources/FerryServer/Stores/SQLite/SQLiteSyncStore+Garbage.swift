@@ -7,6 +7,7 @@ extension SQLiteSyncStore {
     /// so every tombstone is readable and the horizon is a version alone.
     public func collectGarbage(before cutoff: Date) async throws -> GarbageReport {
         let cutoff = GarbageRules.milliseconds(cutoff)
+        let known = self.known
         return try await write { db in
             try db.execute(sql: "DELETE FROM notices WHERE created_at < ?", arguments: [cutoff])
             // A collected tombstone stays as its deletion record: keys, version
@@ -42,6 +43,7 @@ extension SQLiteSyncStore {
                 arguments: [horizon]
             )
             try db.execute(sql: "UPDATE store_meta SET value = ? WHERE key = 'horizon'", arguments: [horizon])
+            db.afterNextTransaction { _ in known.withLock { $0.collected(horizon: horizon) } }
             return GarbageReport(horizon: horizon, tombstonesRemoved: removed)
         }
     }

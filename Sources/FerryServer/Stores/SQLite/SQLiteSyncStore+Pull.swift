@@ -6,7 +6,51 @@ extension SQLiteSyncStore {
     /// Reads one page per scope and the client's last applied id from one
     /// WAL snapshot. Versions commit in order here, so the store's version
     /// is the end every page can reach.
+    ///
+    /// A pull whose every scope is quiet after its cursors (nothing written
+    /// there since) is answered from ``LastChanges`` alone, without the
+    /// read; the rest read the file, and teach the client's last applied id.
     public func pullEncoded(_ request: PullRequest, userID: String, limit: Int, notices: Bool) async throws -> EncodedPullResponse {
+        if let answer = quietAnswer(request, userID: userID, limit: limit) { return answer }
+        let client = LastChanges.Client(userID: userID, clientID: request.clientID)
+        let generation = known.withLock { $0.clientTableGeneration }
+        let answer = try await readPull(request, userID: userID, limit: limit, notices: notices)
+        known.withLock { $0.learn(lastApplied: answer.lastAppliedMutationID, of: client, since: generation) }
+        return answer
+    }
+
+    /// The answer to a pull whose every followed scope had no row and no
+    /// notice written after its cursors, from ``LastChanges``; `nil` when
+    /// one may have, or the client's last applied id is not known, or a
+    /// cursor is missing, unreadable or asks for more than "what is new"
+    /// (the read then answers, or refuses, as ever).
+    ///
+    /// Its cursors move to the store's version as a read's would: no row
+    /// of the scope lies between the two. A cursor that is already there is
+    /// handed back as it came.
+    func quietAnswer(_ request: PullRequest, userID: String, limit: Int) -> EncodedPullResponse? {
+        let client = LastChanges.Client(userID: userID, clientID: request.clientID)
+        let (version, horizon, lastApplied, lastChanges) = known.withLock { known in
+            (known.version, known.horizon, known.lastApplied(by: client), request.scopes.map { known.lastChange(of: $0.scope) })
+        }
+        guard let lastApplied else { return nil }
+        let assembler = PullAssembler(
+            clientID: request.clientID, userID: userID, limit: limit, maxPageBytes: maxPageBytes, cursors: cursors,
+            horizon: ChangePosition(major: horizon), end: ChangePosition(major: version))
+        var pages: [EncodedPullPage] = []
+        for (followed, last) in zip(request.scopes, lastChanges) {
+            // Without a notice cursor, where notices start is read from the file.
+            guard followed.notices != nil, let start = try? assembler.start(of: followed), case .after(let position) = start.rows,
+                last.row <= position.major, last.notice <= start.notices.minor,
+                let page = try? assembler.page(followed.scope, start: start, rows: [], notices: [])
+            else { return nil }
+            pages.append(page)
+        }
+        return EncodedPullResponse(lastAppliedMutationID: lastApplied, pages: pages)
+    }
+
+    /// The pull read from the file, on one WAL snapshot.
+    func readPull(_ request: PullRequest, userID: String, limit: Int, notices: Bool) async throws -> EncodedPullResponse {
         let withNotices = notices
         let cursors = self.cursors
         let maxPageBytes = self.maxPageBytes

@@ -6,6 +6,7 @@ extension SQLiteSyncStore {
     public func push(_ request: PushRequest, userID: String, rules: PushRules) async throws -> PushReceipt {
         let now = rules.nowMilliseconds
         let cursors = self.cursors
+        let known = self.known
         let (receipt, settledScopes) = try await write { db -> (PushReceipt, Set<String>) in
             try PullStart.checkHistory(seen: request.seen, codec: cursors, end: ChangePosition(major: try Self.meta(db, "version")))
             let lastApplied = try Self.lastMutationID(db, userID: userID, clientID: request.clientID)
@@ -22,7 +23,7 @@ extension SQLiteSyncStore {
             )
             let generation = cursors.history.current
             // AUTOINCREMENT numbers from the sequence: the ids the notices get, known before they are written.
-            let lastNotice = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'notices'") ?? 0
+            let lastNotice = try Self.lastNoticeID(db)
             let noticeIDs = plan.notices.indices.map { lastNotice + 1 + Int64($0) }
             plan.linkNotices(ids: noticeIDs) { NoticeCursor.id($0, epoch: cursors.epoch, generation: generation) }
             try Self.writePlan(
@@ -35,6 +36,14 @@ extension SQLiteSyncStore {
                 recorded: Self.recordedResults(
                     db, userID: userID, clientID: request.clientID,
                     ids: plan.replayedIDs))
+            let noticeScopes = Set(plan.notices.map(\.key.scope)).union(settledScopes)
+            let commit = LastChanges.Commit(
+                version: plan.version, rowScopes: Set(plan.rows.keys.map(\.scope)), noticeScopes: noticeScopes,
+                lastNotice: noticeScopes.isEmpty ? nil : try Self.lastNoticeID(db),
+                client: LastChanges.Client(userID: userID, clientID: request.clientID),
+                lastApplied: try Self.lastMutationID(db, userID: userID, clientID: request.clientID))
+            // Recorded in the writer as it commits: in commit order, and even if the pushing request is cancelled.
+            db.afterNextTransaction { _ in known.withLock { $0.committed(commit) } }
             return (receipt, settledScopes)
         }
         // A settlement wakes the user's other devices too: they pull it and drop the conflict.

@@ -25,6 +25,9 @@ public final class SQLiteSyncStore: SyncStore {
     public let maxPageBytes: Int
     let pool: DatabasePool
     let cursors: PullCursorCodec
+    /// Where scopes and clients stand, from this store's own commits: a pull
+    /// of quiet scopes is answered from it (`SQLiteSyncStore+Pull.swift`).
+    let known: LastChanges.Shared
 
     /// Opens (creating if needed) the store in `directory`.
     ///
@@ -57,13 +60,15 @@ public final class SQLiteSyncStore: SyncStore {
         }
         pool = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(pool)
-        cursors = try pool.write { db in
+        (cursors, known) = try pool.write { db in
             guard let epoch = try String.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'epoch'"),
                 let key = try Data.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'cursorKey'")
             else { throw FerryServerError(.internalError, "the store at \(path) has no epoch; it is damaged") }
-            return PullCursorCodec(
+            let cursors = PullCursorCodec(
                 epoch: epoch, key: SymmetricKey(data: key),
                 history: serving ? try Self.beginGeneration(db) : try Self.currentHistory(db))
+            let known = LastChanges(version: try Self.meta(db, "version"), horizon: try Self.meta(db, "horizon"), lastNotice: try Self.lastNoticeID(db))
+            return (cursors, LastChanges.Shared(known))
         }
     }
 
@@ -146,6 +151,11 @@ public final class SQLiteSyncStore: SyncStore {
             db.cachedStatement(sql: "SELECT last_mutation_id FROM clients WHERE user_id = ? AND client_id = ?"),
             arguments: [userID, clientID]
         ) ?? 0
+    }
+
+    /// The newest notice id ever given (AUTOINCREMENT's sequence: collected notices count too).
+    static func lastNoticeID(_ db: Database) throws -> Int64 {
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM sqlite_sequence WHERE name = 'notices'")) ?? 0
     }
 
     static func meta(_ db: Database, _ key: String) throws -> Int64 {

@@ -1,0 +1,185 @@
+@testable import FerryServer
+import FerryProtocol
+import FerryTestSupport
+import Foundation
+import Testing
+
+/// The embedded store answers a pull of quiet scopes from memory
+/// (``LastChanges``): every such answer must be the one a read of the file
+/// gives at the same moment, byte for byte.
+@Suite struct QuietPullTests {
+    /// Three devices of two users push, pull, settle notices and collect
+    /// garbage in a seeded order, with stale bases (so conflicts and notices
+    /// happen) and deletes (so the horizon moves). Before every pull, the answer from
+    /// memory, when there is one, is compared with the file's.
+    @Test(arguments: [1, 2, 3] as [UInt64]) func anAnswerFromMemoryIsTheFilesAnswer(seed: UInt64) async throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteSyncStore(directory: directory.url)
+        var random = SeededRandom(seed: seed)
+        var devices = [
+            Device(userID: "alice", clientID: "a1", scopes: ["user:alice", "team:x"]),
+            Device(userID: "alice", clientID: "a2", scopes: ["user:alice", "team:x"]),
+            Device(userID: "bob", clientID: "b1", scopes: ["user:bob", "team:x"]),
+        ]
+        var fromMemory = 0, moved = 0, notices = 0, settled = 0, resets = 0
+        for _ in 0..<600 {
+            let index = Int(random.next() % UInt64(devices.count))
+            switch random.next() % 20 {
+            case 0..<5:
+                let push = devices[index].push(&random)
+                _ = try await store.push(push, userID: devices[index].userID, rules: PushRules())
+            case 5..<19:
+                let request = devices[index].pullRequest
+                let file = try await store.readPull(request, userID: devices[index].userID, limit: 4, notices: true)
+                if let quiet = store.quietAnswer(request, userID: devices[index].userID, limit: 4) {
+                    fromMemory += 1
+                    #expect(try quiet.json() == file.json())
+                    let cursors = request.scopes.map(\.cursor)
+                    if quiet.pages.map(\.cursor) != cursors { moved += 1 }
+                }
+                let answer = try await store.pullEncoded(request, userID: devices[index].userID, limit: 4, notices: true)
+                #expect(try answer.json() == file.json())
+                let decoded = try answer.decoded()
+                notices += decoded.pages.reduce(0) { $0 + $1.notices.count }
+                settled += decoded.pages.reduce(0) { $0 + $1.settledNotices.count }
+                resets += decoded.pages.filter(\.reset).count
+                devices[index].apply(decoded)
+            default:
+                _ = try await store.collectGarbage(before: Date().addingTimeInterval(3600))
+            }
+        }
+        #expect(fromMemory > 30, "quiet pulls were answered from memory")
+        #expect(moved > 1, "a quiet scope's cursor moved past writes elsewhere")
+        #expect(notices > 0 && settled > 0 && resets > 0, "conflicts, settlements and collected tombstones happened")
+        try await store.close()
+    }
+
+    /// A device that is caught up gets its own cursor text back, unsigned
+    /// again; a write in another scope moves it to the new version, and a
+    /// write in its scope sends the pull to the file.
+    @Test func aCaughtUpPullIsAnsweredFromMemoryUntilItsScopeChanges() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteSyncStore(directory: directory.url)
+        _ = try await store.push(
+            PushRequest(clientID: "a1", mutations: [Mutations.upsert(1, ["t": "a"])]), userID: "alice", rules: PushRules())
+        var request = PullRequest(clientID: "a1", scopes: [.init(scope: "user:alice")])
+        #expect(store.quietAnswer(request, userID: "alice", limit: 10) == nil, "a first pull is read from the file")
+        let first = try await store.pullEncoded(request, userID: "alice", limit: 10, notices: true)
+        #expect(first.pages[0].rows.count == 1)
+        request.scopes[0].cursor = first.pages[0].cursor
+        request.scopes[0].notices = first.pages[0].noticeCursor
+
+        let quiet = try #require(store.quietAnswer(request, userID: "alice", limit: 10))
+        #expect(quiet.lastAppliedMutationID == 1)
+        #expect(quiet.pages[0].cursor == first.pages[0].cursor && quiet.pages[0].rows.isEmpty)
+
+        _ = try await store.push(
+            PushRequest(clientID: "b1", mutations: [Mutations.upsert(1, scope: "user:bob", ["t": "b"])]), userID: "bob", rules: PushRules())
+        let elsewhere = try #require(store.quietAnswer(request, userID: "alice", limit: 10))
+        #expect(elsewhere.pages[0].cursor != first.pages[0].cursor, "moved to the store's new version")
+        #expect(try await elsewhere.json() == store.readPull(request, userID: "alice", limit: 10, notices: true).json())
+
+        _ = try await store.push(
+            PushRequest(clientID: "a2", mutations: [Mutations.upsert(1, row: "r2", ["t": "c"])]), userID: "alice", rules: PushRules())
+        #expect(store.quietAnswer(request, userID: "alice", limit: 10) == nil, "its scope changed")
+        let next = try await store.pullEncoded(request, userID: "alice", limit: 10, notices: true)
+        #expect(next.pages[0].rows.map(\.rowID) == ["r2"])
+        try await store.close()
+    }
+
+    /// A device's own push teaches its last applied id; a device the store
+    /// knows nothing of since it opened is read from the file first.
+    @Test func aClientsLastAppliedIdComesFromItsCommitsOrTheFile() async throws {
+        let directory = try TemporaryDirectory()
+        var store = try SQLiteSyncStore(directory: directory.url)
+        _ = try await store.push(
+            PushRequest(clientID: "a1", mutations: [Mutations.upsert(1, ["t": "a"]), Mutations.upsert(2, row: "r2", ["t": "b"])]),
+            userID: "alice", rules: PushRules())
+        let end = try await store.endCursors(scopes: ["user:alice"])["user:alice"]
+        let request = PullRequest(clientID: "a1", scopes: [.init(scope: "user:alice", cursor: end, notices: "\(store.epoch)/0.0")])
+        #expect(store.quietAnswer(request, userID: "alice", limit: 10)?.lastAppliedMutationID == 2)
+        try await store.close()
+
+        store = try SQLiteSyncStore(directory: directory.url)
+        let reopened = try await store.endCursors(scopes: ["user:alice"])["user:alice"]
+        let again = PullRequest(clientID: "a1", scopes: [.init(scope: "user:alice", cursor: reopened, notices: "\(store.epoch)/0.0")])
+        #expect(store.quietAnswer(again, userID: "alice", limit: 10) == nil, "not known since the store opened")
+        #expect(try await store.pullEncoded(again, userID: "alice", limit: 10, notices: true).lastAppliedMutationID == 2)
+        #expect(store.quietAnswer(again, userID: "alice", limit: 10)?.lastAppliedMutationID == 2, "learned from the read")
+        try await store.close()
+    }
+}
+
+/// One device in ``QuietPullTests``: its cursors, the versions it has seen,
+/// and its next mutation id.
+private struct Device {
+    var userID: String
+    var clientID: String
+    var scopes: [String]
+    var cursors: [String: String] = [:]
+    var noticeCursors: [String: String] = [:]
+    var seen: [String: Int64] = [:]
+    var nextMutation: Int64 = 1
+    /// Notices received and not yet settled.
+    var unsettled: [PushRequest.SettledNotice] = []
+
+    init(userID: String, clientID: String, scopes: [String]) {
+        self.userID = userID
+        self.clientID = clientID
+        self.scopes = scopes
+    }
+
+    var pullRequest: PullRequest {
+        PullRequest(
+            clientID: clientID,
+            scopes: scopes.map { PullRequest.ScopeCursor(scope: $0, cursor: cursors[$0], notices: noticeCursors[$0]) })
+    }
+
+    /// One or two edits on five rows of one of its scopes, on the versions
+    /// it last saw; or, now and then, the settlement of the notices it has.
+    mutating func push(_ random: inout SeededRandom) -> PushRequest {
+        if !unsettled.isEmpty, random.next() % 2 == 0 {
+            defer { unsettled = [] }
+            return PushRequest(clientID: clientID, mutations: [], settled: unsettled)
+        }
+        let scope = scopes[Int(random.next() % UInt64(scopes.count))]
+        var mutations: [Mutation] = []
+        for _ in 0...(random.next() % 2) {
+            let row = "r\(random.next() % 5)"
+            let base = seen["\(scope)/\(row)"]
+            if random.next() % 6 == 0 {
+                mutations.append(Mutations.delete(nextMutation, row: row, scope: scope, base: base))
+            } else {
+                let value = ColumnValue.text("\(clientID)-\(nextMutation)")
+                mutations.append(Mutations.upsert(nextMutation, row: row, scope: scope, ["t": value], base: base))
+            }
+            nextMutation += 1
+        }
+        return PushRequest(clientID: clientID, mutations: mutations)
+    }
+
+    mutating func apply(_ response: PullResponse) {
+        for page in response.pages {
+            if page.reset { seen = seen.filter { !$0.key.hasPrefix(page.scope + "/") } }
+            for row in page.changes { seen["\(page.scope)/\(row.rowID)"] = row.version }
+            unsettled += page.notices.map { PushRequest.SettledNotice(scope: page.scope, id: $0.id) }
+            cursors[page.scope] = page.cursor
+            noticeCursors[page.scope] = page.noticeCursor
+        }
+    }
+}
+
+/// A small seeded generator (SplitMix64), so a failing seed replays.
+private struct SeededRandom {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
