@@ -236,7 +236,7 @@ public struct HTTPSyncTransport: SyncTransport {
             let bytes = try await decodedBody(of: response, limit: maxBytes)
             guard response.status == .ok else { throw Self.failure(response, body: bytes) }
             do {
-                return try JSONDecoder().decode(Reply.self, from: Data(bytes.readableBytesView))
+                return try PullResponseReader.decode(Reply.self, from: Data(bytes.readableBytesView))
             } catch {
                 throw SyncTransportError.invalidResponse("\(endpoint.path) answered a body that is not a \(Reply.self): \(error)")
             }

@@ -39,6 +39,7 @@ import Testing
                 }
                 let answer = try await store.pullEncoded(request, userID: devices[index].userID, limit: 4, notices: true)
                 #expect(try answer.json() == file.json())
+                #expect(try PullResponseReader.response(Data(answer.json().utf8)) == answer.decoded(), "the client reads what the server wrote")
                 let decoded = try answer.decoded()
                 notices += decoded.pages.reduce(0) { $0 + $1.notices.count }
                 settled += decoded.pages.reduce(0) { $0 + $1.settledNotices.count }
@@ -106,6 +107,42 @@ import Testing
         #expect(store.quietAnswer(again, userID: "alice", limit: 10) == nil, "not known since the store opened")
         #expect(try await store.pullEncoded(again, userID: "alice", limit: 10, notices: true).lastAppliedMutationID == 2)
         #expect(store.quietAnswer(again, userID: "alice", limit: 10)?.lastAppliedMutationID == 2, "learned from the read")
+        try await store.close()
+    }
+}
+
+extension QuietPullTests {
+    /// Notices of another user, held when the store opens, do not keep a
+    /// device whose user has none from being answered from memory: one
+    /// read of the file teaches where its user's notices end.
+    @Test func anotherUsersNoticesDoNotHoldADeviceBack() async throws {
+        let directory = try TemporaryDirectory()
+        var store = try SQLiteSyncStore(directory: directory.url)
+        // carol follows team:x; she will have no notice, and her notice cursor stands before bob's.
+        _ = try await store.push(
+            PushRequest(clientID: "b1", mutations: [Mutations.upsert(1, scope: "team:x", ["t": "b"])]), userID: "bob", rules: PushRules())
+        var request = PullRequest(clientID: "c1", scopes: [.init(scope: "team:x")])
+        let first = try await store.pullEncoded(request, userID: "carol", limit: 10, notices: true)
+        request.scopes[0].cursor = first.pages[0].cursor
+        request.scopes[0].notices = first.pages[0].noticeCursor
+        // alice deletes bob's row without having seen it: a notice for bob in team:x.
+        _ = try await store.push(
+            PushRequest(clientID: "a1", mutations: [Mutations.delete(1, scope: "team:x", base: nil)]), userID: "alice", rules: PushRules())
+        var held = 0
+        for user in ["alice", "bob"] {
+            let all = PullRequest(clientID: "other", scopes: [.init(scope: "team:x", notices: "\(store.epoch)/0.0")])
+            held += try await store.pullEncoded(all, userID: user, limit: 10, notices: true).pages[0].notices.count
+        }
+        #expect(held > 0, "the store holds a notice")
+        try await store.close()
+
+        store = try SQLiteSyncStore(directory: directory.url)
+        let second = try await store.pullEncoded(request, userID: "carol", limit: 10, notices: true)
+        request.scopes[0].cursor = second.pages[0].cursor
+        request.scopes[0].notices = second.pages[0].noticeCursor
+        #expect(second.pages[0].notices.isEmpty)
+        let quiet = try #require(store.quietAnswer(request, userID: "carol", limit: 10), "answered from memory")
+        #expect(try await quiet.json() == store.readPull(request, userID: "carol", limit: 10, notices: true).json())
         try await store.close()
     }
 }

@@ -135,7 +135,7 @@ extension LiveMessage {
         case LiveEvent.Name.page.rawValue:
             // Unreadable rows are news all the same: pull.
             self =
-                (try? JSONDecoder().decode(PullPage.self, from: Data(event.data.utf8))).map(LiveMessage.page)
+                (try? PullResponseReader.decode(PullPage.self, from: Data(event.data.utf8))).map(LiveMessage.page)
                 ?? .change(scopes: scopes)
         case LiveEvent.Name.expired.rawValue:
             self = .expired

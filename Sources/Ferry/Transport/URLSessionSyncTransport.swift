@@ -220,7 +220,7 @@ public struct URLSessionSyncTransport: SyncTransport {
         let (data, response) = try await send(request)
         guard response.statusCode == 200 else { throw Self.failure(response, body: data) }
         do {
-            return try JSONDecoder().decode(Reply.self, from: data)
+            return try PullResponseReader.decode(Reply.self, from: data)
         } catch {
             throw SyncTransportError.invalidResponse("\(endpoint.path) answered a body that is not a \(Reply.self): \(error)")
         }

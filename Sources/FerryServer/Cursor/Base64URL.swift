@@ -1,5 +1,5 @@
-/// Base64url without padding (RFC 4648, section 5), as pull cursors, tokens
-/// and console sessions carry it: read and written byte by byte, without
+/// Base64url without padding (RFC 4648, section 5), as pull cursors and
+/// console sessions carry it: read and written byte by byte, without
 /// Foundation's string replacements (a pull's largest cost after the store,
 /// once a quiet scope needed no read).
 ///

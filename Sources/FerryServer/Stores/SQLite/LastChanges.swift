@@ -14,16 +14,21 @@ import Synchronization
 /// within ``capacity``. An upper bound can only send a pull to the file; it
 /// never lets one skip a row.
 ///
+/// A user's notices in a scope are bounded the same way, but a floor set
+/// from every user's notices would hold back every device whose user had
+/// none lately; so a pull that reads the file teaches where each of its
+/// scopes' notices end for its user (``learn(_:since:)``).
+///
 /// A client's last applied mutation id is the opposite: it must never be
 /// *ahead* of the file, or a device would drop edits the store never
-/// applied. It comes only from a commit or from a read of the file
-/// (``learn(lastApplied:of:since:)``), and is absent until then.
+/// applied. It comes only from a commit or from a read of the file, and is
+/// absent until then.
 ///
 /// ```swift
 /// var changes = LastChanges(version: 40, horizon: 0, lastNotice: 3)
 /// changes.committed(.init(version: 41, rowScopes: ["user:alice"], client: alice, lastApplied: 7))
-/// changes.lastChange(of: "user:alice")   // row 41, notice 3
-/// changes.lastChange(of: "user:bob")     // row 40, notice 3: the floors
+/// changes.lastChange(of: "user:alice", for: "alice")   // row 41, notice 3
+/// changes.lastChange(of: "user:bob", for: "bob")       // row 40, notice 3: the floors
 /// changes.lastApplied(by: alice)         // 7
 /// ```
 package struct LastChanges: Sendable {
@@ -38,14 +43,25 @@ package struct LastChanges: Sendable {
         }
     }
 
+    /// One user's notices in one scope: what a device's notice cursor walks.
+    package struct Notices: Hashable, Sendable {
+        package var userID: String
+        package var scope: String
+
+        package init(userID: String, scope: String) {
+            self.userID = userID
+            self.scope = scope
+        }
+    }
+
     /// What one committed push changed.
     package struct Commit: Sendable {
         /// The store's version after it.
         package var version: Int64
         /// The scopes whose rows it wrote (at `version`).
         package var rowScopes: Set<String> = []
-        /// The scopes it added notices or settlements to.
-        package var noticeScopes: Set<String> = []
+        /// The users and scopes it added notices or settlements for.
+        package var notices: Set<Notices> = []
         /// The newest notice id after it, if it added any.
         package var lastNotice: Int64? = nil
         /// The pushing device and its last applied mutation id after it.
@@ -53,15 +69,33 @@ package struct LastChanges: Sendable {
         package var lastApplied: Int64
 
         package init(
-            version: Int64, rowScopes: Set<String> = [], noticeScopes: Set<String> = [], lastNotice: Int64? = nil, client: Client,
+            version: Int64, rowScopes: Set<String> = [], notices: Set<Notices> = [], lastNotice: Int64? = nil, client: Client,
             lastApplied: Int64
         ) {
             self.version = version
             self.rowScopes = rowScopes
-            self.noticeScopes = noticeScopes
+            self.notices = notices
             self.lastNotice = lastNotice
             self.client = client
             self.lastApplied = lastApplied
+        }
+    }
+
+    /// What a pull read from the file, on one snapshot.
+    package struct Read: Sendable {
+        /// The store's version in the snapshot.
+        package var version: Int64
+        package var client: Client
+        package var lastApplied: Int64
+        /// For each scope the pull read every notice of: a bound on the
+        /// user's newest notice id there (where its notice cursor now stands).
+        package var notices: [Notices: Int64] = [:]
+
+        package init(version: Int64, client: Client, lastApplied: Int64, notices: [Notices: Int64] = [:]) {
+            self.version = version
+            self.client = client
+            self.lastApplied = lastApplied
+            self.notices = notices
         }
     }
 
@@ -69,18 +103,18 @@ package struct LastChanges: Sendable {
     package private(set) var version: Int64
     /// The newest version of a collected tombstone.
     package private(set) var horizon: Int64
-    /// How many scopes (and clients) it keeps before it empties its table
-    /// and raises the floors to now.
+    /// How many scopes, notice walks and clients it keeps before it
+    /// empties a table and raises its floor to now.
     package let capacity: Int
-    /// Bumped each time the client table is emptied: a read of the file from
-    /// before that is not learned (``learn(lastApplied:of:since:)``).
-    package private(set) var clientTableGeneration: UInt64 = 0
+    /// Bumped each time the notice or client table is emptied: a read of
+    /// the file from before then is not learned (``learn(_:since:)``).
+    package private(set) var generation: UInt64 = 0
 
     private var lastNotice: Int64
     private var rowFloor: Int64
     private var noticeFloor: Int64
     private var rows: [String: Int64] = [:]
-    private var notices: [String: Int64] = [:]
+    private var notices: [Notices: Int64] = [:]
     private var clients: [Client: Int64] = [:]
 
     /// Starts from what the file holds when the store opens.
@@ -93,9 +127,10 @@ package struct LastChanges: Sendable {
         self.capacity = max(1, capacity)
     }
 
-    /// The newest row version and notice id of `scope`, or bounds above them.
-    package func lastChange(of scope: String) -> (row: Int64, notice: Int64) {
-        (rows[scope] ?? rowFloor, notices[scope] ?? noticeFloor)
+    /// The newest row version of `scope`, and the newest id of `userID`'s
+    /// notices there, or bounds above them.
+    package func lastChange(of scope: String, for userID: String) -> (row: Int64, notice: Int64) {
+        (rows[scope] ?? rowFloor, notices[Notices(userID: userID, scope: scope)] ?? noticeFloor)
     }
 
     /// The last mutation id the store applied from `client`, if known.
@@ -113,12 +148,9 @@ package struct LastChanges: Sendable {
             rowFloor = version
         }
         for scope in commit.rowScopes { rows[scope] = max(rows[scope] ?? rowFloor, commit.version) }
-        if notices.count + commit.noticeScopes.count > capacity {
-            notices = [:]
-            noticeFloor = lastNotice
-        }
-        for scope in commit.noticeScopes { notices[scope] = max(notices[scope] ?? noticeFloor, commit.lastNotice ?? lastNotice) }
-        forgetClientsIfFull(adding: commit.client)
+        if notices.count + commit.notices.count > capacity { forgetNotices() }
+        for key in commit.notices { notices[key] = max(notices[key] ?? noticeFloor, commit.lastNotice ?? lastNotice) }
+        if clients[commit.client] == nil, clients.count >= capacity { forgetClients() }
         clients[commit.client] = max(clients[commit.client] ?? 0, commit.lastApplied)
     }
 
@@ -127,21 +159,34 @@ package struct LastChanges: Sendable {
         self.horizon = max(self.horizon, horizon)
     }
 
-    /// Learns a client's last applied id from a read of the file, begun
-    /// when ``clientTableGeneration`` was `generation`. A commit of the
-    /// client's own knows better, so a known client keeps its figure; a
-    /// read from before the table was emptied may predate a commit the
-    /// table forgot, so it is dropped.
-    package mutating func learn(lastApplied: Int64, of client: Client, since generation: UInt64) {
-        guard generation == clientTableGeneration, clients[client] == nil else { return }
-        forgetClientsIfFull(adding: client)
-        clients[client] = lastApplied
+    /// Learns from a read of the file begun when ``generation`` was
+    /// `generation`. A commit knows better, so a known client or notice
+    /// walk keeps its figure; a read from before a table was emptied may
+    /// predate a commit the table forgot, so it is dropped. A client's last
+    /// applied id is learned only once the commits the read saw have been
+    /// recorded here too, so an answer from memory never pairs it with
+    /// pages older than it.
+    package mutating func learn(_ read: Read, since generation: UInt64) {
+        guard generation == self.generation else { return }
+        if read.version <= version, clients[read.client] == nil {
+            if clients.count >= capacity { return forgetClients() }
+            clients[read.client] = read.lastApplied
+        }
+        for (key, bound) in read.notices where notices[key] == nil {
+            if notices.count >= capacity { return forgetNotices() }
+            notices[key] = bound
+        }
     }
 
-    private mutating func forgetClientsIfFull(adding client: Client) {
-        guard clients[client] == nil, clients.count >= capacity else { return }
+    private mutating func forgetNotices() {
+        notices = [:]
+        noticeFloor = lastNotice
+        generation &+= 1
+    }
+
+    private mutating func forgetClients() {
         clients = [:]
-        clientTableGeneration &+= 1
+        generation &+= 1
     }
 }
 

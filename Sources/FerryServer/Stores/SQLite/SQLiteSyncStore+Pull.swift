@@ -12,10 +12,9 @@ extension SQLiteSyncStore {
     /// read; the rest read the file, and teach the client's last applied id.
     public func pullEncoded(_ request: PullRequest, userID: String, limit: Int, notices: Bool) async throws -> EncodedPullResponse {
         if let answer = quietAnswer(request, userID: userID, limit: limit) { return answer }
-        let client = LastChanges.Client(userID: userID, clientID: request.clientID)
-        let generation = known.withLock { $0.clientTableGeneration }
-        let answer = try await readPull(request, userID: userID, limit: limit, notices: notices)
-        known.withLock { $0.learn(lastApplied: answer.lastAppliedMutationID, of: client, since: generation) }
+        let generation = known.withLock { $0.generation }
+        let (answer, read) = try await readFile(request, userID: userID, limit: limit, notices: notices)
+        known.withLock { $0.learn(read, since: generation) }
         return answer
     }
 
@@ -31,7 +30,7 @@ extension SQLiteSyncStore {
     func quietAnswer(_ request: PullRequest, userID: String, limit: Int) -> EncodedPullResponse? {
         let client = LastChanges.Client(userID: userID, clientID: request.clientID)
         let (version, horizon, lastApplied, lastChanges) = known.withLock { known in
-            (known.version, known.horizon, known.lastApplied(by: client), request.scopes.map { known.lastChange(of: $0.scope) })
+            (known.version, known.horizon, known.lastApplied(by: client), request.scopes.map { known.lastChange(of: $0.scope, for: userID) })
         }
         guard let lastApplied else { return nil }
         let assembler = PullAssembler(
@@ -51,14 +50,24 @@ extension SQLiteSyncStore {
 
     /// The pull read from the file, on one WAL snapshot.
     func readPull(_ request: PullRequest, userID: String, limit: Int, notices: Bool) async throws -> EncodedPullResponse {
+        try await readFile(request, userID: userID, limit: limit, notices: notices).answer
+    }
+
+    /// The pull read from the file, and what the read tells ``LastChanges``.
+    private func readFile(
+        _ request: PullRequest, userID: String, limit: Int, notices: Bool
+    ) async throws -> (answer: EncodedPullResponse, read: LastChanges.Read) {
         let withNotices = notices
         let cursors = self.cursors
         let maxPageBytes = self.maxPageBytes
         return try await read { db in
             let lastApplied = try Self.lastMutationID(db, userID: userID, clientID: request.clientID)
+            let version = try Self.meta(db, "version")
+            var read = LastChanges.Read(
+                version: version, client: LastChanges.Client(userID: userID, clientID: request.clientID), lastApplied: lastApplied)
             var assembler = PullAssembler(
                 clientID: request.clientID, userID: userID, limit: limit, maxPageBytes: maxPageBytes, cursors: cursors,
-                horizon: ChangePosition(major: try Self.meta(db, "horizon")), end: ChangePosition(major: try Self.meta(db, "version"))
+                horizon: ChangePosition(major: try Self.meta(db, "horizon")), end: ChangePosition(major: version)
             )
             assembler.noticeStart = ChangePosition(major: 0, minor: try Self.noticeStart(db, userID: userID, clientID: request.clientID))
             var pages: [EncodedPullPage] = []
@@ -72,6 +81,12 @@ extension SQLiteSyncStore {
                     withNotices
                     ? try Self.notices(db, userID: userID, scope: followed.scope, after: start.notices.minor, limit: assembler.queryLimit) : []
                 var page = try assembler.page(followed.scope, start: start, rows: rows, notices: notices)
+                if withNotices, !page.hasMore, let text = page.noticeCursor,
+                    let position = try? NoticeCursor.position(from: text, epoch: cursors.epoch)
+                {
+                    // Every notice of the user's here was read: none lies past where its cursor now stands.
+                    read.notices[LastChanges.Notices(userID: userID, scope: followed.scope)] = position.minor
+                }
                 if assembler.needsEstimate(page, start: start) {
                     // Read from the (scope, version) index alone: deleted rows not yet collected count too (an
                     // estimate a little high; the exact count read every row, 5% of a 100k-row first sync).
@@ -80,7 +95,7 @@ extension SQLiteSyncStore {
                 }
                 pages.append(page)
             }
-            return EncodedPullResponse(lastAppliedMutationID: lastApplied, pages: pages)
+            return (EncodedPullResponse(lastAppliedMutationID: lastApplied, pages: pages), read)
         }
     }
 

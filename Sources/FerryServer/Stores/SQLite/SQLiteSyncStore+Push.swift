@@ -36,10 +36,11 @@ extension SQLiteSyncStore {
                 recorded: Self.recordedResults(
                     db, userID: userID, clientID: request.clientID,
                     ids: plan.replayedIDs))
-            let noticeScopes = Set(plan.notices.map(\.key.scope)).union(settledScopes)
+            let notices = Set(plan.notices.map { LastChanges.Notices(userID: $0.userID, scope: $0.key.scope) })
+                .union(settledScopes.map { LastChanges.Notices(userID: userID, scope: $0) })
             let commit = LastChanges.Commit(
-                version: plan.version, rowScopes: Set(plan.rows.keys.map(\.scope)), noticeScopes: noticeScopes,
-                lastNotice: noticeScopes.isEmpty ? nil : try Self.lastNoticeID(db),
+                version: plan.version, rowScopes: Set(plan.rows.keys.map(\.scope)), notices: notices,
+                lastNotice: notices.isEmpty ? nil : try Self.lastNoticeID(db),
                 client: LastChanges.Client(userID: userID, clientID: request.clientID),
                 lastApplied: try Self.lastMutationID(db, userID: userID, clientID: request.clientID))
             // Recorded in the writer as it commits: in commit order, and even if the pushing request is cancelled.

@@ -1,0 +1,105 @@
+import FerryProtocol
+import Foundation
+import Testing
+
+/// ``PullResponseReader`` reads what `JSONDecoder` reads.
+@Suite struct PullResponseReaderTests {
+    /// Seeded answers with every kind of value (escapes, control characters,
+    /// astral scalars, integers at their limits, reals at theirs, blobs),
+    /// notices and optional fields, written compact and pretty.
+    @Test(arguments: [1, 2, 3, 4] as [UInt64]) func itReadsWhatJSONDecoderReads(seed: UInt64) throws {
+        var random = Seeded(seed)
+        for _ in 0..<30 {
+            let response = PullResponse(
+                lastAppliedMutationID: Int64(bitPattern: random.next()),
+                pages: (0..<Int(random.next() % 3)).map { _ in Self.page(&random) })
+            for formatting in [[], [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]] as [JSONEncoder.OutputFormatting] {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = formatting
+                let data = try encoder.encode(response)
+                let read = try PullResponseReader.response(data)
+                #expect(read == (try JSONDecoder().decode(PullResponse.self, from: data)))
+                #expect(read == response)
+            }
+            if let page = response.pages.first {
+                #expect(try PullResponseReader.page(JSONEncoder().encode(page)) == page)
+            }
+        }
+    }
+
+    /// Bodies the reader declines go to `JSONDecoder`: the same answer, or its error.
+    @Test func whatItDeclinesJSONDecoderDecides() throws {
+        let unusual = #"""
+            {"lastAppliedMutationID": 3.0e0, "extra": [1, {"x": null}],
+             "pages": [{"sc\u006fpe": "user:a", "changes": [{"table": "n", "rowID": "r", "version": 7, "deleted": false,
+                 "values": {"a": 2.0, "b": {"real": 1.5}, "c": {"real": "-0.0"}}, "hlc": null}],
+               "cursor": "c", "hasMore": false, "reset": false, "notices": null, "settledNotices": null, "lostHistory": null}]}
+            """#
+        let data = Data(unusual.utf8)
+        #expect(throws: (any Error).self) { try PullResponseReader.response(data) }
+        let decoded = try PullResponseReader.decode(PullResponse.self, from: data)
+        #expect(decoded == (try JSONDecoder().decode(PullResponse.self, from: data)))
+        #expect(decoded.pages[0].changes[0].values["a"] == .integer(2))
+
+        for broken in [#"{"lastAppliedMutationID": 1, "pages": [}"#, #"{"pages": []}"#, #"{"lastAppliedMutationID": 1, "pages": []} x"#] {
+            #expect(throws: (any Error).self) { try PullResponseReader.decode(PullResponse.self, from: Data(broken.utf8)) }
+        }
+    }
+
+    private static func page(_ random: inout Seeded) -> PullPage {
+        let notices =
+            random.next() % 4 == 0
+            ? [
+                ConflictNotice(
+                    id: "e/\(random.next() % 100)", table: "note", rowID: "r",
+                    conflict: Conflict(kind: .column, column: "t", base: nil, local: "x", server: value(&random), resolution: .keptServer),
+                    row: nil, overriddenBy: "bob", policy: .lastWriteWins)
+            ] : []
+        return PullPage(
+            scope: text(&random), changes: (0..<Int(random.next() % 6)).map { _ in row(&random) }, cursor: text(&random),
+            hasMore: random.next() % 2 == 0, reset: random.next() % 5 == 0, lostHistory: random.next() % 7 == 0, notices: notices,
+            noticeCursor: random.next() % 2 == 0 ? text(&random) : nil, settledNotices: random.next() % 3 == 0 ? [text(&random)] : [],
+            estimatedRows: random.next() % 2 == 0 ? Int(random.next() % 1_000_000) : nil, after: random.next() % 2 == 0 ? text(&random) : nil)
+    }
+
+    private static func row(_ random: inout Seeded) -> RowChange {
+        var values: [String: ColumnValue] = [:]
+        for _ in 0..<Int(random.next() % 5) { values[text(&random)] = value(&random) }
+        return RowChange(
+            table: text(&random), rowID: text(&random), version: Int64(bitPattern: random.next()), deleted: random.next() % 4 == 0,
+            values: values, hlc: random.next() % 3 == 0 ? nil : HLCTimestamp(rawValue: Int64(bitPattern: random.next())))
+    }
+
+    private static func value(_ random: inout Seeded) -> ColumnValue {
+        switch random.next() % 9 {
+        case 0: .null
+        case 1: .integer([Int64.min, Int64.max, 0, -1][Int(random.next() % 4)])
+        case 2: .integer(Int64(bitPattern: random.next()))
+        case 3: .real([0.1, -0.0, .infinity, -.infinity, .leastNonzeroMagnitude, .greatestFiniteMagnitude, 1e-300][Int(random.next() % 7)])
+        case 4: .real(Double(bitPattern: random.next() & 0x7FEF_FFFF_FFFF_FFFF))
+        case 5: .blob(Data((0..<Int(random.next() % 40)).map { _ in UInt8(truncatingIfNeeded: random.next()) }))
+        default: .text(text(&random))
+        }
+    }
+
+    /// Up to 24 characters drawn from ASCII, JSON's escapes, control characters, and wider scalars.
+    private static func text(_ random: inout Seeded) -> String {
+        let pool: [Unicode.Scalar] = ["a", "Z", "0", " ", "\"", "\\", "/", "\n", "\r", "\t", "\u{0}", "\u{1F}", "\u{7F}", "é", "€", "\u{FFFF}", "😀", "\u{10FFFF}"]
+        var scalars = String.UnicodeScalarView()
+        for _ in 0..<Int(random.next() % 25) { scalars.append(pool[Int(random.next() % UInt64(pool.count))]) }
+        return String(scalars)
+    }
+}
+
+/// SplitMix64, so a failing seed replays.
+private struct Seeded {
+    private var state: UInt64
+    init(_ seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
