@@ -18,11 +18,29 @@ struct SyncRun {
     var lastError: (any Error)?
     let recorder: PushRecorder
     let applier: PageApplier
+    /// The next page, asked for while this one applies (``PullPrefetch``).
+    var prefetch: PullPrefetch?
 
     /// The event for a failed step, remembering the error.
     mutating func failure(_ error: any Error) -> SyncFailure {
         lastError = error
         return SyncFailure(error)
+    }
+
+    /// The prefetched answer to `request`, if one was asked for exactly
+    /// that; any other prefetch is cancelled and dropped.
+    mutating func takePrefetch(for request: PullRequest) -> Task<PullResponse, any Error>? {
+        defer { prefetch = nil }
+        guard let prefetch else { return nil }
+        if prefetch.request == request { return prefetch.task }
+        prefetch.task.cancel()
+        return nil
+    }
+
+    /// Cancels and drops a prefetch no pull will take.
+    mutating func dropPrefetch() {
+        prefetch?.task.cancel()
+        prefetch = nil
     }
 }
 
@@ -51,9 +69,13 @@ extension SyncEngine {
         var action = run.machine.start()
         // A sync that stops or throws leaves no estimate: it was of a pull that did not finish.
         var finished = false
-        defer { if !finished { broadcaster.update { $0.pullEstimate = nil } } }
+        defer {
+            run.dropPrefetch()
+            if !finished { broadcaster.update { $0.pullEstimate = nil } }
+        }
         while true {
             try Task.checkCancellation()
+            if case .pull = action {} else { run.dropPrefetch() }
             let event: SyncStateMachine.Event
             switch action {
             case .checkIdentity: event = await checkIdentity(&run)
@@ -248,9 +270,11 @@ extension SyncEngine {
             scopes: asked.map { run.cursors.request(for: $0) },
             limit: configuration.pullPageSize)
         let reply: PullResponse
+        let prefetched = run.takePrefetch(for: request)
         do {
             reply = try await timed(&run.summary.waitingForServer) {
-                try await transport.pull(request, token: credentials.token)
+                if let prefetched { return try await prefetched.value }
+                return try await transport.pull(request, token: credentials.token)
             }
         } catch {
             let scope = asked[0]
@@ -264,6 +288,10 @@ extension SyncEngine {
         }
         let renewed = try await renewIfRestored(serverLastApplied: reply.lastAppliedMutationID)
         if renewed { run.summary.identityRenewed = true }
+        if !renewed, let next = PullPrefetch.nextRequest(after: reply, of: request, cursors: run.cursors) {
+            let transport = self.transport, credentials = self.credentials
+            run.prefetch = PullPrefetch(request: next, task: Task { try await transport.pull(next, token: await credentials.token) })
+        }
         var more: [String] = []
         var sentBack = false
         if configuration.lostServerHistory == .sendBack, reply.pages.contains(where: \.lostHistory) {

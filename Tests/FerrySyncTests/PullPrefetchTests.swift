@@ -1,0 +1,96 @@
+@testable import Ferry
+import FerryProtocol
+import FerryTestSupport
+import Foundation
+import GRDB
+import Testing
+
+/// While a pulled page applies, the next one is already asked for; the
+/// next pull takes that answer only if it asks the very same thing.
+@Suite(.postgresTurns) struct PullPrefetchTests {
+    let directory: TemporaryDirectory
+
+    init() throws {
+        directory = try TemporaryDirectory()
+    }
+
+    private static func page(_ scope: String, cursor: String, hasMore: Bool, reset: Bool = false) -> PullPage {
+        PullPage(scope: scope, changes: [], cursor: cursor, hasMore: hasMore, reset: reset, noticeCursor: "n-\(cursor)")
+    }
+
+    @Test func theNextRequestIsTheScopesWithMoreFromWhereTheirPagesEnd() throws {
+        var cursors = ScopeCursors()
+        cursors.previous["team:x"] = "old"
+        let request = PullRequest(clientID: "c", scopes: [cursors.request(for: "user:a"), cursors.request(for: "team:x")], limit: 5)
+        let reply = PullResponse(
+            lastAppliedMutationID: 0, pages: [Self.page("user:a", cursor: "a1", hasMore: false), Self.page("team:x", cursor: "x1", hasMore: true)])
+        let next = try #require(PullPrefetch.nextRequest(after: reply, of: request, cursors: cursors))
+        #expect(next == PullRequest(clientID: "c", scopes: [.init(scope: "team:x", cursor: "x1", notices: "n-x1")], limit: 5))
+    }
+
+    @Test func nothingIsAskedEarlyWhenNothingFollowsOrAScopeStartsOver() {
+        let request = PullRequest(clientID: "c", scopes: [.init(scope: "user:a")])
+        let done = PullResponse(lastAppliedMutationID: 0, pages: [Self.page("user:a", cursor: "a1", hasMore: false)])
+        #expect(PullPrefetch.nextRequest(after: done, of: request, cursors: ScopeCursors()) == nil)
+        let reset = PullResponse(lastAppliedMutationID: 0, pages: [Self.page("user:a", cursor: "a1", hasMore: true, reset: true)])
+        #expect(PullPrefetch.nextRequest(after: reset, of: request, cursors: ScopeCursors()) == nil)
+    }
+
+    /// 23 notes in pages of 5: every pull after the first is asked for
+    /// while the page before it is still being applied, none is sent twice,
+    /// and the device ends with every note.
+    @Test(arguments: StoreKind.available) func theNextPageIsAskedForWhileThisOneApplies(kind: StoreKind) async throws {
+        try await SyncServer.with(kind) { server in
+            let writer = try await Device.make("writer", user: "alice", server: server, directory: directory)
+            for index in 0..<23 { try writer.execute("INSERT INTO note(id, title) VALUES ('n\(index)', 'note \(index)')") }
+            try await writer.engine.sync()
+
+            let path = directory.path("reader.sqlite")
+            let notesWhenAsked = Locked<[Int]>([])
+            let reader = try await Device.make(
+                "reader", user: "alice", server: server, directory: directory, configure: { $0.pullPageSize = 5 },
+                transport: { inner in
+                    RecordingTransport(inner) {
+                        let count = (try? DatabaseQueue(path: path).read { try Int.fetchOne($0, sql: "SELECT count(*) FROM note") }) ?? nil
+                        notesWhenAsked.withLock { $0.append(count ?? 0) }
+                    }
+                })
+            let pullsBefore = try await server.metric("ferry_pulls_total")
+            try await reader.engine.sync()
+            let asked = notesWhenAsked.withLock { $0 }
+            #expect(try await server.metric("ferry_pulls_total") - pullsBefore == 5, "five pages, five pulls: none wasted")
+            #expect(asked.count == 5)
+            // Asked for page k before page k - 1 (5 notes each) was applied.
+            #expect(asked.enumerated().dropFirst().contains { index, notes in notes < 5 * index }, "\(asked)")
+            #expect(try reader.notes().count == 23)
+        }
+    }
+}
+
+/// Forwards everything, and calls `onPull` as each pull is asked for.
+private struct RecordingTransport: SyncTransport {
+    let inner: any SyncTransport
+    let onPull: @Sendable () -> Void
+
+    init(_ inner: any SyncTransport, onPull: @escaping @Sendable () -> Void) {
+        self.inner = inner
+        self.onPull = onPull
+    }
+
+    func push(_ request: PushRequest, token: String?) async throws -> PushResponse {
+        try await inner.push(request, token: token)
+    }
+
+    func pull(_ request: PullRequest, token: String?) async throws -> PullResponse {
+        onPull()
+        return try await inner.pull(request, token: token)
+    }
+
+    func row(scope: String, table: String, rowID: String, token: String?) async throws -> ServerRow? {
+        try await inner.row(scope: scope, table: table, rowID: rowID, token: token)
+    }
+
+    func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error> {
+        inner.live(scopes: scopes, token: token)
+    }
+}
