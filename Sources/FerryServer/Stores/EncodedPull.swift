@@ -204,19 +204,33 @@ struct WireValues: Equatable {
     var hlc: Int64?
 
     init?(cells: String) {
-        let bytes = Array(cells.utf8)
+        var cells = cells
+        // Over the string's own bytes (a stored column is native and contiguous): no copy, no generic compares.
+        guard let cut = cells.withUTF8({ Self.cut($0) }) else { return nil }
+        self = cut
+    }
+
+    private init(values: String, hlc: Int64?) {
+        self.values = values
+        self.hlc = hlc
+    }
+
+    private static let clientKey = Array(":{\"clientID\":".utf8)
+    private static let hlcKey = Array(",\"hlc\":".utf8)
+    private static let valueKey = Array(",\"value\":".utf8)
+    private static let versionKey = Array(",\"version\":".utf8)
+
+    private static func cut(_ bytes: UnsafeBufferPointer<UInt8>) -> WireValues? {
         guard bytes.first == UInt8(ascii: "{"), bytes.last == UInt8(ascii: "}") else { return nil }
         var out: [UInt8] = [UInt8(ascii: "{")]
         out.reserveCapacity(bytes.count)
         var index = 1
         var newest: Int64?
-        let clientKey = Array(":{\"clientID\":".utf8)
-        let hlcKey = Array(",\"hlc\":".utf8)
-        let valueKey = Array(",\"value\":".utf8)
-        let versionKey = Array(",\"version\":".utf8)
 
         func matches(_ key: [UInt8], at position: Int) -> Bool {
-            position + key.count <= bytes.count && bytes[position..<position + key.count].elementsEqual(key)
+            guard position + key.count <= bytes.count else { return false }
+            for offset in key.indices where bytes[position + offset] != key[offset] { return false }
+            return true
         }
         /// The end (exclusive) of the JSON string starting at `position`.
         func stringEnd(from position: Int) -> Int? {
@@ -231,6 +245,9 @@ struct WireValues: Equatable {
             }
             return nil
         }
+        func append(_ range: Range<Int>) {
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[range]))
+        }
 
         while index < bytes.count - 1 {
             if out.count > 1 {
@@ -241,30 +258,36 @@ struct WireValues: Equatable {
             guard let nameEnd = stringEnd(from: index), matches(clientKey, at: nameEnd),
                 let clientEnd = stringEnd(from: nameEnd + clientKey.count), matches(hlcKey, at: clientEnd)
             else { return nil }
-            out += bytes[index..<nameEnd]
+            append(index..<nameEnd)
             out.append(UInt8(ascii: ":"))
             var cursor = clientEnd + hlcKey.count
-            let stampStart = cursor
-            while cursor < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[cursor]) || bytes[cursor] == UInt8(ascii: "-") {
+            let negative = cursor < bytes.count && bytes[cursor] == UInt8(ascii: "-")
+            if negative { cursor += 1 }
+            let digitsStart = cursor
+            var magnitude: Int64 = 0
+            while cursor < bytes.count, bytes[cursor] &- UInt8(ascii: "0") < 10 {
+                let (times, overflow) = magnitude.multipliedReportingOverflow(by: 10)
+                let (sum, carry) = times.addingReportingOverflow(Int64(bytes[cursor] &- UInt8(ascii: "0")))
+                guard !overflow, !carry else { return nil }
+                magnitude = sum
                 cursor += 1
             }
-            guard let stamp = Int64(String(decoding: bytes[stampStart..<cursor], as: UTF8.self)), matches(valueKey, at: cursor) else {
-                return nil
-            }
+            guard cursor > digitsStart, matches(valueKey, at: cursor) else { return nil }
+            let stamp = negative ? -magnitude : magnitude
             newest = max(newest ?? stamp, stamp)
             let valueStart = cursor + valueKey.count
+            // The value ends where `,"version":` begins: look only at commas.
             var valueEnd = valueStart
-            while valueEnd < bytes.count, !matches(versionKey, at: valueEnd) { valueEnd += 1 }
+            while valueEnd < bytes.count, bytes[valueEnd] != UInt8(ascii: ",") || !matches(versionKey, at: valueEnd) { valueEnd += 1 }
             guard valueEnd > valueStart, valueEnd < bytes.count else { return nil }
-            out += bytes[valueStart..<valueEnd]
+            append(valueStart..<valueEnd)
             cursor = valueEnd + versionKey.count
-            while cursor < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[cursor]) { cursor += 1 }
+            while cursor < bytes.count, bytes[cursor] &- UInt8(ascii: "0") < 10 { cursor += 1 }
             guard cursor < bytes.count, bytes[cursor] == UInt8(ascii: "}") else { return nil }
             index = cursor + 1
         }
         guard index == bytes.count - 1 else { return nil }
         out.append(UInt8(ascii: "}"))
-        values = String(decoding: out, as: UTF8.self)
-        hlc = newest
+        return WireValues(values: String(decoding: out, as: UTF8.self), hlc: newest)
     }
 }
