@@ -37,8 +37,9 @@ struct AttachmentTransfer: Sendable {
     /// retried at the next sync), not thrown.
     func uploadPending(token: String?) async throws -> Report {
         let files = try database.attachments.files()
-        let pending = try await database.read { db in
-            try AttachmentRecord.fetchAll(
+        // One read for both: every sync, even one with nothing to upload, pays for it.
+        let (pending, pendingRecheck) = try await database.read { db in
+            let pending = try AttachmentRecord.fetchAll(
                 db,
                 sql: """
                     SELECT a.* FROM ferry_attachments a JOIN ferry_attachment_files f ON f.id = a.id
@@ -48,12 +49,11 @@ struct AttachmentTransfer: Sendable {
                     AttachmentFileRecord.State.localOnly, AttachmentFileRecord.State.uploading,
                     AttachmentFileRecord.State.failed,
                 ])
-        }
-        let pendingRecheck = try await database.read { db in
-            try Set(
+            let recheck = try Set(
                 String.fetchAll(
                     db, sql: "SELECT id FROM ferry_attachment_files WHERE reason = ?",
                     arguments: [AttachmentFileRecord.recheckReason]))
+            return (pending, recheck)
         }
         var report = Report()
         for record in pending {
