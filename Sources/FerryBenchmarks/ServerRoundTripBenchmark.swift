@@ -12,7 +12,8 @@ import NIOCore
 ///   which listens on `/v1/live`, against the floor of one loopback HTTP
 ///   round trip plus one SQLite commit, measured in the same run;
 /// - empty pulls per second against `GET /healthz` on the same server, both
-///   sent by the same HTTP client with the same concurrency.
+///   sent by the same HTTP client with the same concurrency; each pull is
+///   a caught-up device's (the cursors its first pull returned).
 public struct ServerRoundTripBenchmark: Sendable {
     public var liveEdits: Int
     public var loadSeconds = 4
