@@ -41,6 +41,21 @@ import Testing
         #expect(decoded == (try JSONDecoder().decode(PullResponse.self, from: data)))
         #expect(decoded.pages[0].changes[0].values["a"] == .integer(2))
 
+        // A key given twice (JSONDecoder keeps the first), a bare real past Double's range: JSONDecoder decides.
+        let twice = #"""
+            {"lastAppliedMutationID": 1, "pages": [{"scope": "s", "scope": "t", "changes": [{"table": "n", "rowID": "r",
+              "version": 1, "version": 2, "deleted": false, "values": {"a": 1, "a": 2}}], "cursor": "c", "hasMore": false, "reset": false}]}
+            """#
+        #expect(throws: (any Error).self) { try PullResponseReader.response(Data(twice.utf8)) }
+        #expect(try PullResponseReader.decode(PullResponse.self, from: Data(twice.utf8)) == JSONDecoder().decode(PullResponse.self, from: Data(twice.utf8)))
+        for real in ["1e400", "1e-400"] {
+            let body = Data(
+                #"{"lastAppliedMutationID": 1, "pages": [{"scope": "s", "changes": [{"table": "n", "rowID": "r", "version": 1, "deleted": false, "values": {"a": {"real": \#(real)}}}], "cursor": "c", "hasMore": false, "reset": false}]}"#
+                    .utf8)
+            #expect(throws: (any Error).self) { try JSONDecoder().decode(PullResponse.self, from: body) }
+            #expect(throws: (any Error).self) { try PullResponseReader.decode(PullResponse.self, from: body) }
+        }
+
         for broken in [#"{"lastAppliedMutationID": 1, "pages": [}"#, #"{"pages": []}"#, #"{"lastAppliedMutationID": 1, "pages": []} x"#] {
             #expect(throws: (any Error).self) { try PullResponseReader.decode(PullResponse.self, from: Data(broken.utf8)) }
         }

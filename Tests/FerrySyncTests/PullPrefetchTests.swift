@@ -67,12 +67,47 @@ import Testing
     }
 }
 
+extension PullPrefetchTests {
+    /// A sync cancelled while its next pull waits on a prefetched answer
+    /// ends at once: the cancellation reaches the prefetch.
+    @Test func cancellingASyncCancelsItsPrefetch() async throws {
+        try await SyncServer.with(.sqlite) { server in
+            let writer = try await Device.make("writer", user: "alice", server: server, directory: directory)
+            for index in 0..<12 { try writer.execute("INSERT INTO note(id, title) VALUES ('n\(index)', 'note \(index)')") }
+            try await writer.engine.sync()
+            let pulls = Locked(0)
+            let (waiting, waitingSignal) = AsyncStream.makeStream(of: Void.self)
+            let reader = try await Device.make(
+                "reader", user: "alice", server: server, directory: directory, configure: { $0.pullPageSize = 5 },
+                transport: { inner in
+                    RecordingTransport(inner) {
+                        // The second pull, the prefetch, hangs as a stalled network would.
+                        guard
+                            pulls.withLock({
+                                $0 += 1; return $0
+                            }) == 2
+                        else { return }
+                        waitingSignal.yield()
+                        try await Task.sleep(for: .seconds(30))
+                    }
+                })
+            let sync = Task { try await reader.engine.sync() }
+            for await _ in waiting { break }
+            try await Task.sleep(for: .milliseconds(200))
+            let cancelled = ContinuousClock.now
+            sync.cancel()
+            _ = try? await sync.value
+            #expect(ContinuousClock.now - cancelled < .seconds(5), "the sync ended without waiting out the stalled pull")
+        }
+    }
+}
+
 /// Forwards everything, and calls `onPull` as each pull is asked for.
 private struct RecordingTransport: SyncTransport {
     let inner: any SyncTransport
-    let onPull: @Sendable () -> Void
+    let onPull: @Sendable () async throws -> Void
 
-    init(_ inner: any SyncTransport, onPull: @escaping @Sendable () -> Void) {
+    init(_ inner: any SyncTransport, onPull: @escaping @Sendable () async throws -> Void) {
         self.inner = inner
         self.onPull = onPull
     }
@@ -82,7 +117,7 @@ private struct RecordingTransport: SyncTransport {
     }
 
     func pull(_ request: PullRequest, token: String?) async throws -> PullResponse {
-        onPull()
+        try await onPull()
         return try await inner.pull(request, token: token)
     }
 

@@ -7,8 +7,8 @@ import Foundation
 /// It reads what `JSONDecoder` reads from every answer a Ferry server
 /// writes (checked against it), and skips keys it does not know. It is
 /// strict where `JSONDecoder` would have to judge: anything unusual (a
-/// number with a fraction where an integer goes, escapes in a key, invalid
-/// UTF-8, malformed JSON) throws, and ``decode(_:from:)`` then hands the body
+/// number with a fraction where an integer goes, a bare number as a real, a
+/// key given twice, invalid UTF-8, malformed JSON) throws, and ``decode(_:from:)`` then hands the body
 /// to `JSONDecoder`, which accepts it or says precisely why not. Notices,
 /// rare and nested, are read by `JSONDecoder` from their own bytes.
 ///
@@ -66,9 +66,10 @@ struct JSONScanner {
     mutating func pullResponse() throws -> PullResponse {
         var lastApplied: Int64?
         var pages: [PullPage]?
+        var seen = Set<String>()
         if try beginObject() {
             repeat {
-                switch try key() {
+                switch try key(once: &seen) {
                 case "lastAppliedMutationID": lastApplied = try int64()
                 case "pages":
                     var read: [PullPage] = []
@@ -88,9 +89,10 @@ struct JSONScanner {
         var scope: String?, cursor: String?, hasMore: Bool?, reset: Bool?
         var changes: [RowChange]?
         var page = PullPage(scope: "", changes: [], cursor: "", hasMore: false, reset: false)
+        var seen = Set<String>()
         if try beginObject() {
             repeat {
-                switch try key() {
+                switch try key(once: &seen) {
                 case "scope": scope = try string()
                 case "cursor": cursor = try string()
                 case "hasMore": hasMore = try bool()
@@ -144,20 +146,40 @@ struct JSONScanner {
         var table: String?, rowID: String?, version: Int64?, deleted: Bool?
         var values: [String: ColumnValue]?
         var hlc: HLCTimestamp?
+        // The keys read so far, one bit each: a row is the hot path, so no set per row.
+        var seen: UInt8 = 0
+        func once(_ bit: UInt8) throws {
+            guard seen & bit == 0 else { throw failure("a key given twice") }
+            seen |= bit
+        }
         if try beginObject() {
             repeat {
                 switch try key() {
-                case "table": table = try string()
-                case "rowID": rowID = try string()
-                case "version": version = try int64()
-                case "deleted": deleted = try bool()
-                case "hlc": hlc = try nullable { HLCTimestamp(rawValue: try $0.int64()) }
+                case "table":
+                    try once(1)
+                    table = try string()
+                case "rowID":
+                    try once(2)
+                    rowID = try string()
+                case "version":
+                    try once(4)
+                    version = try int64()
+                case "deleted":
+                    try once(8)
+                    deleted = try bool()
+                case "hlc":
+                    try once(16)
+                    hlc = try nullable { HLCTimestamp(rawValue: try $0.int64()) }
                 case "values":
+                    try once(32)
                     var read: [String: ColumnValue] = [:]
                     if try beginObject() {
                         repeat {
                             let column = try key()
-                            read[column] = try columnValue()
+                            // `JSONDecoder` keeps the first of a key given twice: decline, and let it.
+                            guard read.updateValue(try columnValue(), forKey: column) == nil else {
+                                throw failure("a column given twice")
+                            }
                         } while try nextMember()
                     }
                     values = read
@@ -188,8 +210,8 @@ struct JSONScanner {
                     guard let real = Double(try string()), !real.isNaN else { throw failure("not a real number") }
                     value = .real(real)
                 } else {
-                    guard let real = Double(try numberText()) else { throw failure("not a real number") }
-                    value = .real(real)
+                    // Ferry writes reals as strings; a bare number's range rules are `JSONDecoder`'s to apply.
+                    throw failure("a bare number as a real")
                 }
             case "blob":
                 guard let data = Data(base64Encoded: try string()) else { throw failure("blob is not valid base64") }
@@ -220,6 +242,14 @@ struct JSONScanner {
             return false
         }
         return true
+    }
+
+    /// Reads a member's key and its colon, declining a key read before in
+    /// the same object (`JSONDecoder` keeps the first; this reader would keep the last).
+    mutating func key(once seen: inout Set<String>) throws -> String {
+        let key = try key()
+        guard seen.insert(key).inserted else { throw failure("the key \(key) given twice") }
+        return key
     }
 
     /// Reads a member's key and its colon.

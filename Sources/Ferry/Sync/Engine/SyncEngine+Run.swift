@@ -273,7 +273,14 @@ extension SyncEngine {
         let prefetched = run.takePrefetch(for: request)
         do {
             reply = try await timed(&run.summary.waitingForServer) {
-                if let prefetched { return try await prefetched.value }
+                if let prefetched {
+                    // Taken from the run, so the sync's own cancellation must reach it here.
+                    return try await withTaskCancellationHandler {
+                        try await prefetched.value
+                    } onCancel: {
+                        prefetched.cancel()
+                    }
+                }
                 return try await transport.pull(request, token: credentials.token)
             }
         } catch {
