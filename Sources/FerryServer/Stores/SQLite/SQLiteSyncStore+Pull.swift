@@ -8,7 +8,7 @@ extension SQLiteSyncStore {
     /// is the end every page can reach.
     ///
     /// A pull whose every scope is quiet after its cursors (nothing written
-    /// there since) is answered from ``LastChanges`` alone, without the
+    /// there since) is answered from `LastChanges` alone, without the
     /// read; the rest read the file, and teach the client's last applied id.
     public func pullEncoded(_ request: PullRequest, userID: String, limit: Int, notices: Bool) async throws -> EncodedPullResponse {
         if let answer = quietAnswer(request, userID: userID, limit: limit) { return answer }
