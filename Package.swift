@@ -224,6 +224,7 @@ let package = Package(
             name: "FerryProtocolTests",
             dependencies: [
                 "FerryProtocol",
+                "FerryTesting",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
@@ -231,6 +232,7 @@ let package = Package(
             name: "FerryServerTests",
             dependencies: [
                 "FerryServer",
+                "FerryTesting",
                 "FerryPostgres",
                 "FerryTestSupport",
                 "ferry-server",

@@ -1,4 +1,5 @@
 import FerryProtocol
+import FerryTesting
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
     /// astral scalars, integers at their limits, reals at theirs, blobs),
     /// notices and optional fields, written compact and pretty.
     @Test(arguments: [1, 2, 3, 4] as [UInt64]) func itReadsWhatJSONDecoderReads(seed: UInt64) throws {
-        var random = Seeded(seed)
+        var random = SplitMix64(seed: seed)
         for _ in 0..<30 {
             let response = PullResponse(
                 lastAppliedMutationID: Int64(bitPattern: random.next()),
@@ -61,7 +62,7 @@ import Testing
         }
     }
 
-    private static func page(_ random: inout Seeded) -> PullPage {
+    private static func page(_ random: inout SplitMix64) -> PullPage {
         let notices =
             random.next() % 4 == 0
             ? [
@@ -77,7 +78,7 @@ import Testing
             estimatedRows: random.next() % 2 == 0 ? Int(random.next() % 1_000_000) : nil, after: random.next() % 2 == 0 ? text(&random) : nil)
     }
 
-    private static func row(_ random: inout Seeded) -> RowChange {
+    private static func row(_ random: inout SplitMix64) -> RowChange {
         var values: [String: ColumnValue] = [:]
         for _ in 0..<Int(random.next() % 5) { values[text(&random)] = value(&random) }
         return RowChange(
@@ -85,7 +86,7 @@ import Testing
             values: values, hlc: random.next() % 3 == 0 ? nil : HLCTimestamp(rawValue: Int64(bitPattern: random.next())))
     }
 
-    private static func value(_ random: inout Seeded) -> ColumnValue {
+    private static func value(_ random: inout SplitMix64) -> ColumnValue {
         switch random.next() % 9 {
         case 0: .null
         case 1: .integer([Int64.min, Int64.max, 0, -1][Int(random.next() % 4)])
@@ -98,23 +99,10 @@ import Testing
     }
 
     /// Up to 24 characters drawn from ASCII, JSON's escapes, control characters, and wider scalars.
-    private static func text(_ random: inout Seeded) -> String {
+    private static func text(_ random: inout SplitMix64) -> String {
         let pool: [Unicode.Scalar] = ["a", "Z", "0", " ", "\"", "\\", "/", "\n", "\r", "\t", "\u{0}", "\u{1F}", "\u{7F}", "é", "€", "\u{FFFF}", "😀", "\u{10FFFF}"]
         var scalars = String.UnicodeScalarView()
         for _ in 0..<Int(random.next() % 25) { scalars.append(pool[Int(random.next() % UInt64(pool.count))]) }
         return String(scalars)
-    }
-}
-
-/// SplitMix64, so a failing seed replays.
-private struct Seeded {
-    private var state: UInt64
-    init(_ seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

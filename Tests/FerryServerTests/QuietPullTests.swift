@@ -1,6 +1,7 @@
 @testable import FerryServer
 import FerryProtocol
 import FerryTestSupport
+import FerryTesting
 import Foundation
 import Testing
 
@@ -15,7 +16,7 @@ import Testing
     @Test(arguments: [1, 2, 3] as [UInt64]) func anAnswerFromMemoryIsTheFilesAnswer(seed: UInt64) async throws {
         let directory = try TemporaryDirectory()
         let store = try SQLiteSyncStore(directory: directory.url)
-        var random = SeededRandom(seed: seed)
+        var random = SplitMix64(seed: seed)
         var devices = [
             Device(userID: "alice", clientID: "a1", scopes: ["user:alice", "team:x"]),
             Device(userID: "alice", clientID: "a2", scopes: ["user:alice", "team:x"]),
@@ -174,7 +175,7 @@ private struct Device {
 
     /// One or two edits on five rows of one of its scopes, on the versions
     /// it last saw; or, now and then, the settlement of the notices it has.
-    mutating func push(_ random: inout SeededRandom) -> PushRequest {
+    mutating func push(_ random: inout SplitMix64) -> PushRequest {
         if !unsettled.isEmpty, random.next() % 2 == 0 {
             defer { unsettled = [] }
             return PushRequest(clientID: clientID, mutations: [], settled: unsettled)
@@ -203,20 +204,5 @@ private struct Device {
             cursors[page.scope] = page.cursor
             noticeCursors[page.scope] = page.noticeCursor
         }
-    }
-}
-
-/// A small seeded generator (SplitMix64), so a failing seed replays.
-private struct SeededRandom {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
