@@ -69,6 +69,52 @@ import FerryTestSupport
         }
     }
 
+    /// A push applied as sent leaves the server's row as the writer holds
+    /// it, so the writer's next edit is based on that version (the server
+    /// then reads only the history after it); a push merged with another
+    /// writer's values is not, so a later edit still meets them.
+    @Test(arguments: StoreKind.available)
+    func anEditAppliedAsSentIsTheBaseOfTheNext(kind: StoreKind) async throws {
+        try await SyncServer.with(kind) { server in
+            let writer = try await Device.make("writer", user: "alice", server: server, directory: directory)
+            let other = try await Device.make("other", user: "alice", server: server, directory: directory)
+            try writer.execute("INSERT INTO note(id, title, body) VALUES ('n1', 'first', 'b')")
+            try await writer.engine.sync()
+            func known(_ device: Device) throws -> Int64? {
+                try device.database.writer.read { db in try KnownVersions.version(table: "note", rowID: "n1", db) }
+            }
+            func nextBase(_ device: Device) throws -> Int64? {
+                try device.database.outbox.pendingMutations().first { $0.rowID == "n1" }?.baseVersion
+            }
+            let pulled = try #require(try known(writer))
+
+            try writer.execute("UPDATE note SET title = 'second' WHERE id = 'n1'")
+            #expect(try nextBase(writer) == pulled)
+            _ = try await writer.engine.push()
+            try await other.engine.sync()
+            let applied = try #require(try known(other), "the other device pulled the writer's version")
+            #expect(applied > pulled)
+            #expect(try known(writer) == applied)
+            try writer.execute("UPDATE note SET title = 'third' WHERE id = 'n1'")
+            #expect(try nextBase(writer) == applied)
+            _ = try await writer.engine.push()
+
+            // The other device changes the body; the writer's next push merges with it, unseen.
+            try other.execute("UPDATE note SET body = 'from other' WHERE id = 'n1'")
+            try await other.engine.sync()
+            let beforeMerge = try #require(try known(writer))
+            try writer.execute("UPDATE note SET title = 'fourth' WHERE id = 'n1'")
+            let merged = try await writer.engine.push()
+            #expect(merged.pushed == 1 && merged.conflicts == 0)
+            #expect(try known(writer) == beforeMerge, "a merged push brought values the writer has not seen")
+            // So an edit of the body made before the writer pulls still meets the other's.
+            try writer.execute("UPDATE note SET body = 'from writer' WHERE id = 'n1'")
+            #expect(try nextBase(writer) == beforeMerge)
+            let late = try await writer.engine.push()
+            #expect(late.conflicts == 1)
+        }
+    }
+
     /// The background loop: a local write while the stream is open is
     /// pushed without a pull; its own live page comes back instead.
     @Test(arguments: StoreKind.available)

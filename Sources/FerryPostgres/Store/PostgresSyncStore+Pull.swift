@@ -106,7 +106,7 @@ extension PostgresSyncStore {
         let logger = self.logger
         let key = RowKey(scope: scope, table: table, rowID: rowID)
         return try await transaction(.snapshot) { connection, _ in
-            try await Self.loadRows(connection, [key], logger: logger)[key]?.serverRow
+            try await Self.loadRows(connection, [key], needs: HistoryNeeds([]), logger: logger)[key]?.serverRow
         }
     }
 

@@ -18,7 +18,7 @@ extension PostgresSyncStore {
             let lastApplied = try await Self.lastMutationID(connection, userID: userID, clientID: request.clientID, logger: logger)
             let fresh = request.mutations.filter { $0.mutationID > lastApplied }
             let keys = Set(fresh.map { RowKey(scope: $0.scope, table: $0.table, rowID: $0.rowID) })
-            let rows = try await Self.loadRows(connection, keys, logger: logger)
+            let rows = try await Self.loadRows(connection, keys, needs: HistoryNeeds(fresh), logger: logger)
             let horizon = try await Self.one(connection, "SELECT horizon_version FROM ferry_meta", as: Int64.self, logger: logger) ?? 0
             // Taken after the snapshot, so larger than every version it can see.
             var allocated: [Int64] = []
@@ -176,31 +176,57 @@ extension PostgresSyncStore {
         return recorded
     }
 
-    /// The current state of `keys`, with their history, in two queries.
-    static func loadRows(_ connection: PostgresConnection, _ keys: Set<RowKey>, logger: Logger) async throws -> [RowKey: StoredRow] {
+    /// The current state of `keys`, with the history a push can read of
+    /// each (``HistoryNeeds``): per column, the newest value at or before
+    /// the row's oldest base and every later one; all of it for a deleted
+    /// row. Two queries, three when some rows are deleted and some not.
+    static func loadRows(
+        _ connection: PostgresConnection, _ keys: Set<RowKey>, needs: HistoryNeeds, logger: Logger
+    ) async throws -> [RowKey: StoredRow] {
         guard !keys.isEmpty else { return [:] }
-        let sorted = keys.sorted()
-        let scopes = sorted.map(\.scope), tables = sorted.map(\.table), rowIDs = sorted.map(\.rowID)
         var rows: [RowKey: StoredRow] = [:]
-        for try await (scope, table, rowID, version, deleted, clientID, cells) in try await connection.query(rowsQuery(sorted), logger: logger)
+        for try await (scope, table, rowID, version, deleted, clientID, cells) in try await connection.query(rowsQuery(keys.sorted()), logger: logger)
             .decode((String, String, String, Int64, Bool, String, String).self)
         {
             rows[RowKey(scope: scope, table: table, rowID: rowID)] = StoredRow(
                 version: version, deleted: deleted, cells: try StoreCoding.cells(cells), clientID: clientID
             )
         }
-        guard !rows.isEmpty else { return rows }
-        let historyQuery: PostgresQuery = """
-            SELECT h.scope, h.tbl, h.row_id, h.col, h.version, h.value
-            FROM unnest(\(scopes)::text[], \(tables)::text[], \(rowIDs)::text[]) AS k(scope, tbl, row_id)
-            JOIN ferry_history h ON h.scope = k.scope AND h.tbl = k.tbl AND h.row_id = k.row_id
-            ORDER BY h.version
-            """
-        for try await (scope, table, rowID, column, version, value) in try await connection.query(historyQuery, logger: logger)
-            .decode((String, String, String, String, Int64, String).self)
-        {
-            let key = RowKey(scope: scope, table: table, rowID: rowID)
-            rows[key]?.history.append(HistoricValue(column: column, version: version, value: try StoreCoding.decode(ColumnValue.self, from: value)))
+        let loaded = rows.keys.sorted()
+        let deleted = loaded.filter { rows[$0]!.deleted }
+        let columns = loaded.filter { !rows[$0]!.deleted }.flatMap { key in
+            rows[key]!.cells.keys.sorted().map { (key, $0, needs.oldestBase(of: key)) }
+        }
+        var queries: [PostgresQuery] = []
+        if !columns.isEmpty {
+            queries.append(
+                """
+                SELECT h.scope, h.tbl, h.row_id, h.col, h.version, h.value
+                FROM unnest(\(columns.map(\.0.scope))::text[], \(columns.map(\.0.table))::text[], \(columns.map(\.0.rowID))::text[],
+                    \(columns.map(\.1))::text[], \(columns.map(\.2))::bigint[]) AS k(scope, tbl, row_id, col, oldest)
+                JOIN ferry_history h ON h.scope = k.scope AND h.tbl = k.tbl AND h.row_id = k.row_id AND h.col = k.col
+                AND h.version >= coalesce((
+                    SELECT max(o.version) FROM ferry_history o
+                    WHERE o.scope = k.scope AND o.tbl = k.tbl AND o.row_id = k.row_id AND o.col = k.col AND o.version <= k.oldest), 0)
+                ORDER BY h.version
+                """)
+        }
+        if !deleted.isEmpty {
+            queries.append(
+                """
+                SELECT h.scope, h.tbl, h.row_id, h.col, h.version, h.value
+                FROM unnest(\(deleted.map(\.scope))::text[], \(deleted.map(\.table))::text[], \(deleted.map(\.rowID))::text[]) AS k(scope, tbl, row_id)
+                JOIN ferry_history h ON h.scope = k.scope AND h.tbl = k.tbl AND h.row_id = k.row_id
+                ORDER BY h.version
+                """)
+        }
+        for query in queries {
+            for try await (scope, table, rowID, column, version, value) in try await connection.query(query, logger: logger)
+                .decode((String, String, String, String, Int64, String).self)
+            {
+                let key = RowKey(scope: scope, table: table, rowID: rowID)
+                rows[key]?.history.append(HistoricValue(column: column, version: version, value: try StoreCoding.decode(ColumnValue.self, from: value)))
+            }
         }
         return rows
     }

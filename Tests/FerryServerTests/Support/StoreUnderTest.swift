@@ -96,14 +96,17 @@ struct StoreUnderTest: Sendable {
         return lines.joined(separator: "\n")
     }
 
-    /// A row as the store holds it.
-    func row(_ key: RowKey) async throws -> StoredRow? {
+    /// A row as the store holds it, with the history a push whose oldest
+    /// base for it is `oldestBase` loads (``HistoryNeeds``): by default all
+    /// of it.
+    func row(_ key: RowKey, oldestBase: Int64 = 0) async throws -> StoredRow? {
         if let sqlite {
-            return try await sqlite.pool.read { db in try SQLiteSyncStore.loadRow(db, key) }
+            return try await sqlite.pool.read { db in try SQLiteSyncStore.loadRow(db, key, oldestBase: oldestBase) }
         }
         let postgres = store as! PostgresSyncStore
         return try await postgres.client.withConnection { connection in
-            try await PostgresSyncStore.loadRows(connection, [key], logger: postgres.logger)[key]
+            try await PostgresSyncStore.loadRows(
+                connection, [key], needs: HistoryNeeds(oldestBases: [key: oldestBase]), logger: postgres.logger)[key]
         }
     }
 

@@ -41,12 +41,18 @@ struct PushRecorder {
             let byID = Dictionary(batch.compactMap { m in m.mutationID.map { ($0, m) } }, uniquingKeysWith: { a, _ in a })
             // Plain acknowledgements settle together, in one statement.
             var acknowledged: [Int64] = []
+            // A mutation applied as sent left the server's row as this device holds it: its next edit is based
+            // on that version (a merged one brought other writers' values this device has not seen yet).
+            var seen: [(RowKey, Int64, Int64?)] = []
             for result in response.results {
                 guard let mutation = byID[result.mutationID] else { continue }
                 switch result.status {
                 case .applied, .merged:
                     acknowledged += mutation.entrySeqs
                     report.acknowledged += 1
+                    if result.status == .applied, result.conflicts.isEmpty, let version = result.version {
+                        seen.append((RowKey(table: mutation.table, rowID: mutation.rowID), version, mutation.hlc.rawValue))
+                    }
                 case .conflict:
                     try Outbox.settle(mutation.entrySeqs, state: .acknowledged, reason: nil, now: now, in: db)
                     report.acknowledged += 1
@@ -68,6 +74,9 @@ struct PushRecorder {
             }
             if !acknowledged.isEmpty {
                 try Outbox.settle(acknowledged, state: .acknowledged, reason: nil, now: now, in: db)
+            }
+            for start in stride(from: 0, to: seen.count, by: 250) {
+                try KnownVersions.remember(seen[start..<min(start + 250, seen.count)], db)
             }
             return report
         }

@@ -11,9 +11,11 @@ extension SQLiteSyncStore {
             try PullStart.checkHistory(seen: request.seen, codec: cursors, end: ChangePosition(major: try Self.meta(db, "version")))
             let lastApplied = try Self.lastMutationID(db, userID: userID, clientID: request.clientID)
             var rows: [RowKey: StoredRow] = [:]
-            for mutation in request.mutations where mutation.mutationID > lastApplied {
+            let fresh = request.mutations.filter { $0.mutationID > lastApplied }
+            let needs = HistoryNeeds(fresh)
+            for mutation in fresh {
                 let key = RowKey(scope: mutation.scope, table: mutation.table, rowID: mutation.rowID)
-                if rows[key] == nil, let row = try Self.loadRow(db, key) {
+                if rows[key] == nil, let row = try Self.loadRow(db, key, oldestBase: needs.oldestBase(of: key)) {
                     rows[key] = row
                 }
             }
@@ -198,30 +200,47 @@ extension SQLiteSyncStore {
         return recorded
     }
 
-    static func loadRow(_ db: Database, _ key: RowKey) throws -> StoredRow? {
+    /// The row at `key`, with the history a push whose oldest base for it is
+    /// `oldestBase` can read (``HistoryNeeds``): per column, the newest value
+    /// at or before that base and every later one, an index seek each; all
+    /// of it for a deleted row.
+    static func loadRow(_ db: Database, _ key: RowKey, oldestBase: Int64 = .max) throws -> StoredRow? {
         guard
             let row = try Row.fetchOne(
                 db.cachedStatement(sql: "SELECT version, deleted, client_id, cells FROM rows WHERE scope = ? AND tbl = ? AND row_id = ?"),
                 arguments: [key.scope, key.table, key.rowID]
             )
         else { return nil }
+        let deleted: Bool = row["deleted"]
+        let cells = try StoreCoding.cells(row["cells"])
+        let entries: [Row]
+        if deleted {
+            entries = try Row.fetchAll(
+                db.cachedStatement(sql: "SELECT col, version, value FROM history WHERE scope = ? AND tbl = ? AND row_id = ? ORDER BY version"),
+                arguments: [key.scope, key.table, key.rowID])
+        } else if cells.isEmpty {
+            entries = []
+        } else {
+            entries = try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT h.col, h.version, h.value FROM json_each(?4) c
+                        JOIN history h ON h.scope = ?1 AND h.tbl = ?2 AND h.row_id = ?3 AND h.col = c.value
+                        AND h.version >= coalesce((
+                            SELECT max(o.version) FROM history o
+                            WHERE o.scope = ?1 AND o.tbl = ?2 AND o.row_id = ?3 AND o.col = c.value AND o.version <= ?5), 0)
+                        ORDER BY h.version
+                        """),
+                arguments: [key.scope, key.table, key.rowID, try StoreCoding.json(cells.keys.sorted()), oldestBase])
+        }
         let decoder = JSONDecoder()
-        let history = try Row.fetchAll(
-            db.cachedStatement(sql: "SELECT col, version, value FROM history WHERE scope = ? AND tbl = ? AND row_id = ? ORDER BY version"),
-            arguments: [key.scope, key.table, key.rowID]
-        ).map { entry in
+        let history = try entries.map { entry in
             HistoricValue(
                 column: entry["col"],
                 version: entry["version"],
                 value: try decoder.decode(ColumnValue.self, from: Data((entry["value"] as String).utf8))
             )
         }
-        return StoredRow(
-            version: row["version"],
-            deleted: row["deleted"],
-            cells: try StoreCoding.cells(row["cells"]),
-            clientID: row["client_id"],
-            history: history
-        )
+        return StoredRow(version: row["version"], deleted: deleted, cells: cells, clientID: row["client_id"], history: history)
     }
 }
