@@ -110,6 +110,27 @@ import Testing
         #expect(store.quietAnswer(again, userID: "alice", limit: 10)?.lastAppliedMutationID == 2, "learned from the read")
         try await store.close()
     }
+
+    /// The push route checks write access for the mutations past a client's
+    /// last applied id: answered from memory when a commit or a read taught
+    /// it, else from the file, and the same either way.
+    @Test func theLastAppliedIdAPushIsCheckedAgainstIsTheFilesFromMemoryOrNot() async throws {
+        let directory = try TemporaryDirectory()
+        var store = try SQLiteSyncStore(directory: directory.url)
+        #expect(try await store.lastAppliedMutationID(userID: "alice", clientID: "a1") == 0)
+        _ = try await store.push(
+            PushRequest(clientID: "a1", mutations: [Mutations.upsert(1, ["t": "a"]), Mutations.upsert(2, row: "r2", ["t": "b"])]),
+            userID: "alice", rules: PushRules())
+        #expect(store.known.withLock { $0.lastApplied(by: .init(userID: "alice", clientID: "a1")) } == 2)
+        #expect(try await store.lastAppliedMutationID(userID: "alice", clientID: "a1") == 2)
+        #expect(try await store.lastAppliedMutationID(userID: "bob", clientID: "a1") == 0, "another user's client is another client")
+        try await store.close()
+
+        store = try SQLiteSyncStore(directory: directory.url)
+        #expect(store.known.withLock { $0.lastApplied(by: .init(userID: "alice", clientID: "a1")) } == nil)
+        #expect(try await store.lastAppliedMutationID(userID: "alice", clientID: "a1") == 2, "read from the file")
+        try await store.close()
+    }
 }
 
 extension QuietPullTests {

@@ -2,6 +2,7 @@
 import FerryProtocol
 import Foundation
 import GRDB
+import Synchronization
 import Testing
 import FerryTestSupport
 
@@ -115,6 +116,36 @@ import FerryTestSupport
         }
     }
 
+    /// A push reads the scope's cursor with its batch (the server checks it
+    /// for lost history), and an edit written while a push is in flight
+    /// goes in the same sync: the push after it is skipped only when the
+    /// reply left nothing pending.
+    @Test(arguments: StoreKind.available)
+    func anEditWrittenDuringAPushGoesInTheSameSync(kind: StoreKind) async throws {
+        try await SyncServer.with(kind) { server in
+            let hook = PushHook()
+            let writer = try await Device.make(
+                "writer", user: "alice", server: server, directory: directory, transport: { HookedTransport(inner: $0, hook: hook) })
+            try writer.execute("INSERT INTO note(id, title, body) VALUES ('n1', 'first', 'b')")
+            try await writer.engine.sync()
+            let cursor = try #require(try await writer.database.writer.read { db in try ScopeCursorRecord.find("user:alice", db).cursor })
+
+            hook.arm(writer.database)
+            try writer.execute("UPDATE note SET title = 'second' WHERE id = 'n1'")
+            let summary = try await writer.engine.push()
+            #expect(summary.pushed == 2, "the edit typed during the push went too")
+            #expect(writer.engine.status.pendingCount == 0)
+            // The first sync's identity check and push, then the two pushes of this one.
+            let pushes = hook.requests.filter { !$0.mutations.isEmpty }
+            #expect(pushes.count == 3)
+            #expect(pushes.dropFirst().allSatisfy { $0.seen == PushRequest.Seen(scope: "user:alice", cursor: cursor) })
+
+            let reader = try await Device.make("reader", user: "alice", server: server, directory: directory)
+            try await reader.engine.sync()
+            #expect(try reader.note("n1") == Note(title: "second", body: "typed meanwhile", counter: 0))
+        }
+    }
+
     /// The background loop: a local write while the stream is open is
     /// pushed without a pull; its own live page comes back instead.
     @Test(arguments: StoreKind.available)
@@ -147,5 +178,51 @@ import FerryTestSupport
             try await fresh.engine.sync()
             #expect(try fresh.notes() == writer.notes())
         }
+    }
+}
+
+/// Keeps every push request, and once armed writes an edit on the device
+/// before the next push reaches the server: a user typing while a push is
+/// in flight.
+private final class PushHook: Sendable {
+    private let state = Mutex<(armed: FerryDatabase?, requests: [PushRequest])>((nil, []))
+
+    func arm(_ database: FerryDatabase) {
+        state.withLock { $0.armed = database }
+    }
+
+    var requests: [PushRequest] {
+        state.withLock { $0.requests }
+    }
+
+    func willPush(_ request: PushRequest) async throws {
+        let armed = state.withLock { state in
+            state.requests.append(request)
+            defer { state.armed = nil }
+            return state.armed
+        }
+        try await armed?.write { db in try db.execute(sql: "UPDATE note SET body = 'typed meanwhile' WHERE id = 'n1'") }
+    }
+}
+
+private struct HookedTransport: SyncTransport {
+    let inner: any SyncTransport
+    let hook: PushHook
+
+    func push(_ request: PushRequest, token: String?) async throws -> PushResponse {
+        try await hook.willPush(request)
+        return try await inner.push(request, token: token)
+    }
+
+    func pull(_ request: PullRequest, token: String?) async throws -> PullResponse {
+        try await inner.pull(request, token: token)
+    }
+
+    func row(scope: String, table: String, rowID: String, token: String?) async throws -> ServerRow? {
+        try await inner.row(scope: scope, table: table, rowID: rowID, token: token)
+    }
+
+    func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error> {
+        inner.live(scopes: scopes, token: token)
     }
 }

@@ -23,14 +23,15 @@ enum FerryMeta {
     }
 
     static func value<T: DatabaseValueConvertible>(_ key: Key, in db: Database) throws -> T? {
-        try T.fetchOne(db, sql: "SELECT value FROM ferry_meta WHERE key = ?", arguments: [key.rawValue])
+        try T.fetchOne(db.cachedStatement(sql: "SELECT value FROM ferry_meta WHERE key = ?"), arguments: [key.rawValue])
     }
 
     static func setValue(_ value: (any DatabaseValueConvertible)?, for key: Key, in db: Database) throws {
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 INSERT INTO ferry_meta(key, value) VALUES (?, ?)
                 ON CONFLICT(key) DO UPDATE SET value = excluded.value
-                """, arguments: [key.rawValue, value])
+                """
+        ).execute(arguments: [key.rawValue, value])
     }
 }

@@ -40,18 +40,18 @@ struct AttachmentTransfer: Sendable {
         // One read for both: every sync, even one with nothing to upload, pays for it.
         let (pending, pendingRecheck) = try await database.read { db in
             let pending = try AttachmentRecord.fetchAll(
-                db,
-                sql: """
-                    SELECT a.* FROM ferry_attachments a JOIN ferry_attachment_files f ON f.id = a.id
-                    WHERE f.state IN (?, ?, ?) ORDER BY a.created_at
-                    """,
+                db.cachedStatement(
+                    sql: """
+                        SELECT a.* FROM ferry_attachments a JOIN ferry_attachment_files f ON f.id = a.id
+                        WHERE f.state IN (?, ?, ?) ORDER BY a.created_at
+                        """),
                 arguments: [
                     AttachmentFileRecord.State.localOnly, AttachmentFileRecord.State.uploading,
                     AttachmentFileRecord.State.failed,
                 ])
             let recheck = try Set(
                 String.fetchAll(
-                    db, sql: "SELECT id FROM ferry_attachment_files WHERE reason = ?",
+                    db.cachedStatement(sql: "SELECT id FROM ferry_attachment_files WHERE reason = ?"),
                     arguments: [AttachmentFileRecord.recheckReason]))
             return (pending, recheck)
         }

@@ -20,6 +20,14 @@ struct SyncRun {
     let applier: PageApplier
     /// The next page, asked for while this one applies (``PullPrefetch``).
     var prefetch: PullPrefetch?
+    /// The push just recorded left nothing to push: the push the machine
+    /// asks for next takes no batch (an empty write transaction saved on
+    /// every push-only sync). Good for that one action only.
+    var drained = false
+    /// The cursors are still to be read: by the push that follows the
+    /// schema check, with its batch (one transaction fewer before the
+    /// first byte goes out), or before any other step.
+    var cursorsDue = false
 
     /// The event for a failed step, remembering the error.
     mutating func failure(_ error: any Error) -> SyncFailure {
@@ -76,6 +84,14 @@ extension SyncEngine {
         while true {
             try Task.checkCancellation()
             if case .pull = action {} else { run.dropPrefetch() }
+            if case .push = action {
+            } else {
+                run.drained = false
+                if run.cursorsDue {
+                    run.cursors = try await ScopeCursors.load(database)
+                    run.cursorsDue = false
+                }
+            }
             let event: SyncStateMachine.Event
             switch action {
             case .checkIdentity: event = await checkIdentity(&run)
@@ -149,17 +165,27 @@ extension SyncEngine {
             try await database.write { db in try SchemaWatch.refetchIfGrown(layouts, in: db) }
             tablesChecked = true
         }
-        // Read after the refetch, which drops the grown tables' cursors.
-        run.cursors = try await ScopeCursors.load(database)
+        // Read after the refetch, which drops the grown tables' cursors: by the push that comes next.
+        run.cursorsDue = true
         return .tablesRefetched
     }
 
     private func push(limit: Int, _ run: inout SyncRun) async throws -> SyncStateMachine.Event {
+        if run.drained, !run.cursorsDue {
+            run.drained = false
+            run.batch = []
+            return .nothingToPush
+        }
         broadcaster.update { $0.phase = .pushing }
         let batchStart = ContinuousClock.now
         let outbox = database.outbox
-        let (batch, settled) = try await database.write { db in
-            (try outbox.takeBatch(limit: limit, db), try SettledNotices.pending(db))
+        let readCursors = run.cursorsDue
+        let (batch, settled, cursors) = try await database.write { db in
+            (try outbox.takeBatch(limit: limit, db), try SettledNotices.pending(db), readCursors ? try ScopeCursors.read(db) : nil)
+        }
+        if let cursors {
+            run.cursors = cursors
+            run.cursorsDue = false
         }
         run.batch = batch
         run.summary.inDatabase += ContinuousClock.now - batchStart
@@ -189,7 +215,8 @@ extension SyncEngine {
         run.summary.conflicts += report.conflicts
         run.summary.rejected += report.rejected
         let pushed = run.summary.pushed
-        let pending = try await database.read(Outbox.pendingCount)
+        let pending = report.pendingCount
+        run.drained = report.drained
         broadcaster.update {
             $0.pushed = pushed; $0.pendingCount = pending
         }

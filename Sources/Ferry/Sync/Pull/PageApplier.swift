@@ -120,7 +120,7 @@ struct PageApplier {
                     try forgetVersions(of: page.scope, db)
                     try recheckUploads(of: page.scope, db)
                 }
-                try cursorRecord.save(db)
+                try cursorRecord.store(db)
                 try db.execute(sql: "DELETE FROM ferry_refetch_seen WHERE scope = ?", arguments: [page.scope])
             }
             let refetching = cursorRecord.refetching
@@ -132,7 +132,7 @@ struct PageApplier {
                 !movesCursor && !page.reset && !refetching && Self.covers(cursorRecord.cursor, page)
                 && !page.changes.contains { pending[RowKey(table: $0.table, rowID: $0.rowID)] != nil }
             let context = PageContext(
-                setAsideRows: try !SetAsideRecord.all().isEmpty(db),
+                setAsideRows: try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM ferry_set_aside)")) ?? false,
                 recovering: refetching && cursorRecord.recovering)
             (context.known, context.stamps) = try Self.knownVersions(of: page.changes, stamps: context.recovering, db)
             var start = 0
@@ -187,7 +187,7 @@ struct PageApplier {
                 cursorRecord.cursor = page.cursor
                 cursorRecord.previousCursor = nil
                 cursorRecord.noticeCursor = page.noticeCursor ?? cursorRecord.noticeCursor
-                try cursorRecord.save(db)
+                try cursorRecord.store(db)
             }
             try receiveStamps(of: page, db)
             return report

@@ -39,7 +39,9 @@ struct ScopeCursorRecord: Codable, FetchableRecord, PersistableRecord, Sendable 
 
     /// The record of `scope`, or a new one that starts from scratch.
     static func find(_ scope: String, _ db: Database) throws -> ScopeCursorRecord {
-        try fetchOne(db, key: scope) ?? ScopeCursorRecord(scope: scope)
+        // A cached statement: every page and live page reads its scope's row (a request compiles its SQL each time).
+        try fetchOne(db.cachedStatement(sql: "SELECT * FROM ferry_cursors WHERE scope = ?"), arguments: [scope])
+            ?? ScopeCursorRecord(scope: scope)
     }
 
     /// Starts `scope` (or every scope) over from scratch, as after a reset:
@@ -48,6 +50,20 @@ struct ScopeCursorRecord: Codable, FetchableRecord, PersistableRecord, Sendable 
     /// - Parameter keepingPrevious: the cursor held so far goes with the
     ///   refetch as ``PullRequest/ScopeCursor/previous`` (a server that lost
     ///   its history then says so); `false` for a cursor the server refused.
+    /// Writes the record in one statement, cached: every page and live page
+    /// saves its scope's row (``save(_:)`` encodes it through `Codable`
+    /// and tries an update before an insert).
+    func store(_ db: Database) throws {
+        try db.cachedStatement(
+            sql: """
+                INSERT INTO ferry_cursors(scope, cursor, refetching, recovering, notice_cursor, previous_cursor)
+                VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT(scope) DO UPDATE SET cursor = excluded.cursor, refetching = excluded.refetching,
+                recovering = excluded.recovering, notice_cursor = excluded.notice_cursor, previous_cursor = excluded.previous_cursor
+                """
+        ).execute(arguments: [scope, cursor, refetching, recovering, noticeCursor, previousCursor])
+    }
+
     static func startOver(_ scope: String?, keepingPrevious: Bool = true, _ db: Database) throws {
         let request = scope.map { ScopeCursorRecord.filter(key: $0) } ?? ScopeCursorRecord.all()
         // A recovery under way stays one: starting over never turns it into a sweep.

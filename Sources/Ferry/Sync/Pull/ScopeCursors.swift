@@ -16,15 +16,19 @@ struct ScopeCursors: Sendable {
     var previous: [String: String] = [:]
 
     static func load(_ database: FerryDatabase) async throws -> ScopeCursors {
-        try await database.read { db in
-            var cursors = ScopeCursors()
-            for record in try ScopeCursorRecord.fetchAll(db) {
-                cursors.rows[record.scope] = record.cursor
-                cursors.notices[record.scope] = record.noticeCursor
-                cursors.previous[record.scope] = record.previousCursor
-            }
-            return cursors
+        try await database.read(read)
+    }
+
+    /// The cursors, read in a transaction the caller holds (the push reads
+    /// them with its batch).
+    static func read(_ db: Database) throws -> ScopeCursors {
+        var cursors = ScopeCursors()
+        for record in try ScopeCursorRecord.fetchAll(db.cachedStatement(sql: "SELECT * FROM ferry_cursors")) {
+            cursors.rows[record.scope] = record.cursor
+            cursors.notices[record.scope] = record.noticeCursor
+            cursors.previous[record.scope] = record.previousCursor
         }
+        return cursors
     }
 
     func request(for scope: String) -> PullRequest.ScopeCursor {

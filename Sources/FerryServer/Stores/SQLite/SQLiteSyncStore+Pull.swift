@@ -136,12 +136,12 @@ extension SQLiteSyncStore {
     /// when it first pushed, or now if it never pushed.
     private static func noticeStart(_ db: Database, userID: String, clientID: String) throws -> Int64 {
         if let client = try Row.fetchOne(
-            db, sql: "SELECT first_notice FROM clients WHERE user_id = ? AND client_id = ?",
+            db.cachedStatement(sql: "SELECT first_notice FROM clients WHERE user_id = ? AND client_id = ?"),
             arguments: [userID, clientID])
         {
-            return client["first_notice"] ?? 0
+            return client[0] ?? 0
         }
-        return try Int64.fetchOne(db, sql: "SELECT coalesce(max(id), 0) FROM notices") ?? 0
+        return try Int64.fetchOne(db.cachedStatement(sql: "SELECT coalesce(max(id), 0) FROM notices")) ?? 0
     }
 
     /// The notice query: the user's notices in `scope` after notice `id`.

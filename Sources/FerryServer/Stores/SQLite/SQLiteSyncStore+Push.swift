@@ -7,7 +7,8 @@ extension SQLiteSyncStore {
         let now = rules.nowMilliseconds
         let cursors = self.cursors
         let known = self.known
-        let (receipt, settledScopes) = try await write { db -> (PushReceipt, Set<String>) in
+        let feed = changeFeed
+        return try await write { db -> PushReceipt in
             try PullStart.checkHistory(seen: request.seen, codec: cursors, end: ChangePosition(major: try Self.meta(db, "version")))
             let lastApplied = try Self.lastMutationID(db, userID: userID, clientID: request.clientID)
             var rows: [RowKey: StoredRow] = [:]
@@ -46,12 +47,15 @@ extension SQLiteSyncStore {
                 client: LastChanges.Client(userID: userID, clientID: request.clientID),
                 lastApplied: try Self.lastMutationID(db, userID: userID, clientID: request.clientID))
             // Recorded in the writer as it commits: in commit order, and even if the pushing request is cancelled.
-            db.afterNextTransaction { _ in known.withLock { $0.committed(commit) } }
-            return (receipt, settledScopes)
+            // Live devices hear of it then too, before the reply goes back (a settlement wakes the user's other
+            // devices as well: they pull it and drop the conflict).
+            let changed = receipt.changedScopes.union(settledScopes)
+            db.afterNextTransaction { _ in
+                known.withLock { $0.committed(commit) }
+                feed.publish(changed)
+            }
+            return receipt
         }
-        // A settlement wakes the user's other devices too: they pull it and drop the conflict.
-        changeFeed.publish(receipt.changedScopes.union(settledScopes))
-        return receipt
     }
 
     private static func writePlan(

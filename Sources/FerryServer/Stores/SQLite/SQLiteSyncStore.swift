@@ -171,6 +171,11 @@ public final class SQLiteSyncStore: SyncStore {
     }
 
     public func lastAppliedMutationID(userID: String, clientID: String) async throws -> Int64 {
-        try await read { db in try Self.lastMutationID(db, userID: userID, clientID: clientID) }
+        // Known from this store's own commits (or a read of the file) when the client pushed or pulled since it
+        // opened: never ahead of the file, and no read transaction on every push.
+        if let applied = known.withLock({ $0.lastApplied(by: LastChanges.Client(userID: userID, clientID: clientID)) }) {
+            return applied
+        }
+        return try await read { db in try Self.lastMutationID(db, userID: userID, clientID: clientID) }
     }
 }
