@@ -120,4 +120,57 @@ import Testing
             #expect(tombstone.history.count == all.history.count + 2, "a deleted row keeps all of it")
         }
     }
+
+    /// Several rows loaded for one push, each with its own bound, one of
+    /// them deleted: each is what the rule keeps of its whole history, as
+    /// the store lists it apart from the loader.
+    @Test(arguments: StoreKind.available) func rowsLoadedTogetherEachKeepWhatTheirBoundNeeds(_ kind: StoreKind) async throws {
+        try await StoreUnderTest.with(kind) { server in
+            var id: Int64 = 0
+            var versions: [String: Int64] = [:]
+            func edit(_ row: String, _ columns: [String: ColumnValue]) async throws {
+                id += 1
+                let reply = try await server.store.push(
+                    PushRequest(clientID: "c1", mutations: [Mutations.upsert(id, row: row, columns, base: versions[row])]),
+                    userID: "alice", rules: PushRules())
+                versions[row] = reply.response.results[0].version
+            }
+            for round in 0..<12 {
+                try await edit("busy", round % 3 == 0 ? ["title": .text("t\(round)"), "body": .text("b\(round)")] : ["title": .text("t\(round)")])
+                if round < 6 { try await edit("gone", ["title": .text("g\(round)"), "body": .text("x\(round)")]) }
+                if round < 3 { try await edit("calm", ["title": .text("c\(round)")]) }
+            }
+            id += 1
+            _ = try await server.store.push(
+                PushRequest(clientID: "c1", mutations: [Mutations.delete(id, row: "gone", base: versions["gone"])]), userID: "alice",
+                rules: PushRules())
+
+            // Every history entry, as the store lists it (not through the loader).
+            var listed: [String: Set<String>] = [:]
+            for line in try await server.collectedState() where line.hasPrefix("history ") {
+                let entry = line.dropFirst("history ".count).split(separator: ".", maxSplits: 1)
+                listed[String(entry[0]), default: []].insert(String(entry[1]))
+            }
+            func key(_ row: String) -> RowKey { RowKey(scope: "user:alice", table: "note", rowID: row) }
+            let keys: Set<RowKey> = [key("busy"), key("gone"), key("calm")]
+            let everything = try await server.rows(keys, oldestBases: [key("busy"): 0, key("gone"): 0, key("calm"): 0])
+            for row in ["busy", "gone", "calm"] {
+                let loaded = Set(everything[key(row)]!.history.map { "\($0.column) v\($0.version)" })
+                #expect(loaded == listed[row, default: []], "\(row) with every base")
+            }
+            #expect(listed["busy"]!.count > 10)
+
+            // Far apart, so a bound given to the wrong row or column changes what loads.
+            let bounds = [key("busy"): 2, key("gone"): versions["gone"]!, key("calm"): Int64.max]
+            let bounded = try await server.rows(keys, oldestBases: bounds)
+            for key in keys {
+                let expected = HistoryNeeds.trimmed(everything[key]!, oldestBase: bounds[key]!)
+                #expect(Set(bounded[key]!.history) == Set(expected.history), "\(key.rowID)")
+                #expect(bounded[key]!.cells == everything[key]!.cells)
+            }
+            #expect(bounded[key("gone")]!.deleted && bounded[key("gone")]!.history.count == listed["gone"]!.count)
+            #expect(bounded[key("busy")]!.history.count == everything[key("busy")]!.history.count)
+            #expect(bounded[key("calm")]!.history.count == 1 && everything[key("calm")]!.history.count == 2)
+        }
+    }
 }

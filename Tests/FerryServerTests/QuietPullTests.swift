@@ -124,6 +124,10 @@ import Testing
         #expect(store.known.withLock { $0.lastApplied(by: .init(userID: "alice", clientID: "a1")) } == 2)
         #expect(try await store.lastAppliedMutationID(userID: "alice", clientID: "a1") == 2)
         #expect(try await store.lastAppliedMutationID(userID: "bob", clientID: "a1") == 0, "another user's client is another client")
+        // Memory is what answers: a commit recorded there (and nowhere else, here) is the answer.
+        let alice = LastChanges.Client(userID: "alice", clientID: "a1")
+        store.known.withLock { $0.committed(.init(version: $0.version, client: alice, lastApplied: 9)) }
+        #expect(try await store.lastAppliedMutationID(userID: "alice", clientID: "a1") == 9)
         try await store.close()
 
         store = try SQLiteSyncStore(directory: directory.url)

@@ -384,6 +384,17 @@ public struct Outbox: Sendable {
     /// inserted and deleted before it was ever pushed, which
     /// ``OutboxCoalescer`` cancels out (nothing handed out, its first open
     /// entry an insert on no server version, its last a delete).
+    /// No entry pending and no settled notice unsent: a push batch taken
+    /// now would be empty. One read, for the push that follows a reply.
+    static func nothingToPush(_ db: Database) throws -> Bool {
+        try Bool.fetchOne(
+            db.cachedStatement(
+                sql: """
+                    SELECT NOT EXISTS (SELECT 1 FROM ferry_outbox WHERE state = ?)
+                    AND NOT EXISTS (SELECT 1 FROM ferry_settled_notices)
+                    """), arguments: [OutboxRecord.State.pending]) ?? false
+    }
+
     static func pendingCount(_ db: Database) throws -> Int {
         try SQLRequest<Int>(
             literal: """

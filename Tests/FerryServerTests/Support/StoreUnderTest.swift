@@ -110,6 +110,26 @@ struct StoreUnderTest: Sendable {
         }
     }
 
+    /// Rows as the store loads them for one push whose oldest bases are
+    /// `oldestBases`: in one call on PostgreSQL (the push's), one by one on
+    /// SQLite (as its push does).
+    func rows(_ keys: Set<RowKey>, oldestBases: [RowKey: Int64]) async throws -> [RowKey: StoredRow] {
+        let needs = HistoryNeeds(oldestBases: oldestBases)
+        if let sqlite {
+            return try await sqlite.pool.read { db in
+                var rows: [RowKey: StoredRow] = [:]
+                for key in keys {
+                    rows[key] = try SQLiteSyncStore.loadRow(db, key, oldestBase: needs.oldestBase(of: key))
+                }
+                return rows
+            }
+        }
+        let postgres = store as! PostgresSyncStore
+        return try await postgres.client.withConnection { connection in
+            try await PostgresSyncStore.loadRows(connection, keys, needs: needs, logger: postgres.logger)
+        }
+    }
+
     /// What garbage collection leaves, in the same words for both stores:
     /// the rows, each history entry, each recorded result, the notices and
     /// the horizon version.

@@ -21,8 +21,8 @@ struct SyncRun {
     /// The next page, asked for while this one applies (``PullPrefetch``).
     var prefetch: PullPrefetch?
     /// The push just recorded left nothing to push: the push the machine
-    /// asks for next takes no batch (an empty write transaction saved on
-    /// every push-only sync). Good for that one action only.
+    /// asks for next checks that with a read before it takes a batch in a
+    /// write transaction. Good for that one action only.
     var drained = false
     /// The cursors are still to be read: by the push that follows the
     /// schema check, with its batch (one transaction fewer before the
@@ -151,6 +151,8 @@ extension SyncEngine {
         do {
             let (renewed, serverLastApplied) = try await checkIdentity()
             let lost = renewed ? false : try await recoverIfHistoryLost(serverLastApplied: serverLastApplied, &run)
+            // The recovery started every scope over, and pulls next: from the cursors it left.
+            if lost { run.cursorsDue = true }
             identityChecked = true
             if renewed { run.summary.identityRenewed = true }
             return .identityChecked(renewed: renewed, historyLost: lost)
@@ -173,8 +175,11 @@ extension SyncEngine {
     private func push(limit: Int, _ run: inout SyncRun) async throws -> SyncStateMachine.Event {
         if run.drained, !run.cursorsDue {
             run.drained = false
-            run.batch = []
-            return .nothingToPush
+            // A read, not a batch's write: an edit committed since the reply shows here and goes in a batch.
+            if try await database.read(Outbox.nothingToPush) {
+                run.batch = []
+                return .nothingToPush
+            }
         }
         broadcaster.update { $0.phase = .pushing }
         let batchStart = ContinuousClock.now

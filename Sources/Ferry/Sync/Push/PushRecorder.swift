@@ -84,13 +84,7 @@ struct PushRecorder {
                 try KnownVersions.remember(seen[start..<min(start + 250, seen.count)], db)
             }
             report.pendingCount = try Outbox.pendingCount(db)
-            report.drained =
-                try Bool.fetchOne(
-                    db.cachedStatement(
-                        sql: """
-                            SELECT NOT EXISTS (SELECT 1 FROM ferry_outbox WHERE state = ?)
-                            AND NOT EXISTS (SELECT 1 FROM ferry_settled_notices)
-                            """), arguments: [OutboxRecord.State.pending]) ?? false
+            report.drained = try Outbox.nothingToPush(db)
             return report
         }
     }
