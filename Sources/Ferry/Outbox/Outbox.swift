@@ -379,11 +379,6 @@ public struct Outbox: Sendable {
         return entries
     }
 
-    /// The one definition of "pending" (see ``pendingCount()``), cheap
-    /// enough to run after every write: rows with pending entries, but a row
-    /// inserted and deleted before it was ever pushed, which
-    /// ``OutboxCoalescer`` cancels out (nothing handed out, its first open
-    /// entry an insert on no server version, its last a delete).
     /// No entry pending and no settled notice unsent: a push batch taken
     /// now would be empty. One read, for the push that follows a reply.
     static func nothingToPush(_ db: Database) throws -> Bool {
@@ -395,6 +390,11 @@ public struct Outbox: Sendable {
                     """), arguments: [OutboxRecord.State.pending]) ?? false
     }
 
+    /// The one definition of "pending" (see ``pendingCount()``), cheap
+    /// enough to run after every write: rows with pending entries, but a row
+    /// inserted and deleted before it was ever pushed, which
+    /// ``OutboxCoalescer`` cancels out (nothing handed out, its first open
+    /// entry an insert on no server version, its last a delete).
     static func pendingCount(_ db: Database) throws -> Int {
         try SQLRequest<Int>(
             literal: """

@@ -28,6 +28,8 @@ struct SyncRun {
     /// schema check, with its batch (one transaction fewer before the
     /// first byte goes out), or before any other step.
     var cursorsDue = false
+    /// When the pending rows were last counted for the status, while pushing.
+    var pendingCounted: ContinuousClock.Instant?
 
     /// The event for a failed step, remembering the error.
     mutating func failure(_ error: any Error) -> SyncFailure {
@@ -220,10 +222,20 @@ extension SyncEngine {
         run.summary.conflicts += report.conflicts
         run.summary.rejected += report.rejected
         let pushed = run.summary.pushed
-        let pending = report.pendingCount
         run.drained = report.drained
+        // Counting the pending rows reads all of them: after every batch of a long drain, that made the drain
+        // quadratic. Nothing left is zero without a count; else the count is taken at most once a second, and
+        // the sync's end counts again.
+        var pending: Int?
+        if report.drained {
+            pending = 0
+        } else if run.pendingCounted.map({ ContinuousClock.now - $0 >= .seconds(1) }) ?? true {
+            pending = try await database.read(Outbox.pendingCount)
+            run.pendingCounted = .now
+        }
         broadcaster.update {
-            $0.pushed = pushed; $0.pendingCount = pending
+            $0.pushed = pushed
+            if let pending { $0.pendingCount = pending }
         }
         return .pushed(size: batch.count, renewed: false)
     }

@@ -24,7 +24,9 @@ public struct SyncStatus: Sendable, Hashable {
 
     public var phase: Phase = .idle
     /// Rows with local changes not yet acknowledged by the server: the
-    /// same count as ``Outbox/pendingCount()``.
+    /// same count as ``Outbox/pendingCount()``. While a sync pushes many
+    /// batches it is counted at most once a second (a count reads every
+    /// pending row), and again when the sync ends.
     public var pendingCount = 0
     /// Mutations acknowledged by the server in the current (or last) sync.
     public var pushed = 0

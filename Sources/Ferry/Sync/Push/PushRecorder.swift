@@ -13,8 +13,6 @@ struct PushRecorder {
         /// The server has applied more mutations for this client than it
         /// ever made: the database was restored from an older copy.
         var restoredFromBackup = false
-        /// Rows with local changes still unacknowledged, once the reply is recorded.
-        var pendingCount = 0
         /// Nothing is left to push: no outbox entry pending, no settlement
         /// unsent. A push right after would take an empty batch.
         var drained = false
@@ -83,7 +81,6 @@ struct PushRecorder {
             for start in stride(from: 0, to: seen.count, by: 250) {
                 try KnownVersions.remember(seen[start..<min(start + 250, seen.count)], db)
             }
-            report.pendingCount = try Outbox.pendingCount(db)
             report.drained = try Outbox.nothingToPush(db)
             return report
         }
