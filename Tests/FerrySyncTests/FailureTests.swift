@@ -386,7 +386,7 @@ import FerryTestSupport
                 configure: {
                     $0.pushBatchSize = 4; $0.poisonAttempts = 3
                 },
-                transport: { PoisonRowTransport(inner: $0, poisonRowID: "n3") })
+                transport: { ForwardingTransport($0, willPush: poisonRow("n3")) })
             for index in 0..<8 {
                 try device.execute("INSERT INTO note(id, title) VALUES (?, ?)", ["n\(index)", "t\(index)"])
             }
@@ -413,28 +413,12 @@ import FerryTestSupport
 
 /// Answers every push holding `poisonRowID` with a 500, as a server with a
 /// bug in one row's handling would; everything else goes to the real server.
-private struct PoisonRowTransport: SyncTransport {
-    let inner: any SyncTransport
-    let poisonRowID: String
-
-    func push(_ request: PushRequest, token: String?) async throws -> PushResponse {
+private func poisonRow(_ poisonRowID: String) -> @Sendable (PushRequest) async throws -> Void {
+    { request in
         if request.mutations.contains(where: { $0.rowID == poisonRowID }) {
             throw SyncTransportError.http(
                 status: 500, error: ErrorResponse(code: .internalError, message: "the server failed to handle the request"), retryAfter: nil
             )
         }
-        return try await inner.push(request, token: token)
-    }
-
-    func pull(_ request: PullRequest, token: String?) async throws -> PullResponse {
-        try await inner.pull(request, token: token)
-    }
-
-    func row(scope: String, table: String, rowID: String, token: String?) async throws -> ServerRow? {
-        try await inner.row(scope: scope, table: table, rowID: rowID, token: token)
-    }
-
-    func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error> {
-        inner.live(scopes: scopes, token: token)
     }
 }

@@ -1,5 +1,6 @@
 @testable import Ferry
 import FerryProtocol
+import FerryTesting
 import FerryTestSupport
 import Foundation
 import GRDB
@@ -50,10 +51,12 @@ import Testing
             let reader = try await Device.make(
                 "reader", user: "alice", server: server, directory: directory, configure: { $0.pullPageSize = 5 },
                 transport: { inner in
-                    RecordingTransport(inner) {
-                        let count = (try? DatabaseQueue(path: path).read { try Int.fetchOne($0, sql: "SELECT count(*) FROM note") }) ?? nil
-                        notesWhenAsked.withLock { $0.append(count ?? 0) }
-                    }
+                    ForwardingTransport(
+                        inner,
+                        willPull: { _ in
+                            let count = (try? DatabaseQueue(path: path).read { try Int.fetchOne($0, sql: "SELECT count(*) FROM note") }) ?? nil
+                            notesWhenAsked.withLock { $0.append(count ?? 0) }
+                        })
                 })
             let pullsBefore = try await server.metric("ferry_pulls_total")
             try await reader.engine.sync()
@@ -80,16 +83,18 @@ extension PullPrefetchTests {
             let reader = try await Device.make(
                 "reader", user: "alice", server: server, directory: directory, configure: { $0.pullPageSize = 5 },
                 transport: { inner in
-                    RecordingTransport(inner) {
-                        // The second pull, the prefetch, hangs as a stalled network would.
-                        guard
-                            pulls.withLock({
-                                $0 += 1; return $0
-                            }) == 2
-                        else { return }
-                        waitingSignal.yield()
-                        try await Task.sleep(for: .seconds(30))
-                    }
+                    ForwardingTransport(
+                        inner,
+                        willPull: { _ in
+                            // The second pull, the prefetch, hangs as a stalled network would.
+                            guard
+                                pulls.withLock({
+                                    $0 += 1; return $0
+                                }) == 2
+                            else { return }
+                            waitingSignal.yield()
+                            try await Task.sleep(for: .seconds(30))
+                        })
                 })
             let sync = Task { try await reader.engine.sync() }
             for await _ in waiting { break }
@@ -99,33 +104,5 @@ extension PullPrefetchTests {
             _ = try? await sync.value
             #expect(ContinuousClock.now - cancelled < .seconds(5), "the sync ended without waiting out the stalled pull")
         }
-    }
-}
-
-/// Forwards everything, and calls `onPull` as each pull is asked for.
-private struct RecordingTransport: SyncTransport {
-    let inner: any SyncTransport
-    let onPull: @Sendable () async throws -> Void
-
-    init(_ inner: any SyncTransport, onPull: @escaping @Sendable () async throws -> Void) {
-        self.inner = inner
-        self.onPull = onPull
-    }
-
-    func push(_ request: PushRequest, token: String?) async throws -> PushResponse {
-        try await inner.push(request, token: token)
-    }
-
-    func pull(_ request: PullRequest, token: String?) async throws -> PullResponse {
-        try await onPull()
-        return try await inner.pull(request, token: token)
-    }
-
-    func row(scope: String, table: String, rowID: String, token: String?) async throws -> ServerRow? {
-        try await inner.row(scope: scope, table: table, rowID: rowID, token: token)
-    }
-
-    func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error> {
-        inner.live(scopes: scopes, token: token)
     }
 }

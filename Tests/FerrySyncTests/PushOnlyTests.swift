@@ -1,5 +1,6 @@
 @testable import Ferry
 import FerryProtocol
+import FerryTesting
 import Foundation
 import GRDB
 import Synchronization
@@ -125,7 +126,7 @@ import FerryTestSupport
         try await SyncServer.with(kind) { server in
             let hook = PushHook()
             let writer = try await Device.make(
-                "writer", user: "alice", server: server, directory: directory, transport: { HookedTransport(inner: $0, hook: hook) })
+                "writer", user: "alice", server: server, directory: directory, transport: { ForwardingTransport($0, willPush: hook.willPush) })
             try writer.execute("INSERT INTO note(id, title, body) VALUES ('n1', 'first', 'b')")
             try await writer.engine.sync()
             let cursor = try #require(try await writer.database.writer.read { db in try ScopeCursorRecord.find("user:alice", db).cursor })
@@ -202,27 +203,5 @@ private final class PushHook: Sendable {
             return state.armed
         }
         try await armed?.write { db in try db.execute(sql: "UPDATE note SET body = 'typed meanwhile' WHERE id = 'n1'") }
-    }
-}
-
-private struct HookedTransport: SyncTransport {
-    let inner: any SyncTransport
-    let hook: PushHook
-
-    func push(_ request: PushRequest, token: String?) async throws -> PushResponse {
-        try await hook.willPush(request)
-        return try await inner.push(request, token: token)
-    }
-
-    func pull(_ request: PullRequest, token: String?) async throws -> PullResponse {
-        try await inner.pull(request, token: token)
-    }
-
-    func row(scope: String, table: String, rowID: String, token: String?) async throws -> ServerRow? {
-        try await inner.row(scope: scope, table: table, rowID: rowID, token: token)
-    }
-
-    func live(scopes: [String], token: String?) -> AsyncThrowingStream<LiveMessage, any Error> {
-        inner.live(scopes: scopes, token: token)
     }
 }

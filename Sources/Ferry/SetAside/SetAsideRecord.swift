@@ -46,4 +46,10 @@ struct SetAsideRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     var row: SetAsideRow {
         SetAsideRow(table: table, rowID: rowID, scope: scope, version: version, reason: reason)
     }
+
+    /// Whether any row is set aside: read by every page (and live page), so
+    /// from a cached statement.
+    static func anyHeld(_ db: Database) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM ferry_set_aside)")) ?? false
+    }
 }

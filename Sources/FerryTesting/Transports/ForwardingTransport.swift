@@ -2,12 +2,14 @@ import Ferry
 import FerryProtocol
 import Foundation
 
-/// A transport that passes every call to `inner`, with hooks on the blob
-/// transfers a test watches or bends: where each starts, what an upload
-/// sends, how fast its progress goes.
+/// A transport that passes every call to `inner`, with hooks on the pushes
+/// and pulls a test watches, delays or fails, and on the blob transfers it
+/// watches or bends: where each starts, what an upload sends, how fast its
+/// progress goes.
 ///
 /// ```swift
 /// let transport = ForwardingTransport(inner, onDownload: { offset in print("a download starts at", offset) })
+/// let failing = ForwardingTransport(inner, willPush: { _ in throw SyncTransportError.unreachable("offline") })
 /// ```
 public struct ForwardingTransport: SyncTransport {
     public let inner: any SyncTransport
@@ -18,21 +20,35 @@ public struct ForwardingTransport: SyncTransport {
     public var onDownload: @Sendable (Int64) -> Void
     /// Wraps each upload's progress callback.
     public var onUploadProgress: @Sendable (@escaping BlobProgress) -> BlobProgress
+    /// Called with each push before it is sent; what it throws, the push throws.
+    public var willPush: @Sendable (PushRequest) async throws -> Void
+    /// Called with each pull before it is sent; what it throws, the pull throws.
+    public var willPull: @Sendable (PullRequest) async throws -> Void
 
     public init(
         _ inner: any SyncTransport,
         onUpload: @escaping @Sendable (BlobReader, Int64) throws -> BlobReader = { reader, _ in reader },
         onDownload: @escaping @Sendable (Int64) -> Void = { _ in },
-        onUploadProgress: @escaping @Sendable (@escaping BlobProgress) -> BlobProgress = { $0 }
+        onUploadProgress: @escaping @Sendable (@escaping BlobProgress) -> BlobProgress = { $0 },
+        willPush: @escaping @Sendable (PushRequest) async throws -> Void = { _ in },
+        willPull: @escaping @Sendable (PullRequest) async throws -> Void = { _ in }
     ) {
         self.inner = inner
         self.onUpload = onUpload
         self.onDownload = onDownload
         self.onUploadProgress = onUploadProgress
+        self.willPush = willPush
+        self.willPull = willPull
     }
 
-    public func push(_ request: PushRequest, token: String?) async throws -> PushResponse { try await inner.push(request, token: token) }
-    public func pull(_ request: PullRequest, token: String?) async throws -> PullResponse { try await inner.pull(request, token: token) }
+    public func push(_ request: PushRequest, token: String?) async throws -> PushResponse {
+        try await willPush(request)
+        return try await inner.push(request, token: token)
+    }
+    public func pull(_ request: PullRequest, token: String?) async throws -> PullResponse {
+        try await willPull(request)
+        return try await inner.pull(request, token: token)
+    }
     public func row(scope: String, table: String, rowID: String, token: String?) async throws -> ServerRow? {
         try await inner.row(scope: scope, table: table, rowID: rowID, token: token)
     }

@@ -132,7 +132,7 @@ struct PageApplier {
                 !movesCursor && !page.reset && !refetching && Self.covers(cursorRecord.cursor, page)
                 && !page.changes.contains { pending[RowKey(table: $0.table, rowID: $0.rowID)] != nil }
             let context = PageContext(
-                setAsideRows: try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM ferry_set_aside)")) ?? false,
+                setAsideRows: try SetAsideRecord.anyHeld(db),
                 recovering: refetching && cursorRecord.recovering)
             (context.known, context.stamps) = try Self.knownVersions(of: page.changes, stamps: context.recovering, db)
             var start = 0

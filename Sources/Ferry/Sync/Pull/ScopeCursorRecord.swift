@@ -44,12 +44,6 @@ struct ScopeCursorRecord: Codable, FetchableRecord, PersistableRecord, Sendable 
             ?? ScopeCursorRecord(scope: scope)
     }
 
-    /// Starts `scope` (or every scope) over from scratch, as after a reset:
-    /// its rows come again and a sweep at the end removes the ones that did not.
-    ///
-    /// - Parameter keepingPrevious: the cursor held so far goes with the
-    ///   refetch as ``PullRequest/ScopeCursor/previous`` (a server that lost
-    ///   its history then says so); `false` for a cursor the server refused.
     /// Writes the record in one statement, cached: every page and live page
     /// saves its scope's row (``save(_:)`` encodes it through `Codable`
     /// and tries an update before an insert).
@@ -64,6 +58,12 @@ struct ScopeCursorRecord: Codable, FetchableRecord, PersistableRecord, Sendable 
         ).execute(arguments: [scope, cursor, refetching, recovering, noticeCursor, previousCursor])
     }
 
+    /// Starts `scope` (or every scope) over from scratch, as after a reset:
+    /// its rows come again and a sweep at the end removes the ones that did not.
+    ///
+    /// - Parameter keepingPrevious: the cursor held so far goes with the
+    ///   refetch as ``PullRequest/ScopeCursor/previous`` (a server that lost
+    ///   its history then says so); `false` for a cursor the server refused.
     static func startOver(_ scope: String?, keepingPrevious: Bool = true, _ db: Database) throws {
         let request = scope.map { ScopeCursorRecord.filter(key: $0) } ?? ScopeCursorRecord.all()
         // A recovery under way stays one: starting over never turns it into a sweep.
