@@ -14,7 +14,7 @@ import GRDB
 /// synced and written by plain GRDB upserts.
 public struct DeviceApplyBenchmark: Sendable {
     public var pageRows = 1000
-    public var rounds = 5
+    public var rounds = 15
     public var bigTableRows: Int
     public var smallTableRows = 10_000
     public var remoteChanges = 10_000

@@ -8,6 +8,15 @@ enum SQLText {
         quoted(name, by: "\"")
     }
 
+    /// `rows` parenthesized lists of `width` parameters, comma-separated:
+    /// `(?,?),(?,?)` for 2 and 2; with `width` 0, `rows` bare marks: `?,?,?`.
+    /// Built without joining an array (it runs for every chunk of a page).
+    static func parameters(rows: Int, width: Int = 0) -> String {
+        guard rows > 0 else { return "" }
+        let one = width == 0 ? "?" : "(" + String(repeating: "?,", count: width - 1) + "?)"
+        return String(repeating: one + ",", count: rows - 1) + one
+    }
+
     /// `'text'`, with embedded single quotes doubled.
     static func literal(_ text: String) -> String {
         quoted(text, by: "'")
@@ -39,21 +48,5 @@ enum SQLText {
             }
         }
         return out + "\""
-    }
-}
-
-extension StatementArguments {
-    /// Arguments from values already converted, bound as they are.
-    ///
-    /// GRDB's `StatementArguments([DatabaseValue])` goes through a generic
-    /// key-path map that costs more than the statement it binds (a third of
-    /// applying a pulled page); this goes through the existential path GRDB's
-    /// array literals take.
-    ///
-    /// ```swift
-    /// try statement.execute(arguments: StatementArguments(values: [id.databaseValue, name.databaseValue]))
-    /// ```
-    init(values: [DatabaseValue]) {
-        self.init(values.map { $0 as (any DatabaseValueConvertible)? })
     }
 }

@@ -37,29 +37,35 @@ enum KnownVersions {
     /// per 250 rows; a stamp goes with the newest version only.
     static func remember(_ versions: ArraySlice<(RowKey, Int64, Int64?)>, _ db: Database) throws {
         guard !versions.isEmpty else { return }
-        let tuples = Array(repeating: "(?,?,?,?)", count: versions.count).joined(separator: ",")
-        var arguments: [DatabaseValue] = []
-        arguments.reserveCapacity(versions.count * 4)
-        for (key, version, stamp) in versions {
-            arguments += [key.table.databaseValue, key.rowID.databaseValue, version.databaseValue, stamp.databaseValue]
-        }
+        let tuples = SQLText.parameters(rows: versions.count, width: 4)
         // All SET expressions read the old row, so the stamp's test sees the old version.
-        try db.cachedStatement(
+        let statement = try db.cachedStatement(
             sql: """
                 INSERT INTO ferry_rows(tbl, row_id, version, hlc) VALUES \(tuples)
                 ON CONFLICT(tbl, row_id) DO UPDATE SET version = max(version, excluded.version),
                 hlc = CASE WHEN excluded.version >= version THEN coalesce(excluded.hlc, hlc) ELSE hlc END
-                """
-        ).execute(arguments: StatementArguments(values: arguments))
+                """)
+        try statement.bind { binder in
+            for (key, version, stamp) in versions {
+                try binder.bind(key.table)
+                try binder.bind(key.rowID)
+                try binder.bind(version)
+                try binder.bind(stamp)
+            }
+        }
+        try statement.execute()
     }
 
     /// The versions and stamps the device holds of `rowIDs` in `table`, in
     /// one statement (at most 250 ids, as the page applier sends them).
     static func fetch(table: String, rowIDs: some Collection<String>, _ db: Database) throws -> [(rowID: String, version: Int64, stamp: Int64?)] {
-        let marks = Array(repeating: "?", count: rowIDs.count).joined(separator: ",")
-        let cursor = try Row.fetchCursor(
-            db.cachedStatement(sql: "SELECT row_id, version, hlc FROM ferry_rows WHERE tbl = ? AND row_id IN (\(marks))"),
-            arguments: StatementArguments(values: [table.databaseValue] + rowIDs.map(\.databaseValue)))
+        let marks = SQLText.parameters(rows: rowIDs.count)
+        let statement = try db.cachedStatement(sql: "SELECT row_id, version, hlc FROM ferry_rows WHERE tbl = ? AND row_id IN (\(marks))")
+        try statement.bind { binder in
+            try binder.bind(table)
+            for rowID in rowIDs { try binder.bind(rowID) }
+        }
+        let cursor = try Row.fetchCursor(statement)
         var known: [(rowID: String, version: Int64, stamp: Int64?)] = []
         while let row = try cursor.next() {
             known.append((row[0], row[1], row[2]))

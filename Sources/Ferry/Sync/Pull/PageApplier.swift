@@ -40,14 +40,13 @@ struct PageApplier {
 
     static let groupSize = 100
 
-    /// What one page's rows share: the upsert text per table and column
-    /// set, whether any row is set aside (else there is none to clear), the
+    /// What one page's rows share: the upsert statements per table, column
+    /// set and row count (``UpsertBatch``), whether any row is set aside (else there is none to clear), the
     /// versions the device knows of the page's rows (read in one query), and
     /// the versions and refetched rows to record (written in one statement
     /// each, once the rows are applied).
     final class PageContext {
-        var upserts: [UpsertKey: String] = [:]
-        var lastUpsert: (key: UpsertKey, sql: String)?
+        let upserts = UpsertBatch.Statements()
         var setAsideRows: Bool
         var known: [RowKey: Int64] = [:]
         /// The edit stamps the device knows of the page's rows (``KnownVersions``), read only while recovering.
@@ -65,15 +64,12 @@ struct PageApplier {
         }
     }
 
-    struct UpsertKey: Hashable {
-        var table: String
-        var columns: [String]
-    }
-
-    /// What rows applied in a savepoint will record, kept apart until it commits.
+    /// What rows applied in a savepoint will record, kept apart until it
+    /// commits, and the rows it has yet to write.
     struct Applied {
         var versions: [(RowKey, Int64, Int64?)] = []
         var seen: [RowKey] = []
+        var batch = UpsertBatch()
 
         func commit(to context: PageContext) {
             context.versions += versions
@@ -253,6 +249,7 @@ struct PageApplier {
                     change, scope: scope, refetching: refetching, pending: pending, context: context,
                     into: &report, applied: &applied, db)
             }
+            try applied.batch.flush(context.upserts, db)
             return .commit
         }
         applied.commit(to: context)
@@ -268,6 +265,10 @@ struct PageApplier {
             return
         }
         let rowKey = RowKey(table: change.table, rowID: change.rowID)
+        if context.recovering {
+            // Written in order: the batch first.
+            try applied.batch.flush(context.upserts, db)
+        }
         if context.recovering,
             try recover(
                 change, layout: layout, pending: pending[rowKey] ?? .none, context: context, applied: &applied,
@@ -287,6 +288,7 @@ struct PageApplier {
             recordVersion = record
             report.kept += 1
         case .delete:
+            try applied.batch.flush(context.upserts, db)
             let table = SQLText.identifier(layout.table.name), key = SQLText.identifier(layout.primaryKey)
             try db.cachedStatement(sql: "DELETE FROM \(table) WHERE \(key) = ?").execute(arguments: [change.rowID])
             // Its attachments go with it here; the deleting device sent their deletes too.
@@ -295,38 +297,10 @@ struct PageApplier {
             }
             report.deleted += 1
         case .write(let values):
-            // The columns in the table's order; the statement cached per table and column set.
-            var columns: [String] = []
-            columns.reserveCapacity(values.count)
-            var arguments: [DatabaseValue] = [change.rowID.databaseValue]
-            arguments.reserveCapacity(values.count + 1)
-            for column in layout.columns {
-                if let value = values[column] {
-                    columns.append(column)
-                    arguments.append(value.databaseValue)
-                }
-            }
-            let cacheKey = UpsertKey(table: layout.table.name, columns: columns)
-            let sql: String
-            if let last = context.lastUpsert, last.key == cacheKey {
-                // A page's rows mostly share their columns: no hashing then.
-                sql = last.sql
-            } else if let cached = context.upserts[cacheKey] {
-                sql = cached
-                context.lastUpsert = (cacheKey, cached)
-            } else {
-                let table = SQLText.identifier(layout.table.name), key = SQLText.identifier(layout.primaryKey)
-                let names = ([layout.primaryKey] + columns).map(SQLText.identifier).joined(separator: ", ")
-                let marks = Array(repeating: "?", count: columns.count + 1).joined(separator: ", ")
-                let update =
-                    columns.isEmpty
-                    ? "DO NOTHING"
-                    : "DO UPDATE SET " + columns.map { "\(SQLText.identifier($0)) = excluded.\(SQLText.identifier($0))" }.joined(separator: ", ")
-                sql = "INSERT INTO \(table) (\(names)) VALUES (\(marks)) ON CONFLICT(\(key)) \(update)"
-                context.upserts[cacheKey] = sql
-                context.lastUpsert = (cacheKey, sql)
-            }
-            try db.cachedStatement(sql: sql).execute(arguments: StatementArguments(values: arguments))
+            // Written with the rows around it of the same columns.
+            try applied.batch.add(
+                table: layout.table.name, primaryKey: layout.primaryKey, rowID: change.rowID, values: values,
+                columns: layout.columns, context.upserts, db)
             report.written += 1
         }
         if recordVersion {
@@ -351,7 +325,9 @@ struct PageApplier {
     ) throws -> (versions: [RowKey: Int64], stamps: [RowKey: Int64]) {
         var known: [RowKey: Int64] = [:]
         var stamps: [RowKey: Int64] = [:]
-        for (table, rows) in Dictionary(grouping: changes, by: \.table).mapValues({ $0.map(\.rowID) }) {
+        var byTable: [String: [String]] = [:]
+        for change in changes { byTable[change.table, default: []].append(change.rowID) }
+        for (table, rows) in byTable {
             for chunk in chunks(rows) {
                 for (rowID, version, stamp) in try KnownVersions.fetch(table: table, rowIDs: chunk, db) {
                     let key = RowKey(table: table, rowID: rowID)
@@ -369,13 +345,13 @@ struct PageApplier {
             try KnownVersions.remember(chunk, db)
         }
         for chunk in chunks(context.seen) {
-            let tuples = Array(repeating: "(?,?,?)", count: chunk.count).joined(separator: ",")
+            let tuples = SQLText.parameters(rows: chunk.count, width: 3)
             var arguments: [DatabaseValue] = []
             for key in chunk {
                 arguments += [scope.databaseValue, key.table.databaseValue, key.rowID.databaseValue]
             }
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO ferry_refetch_seen(scope, tbl, row_id) VALUES \(tuples)")
-                .execute(arguments: StatementArguments(values: arguments))
+                .execute(values: arguments)
         }
     }
 
