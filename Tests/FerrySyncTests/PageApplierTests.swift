@@ -135,7 +135,9 @@ import Testing
     /// versions, empty strings and blobs, NULLs and floats; and a run of 237
     /// rows of one column set, written as statements of 100, 25, 5 and 1.
     /// In one run of a column set, a row written twice keeps its later
-    /// values and a row written then deleted is gone.
+    /// values, a row written then deleted is gone, and a row written again
+    /// at an older version keeps the newer. Rows the device holds at newer
+    /// versions are left as they are, wherever they fall in a savepoint.
     @Test(arguments: [1, 2, 3])
     func rowsWrittenTogetherEqualRowsWrittenOneByOne(seed: UInt64) throws {
         var random = SplitMix64(mixing: seed)
@@ -166,17 +168,30 @@ import Testing
             if Bool.random(using: &random) { values["counter"] = .integer(Int64.random(in: 0...9, using: &random)) }
             changes.append(RowChange(table: "note", rowID: id, version: next(), deleted: false, values: values))
         }
-        // In one run of a column set: a row written twice, and a row written then deleted.
+        // In one run of a column set: a row written twice, a row written then deleted, and a row
+        // written again at an older version (left as it is).
         for (id, title) in [("twice", "first"), ("gone", "here"), ("twice", "second"), ("other", "x")] {
             changes.append(note(id, version: next(), title: title, body: "b"))
         }
         changes.append(RowChange(table: "note", rowID: "gone", version: next(), deleted: true, values: [:]))
+        changes.append(note("older", version: 900_000, title: "newer", body: "b"))
+        changes.append(note("older", version: next(), title: "older", body: "b"))
+        // Rows the device holds at newer versions than the page's, among rows it does not.
+        let held = (0..<5).map { note("held\($0)", version: 1_000_000, title: "held", body: "held") }
+        for (index, change) in changes.enumerated().reversed() where index % 50 == 0 {
+            let stale = held[index % held.count]
+            changes.insert(note(stale.rowID, version: change.version, title: "stale", body: "stale"), at: index)
+        }
+        changes.insert(RowChange(table: "note", rowID: "held0", version: 5, deleted: true, values: [:]), at: 30)
         for n in 0..<237 {
             changes.append(note("long\(n)", version: next(), title: "t\(n)", body: "", counter: Int64(n)))
         }
 
-        _ = try applier().apply(page(changes))
         let oneByOne = try FerryDatabase(writer: DatabaseQueue(), schema: SyncSchema.schema())
+        _ = try applier().apply(page(held, cursor: "c0"))
+        _ = try PageApplier(database: oneByOne, userScope: "user:alice").apply(page(held, cursor: "c0"))
+        let report = try applier().apply(page(changes))
+        #expect(report.kept >= 11)
         for (index, change) in changes.enumerated() {
             _ = try PageApplier(database: oneByOne, userScope: "user:alice").apply(page([change], cursor: "c\(index)"))
         }
@@ -191,8 +206,10 @@ import Testing
         #expect(together.count > 300)
         let difference = together.difference(from: alone)
         #expect(difference.isEmpty, "rows written together differ from rows written alone: \(Array(difference).prefix(6))")
-        let titles = try database.read { db in try String.fetchAll(db, sql: "SELECT id || ':' || title FROM note WHERE id IN ('twice', 'gone')") }
-        #expect(titles == ["twice:second"])
+        let titles = try database.read { db in
+            try String.fetchAll(db, sql: "SELECT id || ':' || title FROM note WHERE id IN ('twice', 'gone', 'older', 'held0', 'held4') ORDER BY id")
+        }
+        #expect(titles == ["held0:held", "held4:held", "older:newer", "twice:second"])
         #expect(try database.outbox.pendingCount() == 0)
     }
 }

@@ -56,6 +56,40 @@ enum KnownVersions {
         try statement.execute()
     }
 
+    /// Records each version and stamp where it is at least the version
+    /// the device holds of its row (else leaves the row's as they are), in
+    /// statements of at most 100 rows. Returns how many it recorded: fewer
+    /// than `versions` holds when the device holds a newer version of some.
+    ///
+    /// ```swift
+    /// try KnownVersions.advance([(RowKey(table: "note", rowID: id), 12, stamp)], db)  // 1
+    /// ```
+    static func advance(_ versions: [(RowKey, Int64, Int64?)], _ db: Database) throws -> Int {
+        var recorded = 0
+        var start = 0
+        while start < versions.count {
+            let count = UpsertBatch.sizes.first { $0 <= versions.count - start } ?? 1
+            let statement = try db.cachedStatement(
+                sql: """
+                    INSERT INTO ferry_rows(tbl, row_id, version, hlc) VALUES \(SQLText.parameters(rows: count, width: 4))
+                    ON CONFLICT(tbl, row_id) DO UPDATE SET version = excluded.version, hlc = coalesce(excluded.hlc, hlc)
+                    WHERE excluded.version >= version
+                    """)
+            try statement.bind { binder in
+                for (key, version, stamp) in versions[start..<(start + count)] {
+                    try binder.bind(key.table)
+                    try binder.bind(key.rowID)
+                    try binder.bind(version)
+                    try binder.bind(stamp)
+                }
+            }
+            try statement.execute()
+            recorded += db.changesCount
+            start += count
+        }
+        return recorded
+    }
+
     /// The versions and stamps the device holds of `rowIDs` in `table`, in
     /// one statement (at most 250 ids, as the page applier sends them).
     static func fetch(table: String, rowIDs: some Collection<String>, _ db: Database) throws -> [(rowID: String, version: Int64, stamp: Int64?)] {

@@ -41,20 +41,25 @@ struct PageApplier {
     static let groupSize = 100
 
     /// What one page's rows share: the upsert statements per table, column
-    /// set and row count (``UpsertBatch``), whether any row is set aside (else there is none to clear), the
-    /// versions the device knows of the page's rows (read in one query), and
-    /// the versions and refetched rows to record (written in one statement
-    /// each, once the rows are applied).
+    /// set and row count (``UpsertBatch``), whether any row is set aside
+    /// (else there is none to clear), and the refetched rows to record
+    /// (written in one statement each, once the rows are applied).
+    ///
+    /// Each savepoint records its rows' versions before it writes them
+    /// (``PageApplier/advanceVersions(of:_:)``). A recovering refetch reads
+    /// the versions and stamps the device knows of the page's rows first (in
+    /// one query) and records the versions after.
     final class PageContext {
         let upserts = UpsertBatch.Statements()
         var setAsideRows: Bool
+        /// The versions the device knows of the page's rows, read only while recovering.
         var known: [RowKey: Int64] = [:]
         /// The edit stamps the device knows of the page's rows (``KnownVersions``), read only while recovering.
         var stamps: [RowKey: Int64] = [:]
         /// The server lost history: rows the device holds newer go back (``PageApplier+Recovery.swift``).
         var recovering: Bool
-        /// In the order applied, with the row's edit stamp; a row twice (a
-        /// retried set-aside row) keeps its newest through `max`.
+        /// While recovering: in the order applied, with the row's edit stamp;
+        /// a row twice (a retried set-aside row) keeps its newest through `max`.
         var versions: [(RowKey, Int64, Int64?)] = []
         var seen: [RowKey] = []
 
@@ -70,6 +75,10 @@ struct PageApplier {
         var versions: [(RowKey, Int64, Int64?)] = []
         var seen: [RowKey] = []
         var batch = UpsertBatch()
+        /// The versions the device holds of the savepoint's rows, when one
+        /// is newer than its row's (``PageApplier/advanceVersions(of:_:)``),
+        /// moved on past each row applied; `nil` when none is.
+        var held: [RowKey: Int64]?
 
         func commit(to context: PageContext) {
             context.versions += versions
@@ -130,7 +139,9 @@ struct PageApplier {
             let context = PageContext(
                 setAsideRows: try SetAsideRecord.anyHeld(db),
                 recovering: refetching && cursorRecord.recovering)
-            (context.known, context.stamps) = try Self.knownVersions(of: page.changes, stamps: context.recovering, db)
+            if context.recovering {
+                (context.known, context.stamps) = try Self.knownVersions(of: page.changes, db)
+            }
             var start = 0
             while start < page.changes.count {
                 let group = page.changes[start..<min(start + Self.groupSize, page.changes.count)]
@@ -244,6 +255,9 @@ struct PageApplier {
         var report = Report()
         var applied = Applied()
         try db.inSavepoint {
+            if !context.recovering {
+                applied.held = try advanceVersions(of: changes, db)
+            }
             for change in changes {
                 try applyRow(
                     change, scope: scope, refetching: refetching, pending: pending, context: context,
@@ -278,9 +292,10 @@ struct PageApplier {
             return
         }
         // An initial sync has nothing pending and knows no row: no lookups then.
+        let known = context.recovering ? context.known : applied.held ?? [:]
         let plan = RowRebase.plan(
             change, pending: pending.isEmpty ? .none : pending[rowKey] ?? .none,
-            knownVersion: context.known.isEmpty ? nil : context.known[rowKey],
+            knownVersion: known.isEmpty ? nil : known[rowKey],
             columns: layout.columns, primaryKey: layout.primaryKey)
         var recordVersion = true
         switch plan {
@@ -303,8 +318,11 @@ struct PageApplier {
                 columns: layout.columns, context.upserts, db)
             report.written += 1
         }
-        if recordVersion {
+        if recordVersion && context.recovering {
             applied.versions.append((rowKey, change.version, change.hlc?.rawValue))
+        } else if recordVersion, let held = applied.held {
+            // Recorded already (``advanceVersions(of:_:)``); the row's next version in the savepoint meets this one.
+            applied.held?[rowKey] = max(held[rowKey] ?? change.version, change.version)
         }
         if refetching {
             applied.seen.append(rowKey)
@@ -315,13 +333,52 @@ struct PageApplier {
         }
     }
 
-    // MARK: - Versions, in one statement per page
+    // MARK: - Versions
 
-    /// The versions the device knows of the page's rows, and with `stamps`
-    /// their edit stamps, read in one statement per table and chunk.
+    /// Records the versions (and stamps) of a savepoint's rows before they
+    /// are written, in one statement per hundred rows that records each
+    /// only where it is at least the version the device holds: in place of
+    /// a read of what the device holds and a write of the new versions
+    /// after. Returns `nil` when every row was recorded (none is older
+    /// than what the device holds), the usual case.
+    ///
+    /// Otherwise that statement is undone, and the versions the device
+    /// holds of the rows are read and returned, to leave the older rows as
+    /// they are (``RowRebase``; the applier moves them on past each row it
+    /// applies, so a row twice in the savepoint meets the first one's
+    /// version); then every version is recorded where it is newer.
+    ///
+    /// In the savepoint, so a row that fails to write (and is set aside)
+    /// records no version. A recovering refetch records after the rows
+    /// instead, with the device's own stamps.
+    private func advanceVersions(of changes: some Collection<RowChange>, _ db: Database) throws -> [RowKey: Int64]? {
+        var versions: [(RowKey, Int64, Int64?)] = []
+        versions.reserveCapacity(changes.count)
+        for change in changes where database.layouts[change.table] != nil {
+            versions.append((RowKey(table: change.table, rowID: change.rowID), change.version, change.hlc?.rawValue))
+        }
+        var everyRow = false
+        try db.inSavepoint {
+            everyRow = try KnownVersions.advance(versions, db) == versions.count
+            return everyRow ? .commit : .rollback
+        }
+        guard !everyRow else { return nil }
+        var held: [RowKey: Int64] = [:]
+        var byTable: [String: [String]] = [:]
+        for (key, _, _) in versions { byTable[key.table, default: []].append(key.rowID) }
+        for (table, rowIDs) in byTable {
+            for (rowID, version, _) in try KnownVersions.fetch(table: table, rowIDs: rowIDs, db) {
+                held[RowKey(table: table, rowID: rowID)] = version
+            }
+        }
+        try KnownVersions.remember(versions[...], db)
+        return held
+    }
+
+    /// The versions the device knows of the page's rows and their edit
+    /// stamps, read in one statement per table and chunk (while recovering).
     private static func knownVersions(
-        of changes: [RowChange], stamps withStamps: Bool,
-        _ db: Database
+        of changes: [RowChange], _ db: Database
     ) throws -> (versions: [RowKey: Int64], stamps: [RowKey: Int64]) {
         var known: [RowKey: Int64] = [:]
         var stamps: [RowKey: Int64] = [:]
@@ -332,7 +389,7 @@ struct PageApplier {
                 for (rowID, version, stamp) in try KnownVersions.fetch(table: table, rowIDs: chunk, db) {
                     let key = RowKey(table: table, rowID: rowID)
                     known[key] = version
-                    if withStamps, let stamp { stamps[key] = stamp }
+                    if let stamp { stamps[key] = stamp }
                 }
             }
         }
