@@ -46,7 +46,7 @@ struct CompressingWriter: ResponseBodyWriter {
     ///   little state (about 24 KiB of zlib memory instead of 256 KiB).
     init(_ inner: any ResponseBodyWriter, coding: ContentCoding, streaming: Bool) throws {
         self.inner = inner
-        compressor = (streaming ? coding.streamingAlgorithm : coding.algorithm).compressor
+        compressor = (streaming ? coding.streamingAlgorithm : coding.responseAlgorithm).compressor
         try compressor.startStream()
     }
 
