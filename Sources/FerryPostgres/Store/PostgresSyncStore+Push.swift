@@ -80,28 +80,29 @@ extension PostgresSyncStore {
             ON CONFLICT (user_id, client_id) DO UPDATE SET
                 last_mutation_id = excluded.last_mutation_id, xid = excluded.xid, last_push_at = excluded.last_push_at
             """, logger: logger)
-        let changed = plan.rows.sorted { $0.key < $1.key }
-        let inserted = changed.filter { !existing.contains($0.key) }
+        // In key order (the order every push locks rows in), each column of the statement built in one pass.
+        var inserted = RowColumns(), updated = RowColumns()
+        for key in plan.rows.keys.sorted() {
+            let row = plan.rows[key]!
+            if existing.contains(key) { updated.append(key, row) } else { inserted.append(key, row) }
+        }
         if !inserted.isEmpty {
             try await connection.query(
                 """
                 INSERT INTO ferry_rows (scope, tbl, row_id, version, xid, deleted, client_id, changed_at, cells)
                 SELECT u.scope, u.tbl, u.row_id, u.version, \(xid), u.deleted, u.client_id, \(now), u.cells
-                FROM unnest(\(inserted.map(\.key.scope))::text[], \(inserted.map(\.key.table))::text[], \(inserted.map(\.key.rowID))::text[],
-                    \(inserted.map(\.value.version))::int8[], \(inserted.map(\.value.deleted))::bool[], \(inserted.map(\.value.clientID))::text[],
-                    \(inserted.map { StoreCoding.cellsJSON($0.value.cells) })::text[])
+                FROM unnest(\(inserted.scopes)::text[], \(inserted.tables)::text[], \(inserted.rowIDs)::text[],
+                    \(inserted.versions)::int8[], \(inserted.deleted)::bool[], \(inserted.clientIDs)::text[], \(inserted.cells)::text[])
                     AS u(scope, tbl, row_id, version, deleted, client_id, cells)
                 """, logger: logger)
         }
-        let updated = changed.filter { existing.contains($0.key) }
         if !updated.isEmpty {
             try await connection.query(
                 """
                 UPDATE ferry_rows r SET version = u.version, xid = \(xid), deleted = u.deleted, client_id = u.client_id,
                     changed_at = \(now), cells = u.cells, collected = false
-                FROM unnest(\(updated.map(\.key.scope))::text[], \(updated.map(\.key.table))::text[], \(updated.map(\.key.rowID))::text[],
-                    \(updated.map(\.value.version))::int8[], \(updated.map(\.value.deleted))::bool[], \(updated.map(\.value.clientID))::text[],
-                    \(updated.map { StoreCoding.cellsJSON($0.value.cells) })::text[])
+                FROM unnest(\(updated.scopes)::text[], \(updated.tables)::text[], \(updated.rowIDs)::text[],
+                    \(updated.versions)::int8[], \(updated.deleted)::bool[], \(updated.clientIDs)::text[], \(updated.cells)::text[])
                     AS u(scope, tbl, row_id, version, deleted, client_id, cells)
                 WHERE r.scope = u.scope AND r.tbl = u.tbl AND r.row_id = u.row_id
                 """, logger: logger)
@@ -296,5 +297,28 @@ extension PostgresSyncStore {
             value = decoded
         }
         return value
+    }
+}
+
+/// A push's changed rows as the columns of one `unnest`, in the order added.
+private struct RowColumns {
+    var scopes: [String] = []
+    var tables: [String] = []
+    var rowIDs: [String] = []
+    var versions: [Int64] = []
+    var deleted: [Bool] = []
+    var clientIDs: [String] = []
+    var cells: [String] = []
+
+    var isEmpty: Bool { scopes.isEmpty }
+
+    mutating func append(_ key: RowKey, _ row: StoredRow) {
+        scopes.append(key.scope)
+        tables.append(key.table)
+        rowIDs.append(key.rowID)
+        versions.append(row.version)
+        deleted.append(row.deleted)
+        clientIDs.append(row.clientID)
+        cells.append(StoreCoding.cellsJSON(row.cells))
     }
 }
