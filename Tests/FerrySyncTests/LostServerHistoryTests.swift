@@ -210,6 +210,38 @@ import FerryTestSupport
         }
     }
 
+    /// A device that mirrors a store restored from a backup takes the
+    /// backup's row, though it knew a newer version of it: the versions it
+    /// held were of the history the server lost.
+    @Test func aDeviceThatMirrorsTakesARestoredRowAsTheServerHasIt() async throws {
+        var server = try await SyncServer.start(in: directory)
+        do {
+            let laptop = try await Device.make("laptop", user: "alice", server: server, directory: directory)
+            try laptop.execute("INSERT INTO note(id, title) VALUES ('n1', 'in the backup')")
+            try await laptop.engine.sync()
+        }
+        try await shutDown(server)
+        try copyStore(to: "backup")
+        server = try await SyncServer.start(in: directory)
+        do {
+            let laptop = try await Device.make("laptop", user: "alice", server: server, directory: directory)
+            try laptop.execute("UPDATE note SET title = 'renamed after the backup' WHERE id = 'n1'")
+            try await laptop.engine.sync()
+        }
+        try await shutDown(server)
+        try restoreStore(from: "backup")
+        server = try await SyncServer.start(in: directory)
+        try await server.stopping {
+            let laptop = try await Device.make(
+                "laptop", user: "alice", server: server, directory: directory,
+                configure: { $0.lostServerHistory = .mirror })
+            let summary = try await laptop.engine.sync()
+            #expect(summary.sentBack == 0, "\(summary)")
+            #expect(try titles(laptop) == ["n1": "in the backup"])
+            #expect(try await server.rows("note", in: "user:alice").count == 1)
+        }
+    }
+
     /// PostgreSQL: a `pg_dump` of the store loaded into a fresh database
     /// after more was written: the devices refill it.
     @Test(.enabled(if: PostgresTestDatabase.shouldRun))

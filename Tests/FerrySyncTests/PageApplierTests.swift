@@ -134,6 +134,8 @@ import Testing
     /// batch), deletes, rows repeated later in the page with newer
     /// versions, empty strings and blobs, NULLs and floats; and a run of 237
     /// rows of one column set, written as statements of 100, 25, 5 and 1.
+    /// Stamps, a row with a pending edit, rows a STRICT column refuses (set
+    /// aside) and rows of a table this app does not sync are among them.
     /// In one run of a column set, a row written twice keeps its later
     /// values, a row written then deleted is gone, and a row written again
     /// at an older version keeps the newer. Rows the device holds at newer
@@ -154,11 +156,18 @@ import Testing
                 changes.append(RowChange(table: "note", rowID: id, version: next(), deleted: true, values: [:]))
                 continue
             }
+            if Int.random(in: 0..<40, using: &random) == 0 {
+                changes.append(RowChange(table: "future_table", rowID: id, version: next(), deleted: false, values: ["x": 1]))
+                continue
+            }
             if Bool.random(using: &random) {
+                // One in twenty a value the STRICT column refuses: set aside, its group applied row by row.
+                let value: ColumnValue =
+                    Int.random(in: 0..<20, using: &random) == 0 ? .text("not a number") : .integer(Int64.random(in: -5...5, using: &random))
                 changes.append(
                     RowChange(
                         table: "reading", rowID: "r\(Int.random(in: 0..<30, using: &random))", version: next(), deleted: false,
-                        values: ["value": .integer(Int64.random(in: -5...5, using: &random))]))
+                        values: ["value": value]))
                 continue
             }
             var values: [String: ColumnValue] = [:]
@@ -166,7 +175,9 @@ import Testing
                 values[column] = texts.randomElement(using: &random)!
             }
             if Bool.random(using: &random) { values["counter"] = .integer(Int64.random(in: 0...9, using: &random)) }
-            changes.append(RowChange(table: "note", rowID: id, version: next(), deleted: false, values: values))
+            var change = RowChange(table: "note", rowID: Bool.random(using: &random) ? id : "pending", version: next(), deleted: false, values: values)
+            if Bool.random(using: &random) { change.hlc = HLCTimestamp(wallMilliseconds: 1_000 + change.version, counter: 0) }
+            changes.append(change)
         }
         // In one run of a column set: a row written twice, a row written then deleted, and a row
         // written again at an older version (left as it is).
@@ -187,18 +198,25 @@ import Testing
             changes.append(note("long\(n)", version: next(), title: "t\(n)", body: "", counter: Int64(n)))
         }
 
+        // A row with a pending local edit of its title, on both devices.
         let oneByOne = try FerryDatabase(writer: DatabaseQueue(), schema: SyncSchema.schema())
-        _ = try applier().apply(page(held, cursor: "c0"))
-        _ = try PageApplier(database: oneByOne, userScope: "user:alice").apply(page(held, cursor: "c0"))
+        for device in [database, oneByOne] {
+            _ = try PageApplier(database: device, userScope: "user:alice")
+                .apply(page(held + [note("pending", version: 1, title: "pulled", body: "pulled")], cursor: "c0"))
+            try device.write { db in try db.execute(sql: "UPDATE note SET title = 'mine' WHERE id = 'pending'") }
+        }
         let report = try applier().apply(page(changes))
         #expect(report.kept >= 11)
+        #expect(!report.setAside.isEmpty)
         for (index, change) in changes.enumerated() {
             _ = try PageApplier(database: oneByOne, userScope: "user:alice").apply(page([change], cursor: "c\(index)"))
         }
         let contents = """
             SELECT 'note', id, typeof(title), title, typeof(body), body, counter FROM note
             UNION ALL SELECT 'reading', id, 'integer', value, NULL, NULL, NULL FROM reading
-            UNION ALL SELECT 'version', tbl || '/' || row_id, NULL, version, NULL, NULL, NULL FROM ferry_rows
+            UNION ALL SELECT 'version', tbl || '/' || row_id, NULL, version, NULL, hlc, NULL FROM ferry_rows
+            UNION ALL SELECT 'set aside', tbl || '/' || row_id, NULL, version, NULL, NULL, NULL FROM ferry_set_aside
+            UNION ALL SELECT 'outbox', tbl || '/' || row_id, op, base_version, NULL, columns, NULL FROM ferry_outbox
             ORDER BY 1, 2
             """
         let together = try database.read { db in try Row.fetchAll(db, sql: contents) }
@@ -210,6 +228,7 @@ import Testing
             try String.fetchAll(db, sql: "SELECT id || ':' || title FROM note WHERE id IN ('twice', 'gone', 'older', 'held0', 'held4') ORDER BY id")
         }
         #expect(titles == ["held0:held", "held4:held", "older:newer", "twice:second"])
-        #expect(try database.outbox.pendingCount() == 0)
+        #expect(try database.read { db in try String.fetchOne(db, sql: "SELECT title FROM note WHERE id = 'pending'") } == "mine")
+        #expect(try database.outbox.pendingCount() == 1)
     }
 }

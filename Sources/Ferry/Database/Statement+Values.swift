@@ -19,15 +19,15 @@ extension Statement {
     /// for any other statement.
     ///
     /// ```swift
-    /// let statement = try db.cachedStatement(sql: "INSERT INTO note (id, title) VALUES (?, ?), (?, ?)")
+    /// let statement = try db.cachedStatement(sql: "SELECT title FROM note WHERE id IN (?, ?)")
     /// try statement.bind { binder in
-    ///     for note in notes {
-    ///         try binder.bind(note.id)
-    ///         try binder.bind(note.title)
-    ///     }
+    ///     for id in ids { try binder.bind(id) }
     /// }
-    /// try statement.execute()
+    /// defer { statement.clearValues() }
+    /// let titles = try String.fetchAll(statement)
     /// ```
+    ///
+    /// To run a statement, ``execute(binding:)`` binds, runs and clears.
     ///
     /// - Throws: a `DatabaseError` (`SQLITE_RANGE`, `SQLITE_MISUSE`) when
     ///   `body` binds more or fewer values than the statement has parameters.
@@ -39,34 +39,51 @@ extension Statement {
         // Resets the statement, clears its bindings, and marks it bound: `execute()` then only resets it.
         setUncheckedArguments(StatementArguments())
         var binder = StatementBinder(statement: self)
-        try body(&binder)
+        do {
+            try body(&binder)
+        } catch {
+            // Not run half bound later.
+            sqlite3_clear_bindings(sqliteStatement)
+            throw error
+        }
         let parameters = sqlite3_bind_parameter_count(sqliteStatement)
         guard binder.next - 1 == parameters else {
+            sqlite3_clear_bindings(sqliteStatement)
             throw DatabaseError(
                 resultCode: .SQLITE_MISUSE, message: "\(binder.next - 1) values bound for \(parameters) parameters", sql: sql)
         }
     }
 
-    /// Binds `values` to the statement's parameters, in order (``bind(_:)``).
+    /// Runs the statement with the values `body` binds (``bind(_:)``),
+    /// then lets them go: SQLite keeps its copies of bound values until the
+    /// statement is bound again, and a cached statement lives as long as
+    /// its connection.
     ///
     /// ```swift
-    /// try statement.bind(values: [id.databaseValue, title.databaseValue])
+    /// try statement.execute { binder in try binder.bind(id) }
     /// ```
-    func bind(values: some Collection<DatabaseValue>) throws {
-        try bind { binder in
-            for value in values { try binder.bind(value) }
-        }
+    func execute(binding body: (inout StatementBinder) throws -> Void) throws {
+        try bind(body)
+        defer { clearValues() }
+        try execute()
     }
 
-    /// Runs the statement with `values` bound to its parameters, in order
-    /// (``bind(_:)``).
+    /// Runs the statement with `values` bound to its parameters, in order,
+    /// then lets them go (``execute(binding:)``).
     ///
     /// ```swift
     /// try db.cachedStatement(sql: "DELETE FROM note WHERE id = ?").execute(values: [id.databaseValue])
     /// ```
     func execute(values: some Collection<DatabaseValue>) throws {
-        try bind(values: values)
-        try execute()
+        try execute { binder in
+            for value in values { try binder.bind(value) }
+        }
+    }
+
+    /// Lets the values bound go (they read as NULL until bound again), for
+    /// a statement read with ``bind(_:)`` once its rows are read.
+    func clearValues() {
+        sqlite3_clear_bindings(sqliteStatement)
     }
 }
 
@@ -81,16 +98,20 @@ struct StatementBinder {
         self.statement = statement
     }
 
+    /// Text, up to its first NUL byte if it has one, as GRDB binds it (and
+    /// reads it back): a value stored whole would read back cut, and look
+    /// changed to the next write of the row.
     mutating func bind(_ text: String) throws {
         var text = text
         try check(
             text.withUTF8 { bytes in
+                let length = bytes.firstIndex(of: 0) ?? bytes.count
                 // An empty buffer may have no address, which SQLite would bind as NULL.
-                guard let address = bytes.baseAddress, !bytes.isEmpty else {
+                guard let address = bytes.baseAddress, length > 0 else {
                     return sqlite3_bind_text(statement.sqliteStatement, next, "", 0, transient)
                 }
-                return address.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
-                    sqlite3_bind_text(statement.sqliteStatement, next, $0, CInt(bytes.count), transient)
+                return address.withMemoryRebound(to: CChar.self, capacity: length) {
+                    sqlite3_bind_text(statement.sqliteStatement, next, $0, CInt(length), transient)
                 }
             })
     }

@@ -45,7 +45,7 @@ enum KnownVersions {
                 ON CONFLICT(tbl, row_id) DO UPDATE SET version = max(version, excluded.version),
                 hlc = CASE WHEN excluded.version >= version THEN coalesce(excluded.hlc, hlc) ELSE hlc END
                 """)
-        try statement.bind { binder in
+        try statement.execute { binder in
             for (key, version, stamp) in versions {
                 try binder.bind(key.table)
                 try binder.bind(key.rowID)
@@ -53,7 +53,6 @@ enum KnownVersions {
                 try binder.bind(stamp)
             }
         }
-        try statement.execute()
     }
 
     /// Records each version and stamp where it is at least the version
@@ -75,7 +74,7 @@ enum KnownVersions {
                     ON CONFLICT(tbl, row_id) DO UPDATE SET version = excluded.version, hlc = coalesce(excluded.hlc, hlc)
                     WHERE excluded.version >= version
                     """)
-            try statement.bind { binder in
+            try statement.execute { binder in
                 for (key, version, stamp) in versions[start..<(start + count)] {
                     try binder.bind(key.table)
                     try binder.bind(key.rowID)
@@ -83,7 +82,6 @@ enum KnownVersions {
                     try binder.bind(stamp)
                 }
             }
-            try statement.execute()
             recorded += db.changesCount
             start += count
         }
@@ -99,6 +97,7 @@ enum KnownVersions {
             try binder.bind(table)
             for rowID in rowIDs { try binder.bind(rowID) }
         }
+        defer { statement.clearValues() }
         let cursor = try Row.fetchCursor(statement)
         var known: [(rowID: String, version: Int64, stamp: Int64?)] = []
         while let row = try cursor.next() {

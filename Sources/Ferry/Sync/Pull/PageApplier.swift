@@ -120,10 +120,14 @@ struct PageApplier {
             var cursorRecord = try ScopeCursorRecord.find(page.scope, db)
             if page.reset && movesCursor {
                 cursorRecord.refetching = true
-                if page.lostHistory && lostServerHistory == .sendBack {
-                    cursorRecord.recovering = true
+                if page.lostHistory {
+                    // The versions held here are of the history the server lost: a row it returns at an
+                    // older version is its row now, to mirror as to send back against.
                     try forgetVersions(of: page.scope, db)
-                    try recheckUploads(of: page.scope, db)
+                    if lostServerHistory == .sendBack {
+                        cursorRecord.recovering = true
+                        try recheckUploads(of: page.scope, db)
+                    }
                 }
                 try cursorRecord.store(db)
                 try db.execute(sql: "DELETE FROM ferry_refetch_seen WHERE scope = ?", arguments: [page.scope])
@@ -412,10 +416,11 @@ struct PageApplier {
         }
     }
 
-    /// Runs of at most 250 elements: 750 bound values per statement, well
-    /// inside SQLite's limit, and a handful of statement shapes to cache.
+    /// Runs of at most 200 elements: at most 800 bound values per
+    /// statement (four per version), inside the 999 of SQLite before 3.32,
+    /// and a handful of statement shapes to cache.
     private static func chunks<T>(_ elements: [T]) -> [ArraySlice<T>] {
-        stride(from: 0, to: elements.count, by: 250).map { elements[$0..<min($0 + 250, elements.count)] }
+        stride(from: 0, to: elements.count, by: 200).map { elements[$0..<min($0 + 200, elements.count)] }
     }
 
     // MARK: - Rows set aside

@@ -13,6 +13,11 @@ import GRDBSQLite
 /// delete, a recovered row) and at the end of each savepoint, so a failing
 /// row fails its group, which is then applied row by row.
 ///
+/// SQLite checks a foreign key at the end of each statement: a row that
+/// refers to one later in the same statement applies with it, where row
+/// by row it would be set aside until that row came (and retried after
+/// the page, ``PageApplier``).
+///
 /// ```swift
 /// var batch = UpsertBatch()
 /// try batch.add(table: "note", primaryKey: "id", rowID: id, values: ["title": .text("Hi")], columns: ["title"], statements, db)
