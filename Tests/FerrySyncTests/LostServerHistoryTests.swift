@@ -37,6 +37,19 @@ import FerryTestSupport
         try await server.store.close()
     }
 
+    /// The laptop writes `sql` and syncs it with `server`.
+    func laptopWrites(_ sql: String, on server: SyncServer) async throws {
+        let laptop = try await Device.make("laptop", user: "alice", server: server, directory: directory)
+        try laptop.execute(sql)
+        try await laptop.engine.sync()
+    }
+
+    /// The laptop, set to take whatever `server` holds.
+    func mirroringLaptop(on server: SyncServer) async throws -> Device {
+        try await Device.make(
+            "laptop", user: "alice", server: server, directory: directory, configure: { $0.lostServerHistory = .mirror })
+    }
+
     func titles(_ device: Device) throws -> [String: String] {
         try device.notes().compactMapValues(\.title)
     }
@@ -191,18 +204,12 @@ import FerryTestSupport
     /// A device pointed at another server on purpose takes that server's data.
     @Test func aDeviceThatMirrorsTakesTheServerAsItIs() async throws {
         var server = try await SyncServer.start(in: directory)
-        do {
-            let laptop = try await Device.make("laptop", user: "alice", server: server, directory: directory)
-            try laptop.execute("INSERT INTO note(id, title) VALUES ('old', 'on the old server')")
-            try await laptop.engine.sync()
-        }
+        try await laptopWrites("INSERT INTO note(id, title) VALUES ('old', 'on the old server')", on: server)
         try await shutDown(server)
         try restoreStore(from: nil)
         server = try await SyncServer.start(in: directory)
         try await server.stopping {
-            let laptop = try await Device.make(
-                "laptop", user: "alice", server: server, directory: directory,
-                configure: { $0.lostServerHistory = .mirror })
+            let laptop = try await mirroringLaptop(on: server)
             let summary = try await laptop.engine.sync()
             #expect(summary.sentBack == 0 && summary.swept == 1, "\(summary)")
             #expect(try laptop.notes().isEmpty)
@@ -215,26 +222,16 @@ import FerryTestSupport
     /// held were of the history the server lost.
     @Test func aDeviceThatMirrorsTakesARestoredRowAsTheServerHasIt() async throws {
         var server = try await SyncServer.start(in: directory)
-        do {
-            let laptop = try await Device.make("laptop", user: "alice", server: server, directory: directory)
-            try laptop.execute("INSERT INTO note(id, title) VALUES ('n1', 'in the backup')")
-            try await laptop.engine.sync()
-        }
+        try await laptopWrites("INSERT INTO note(id, title) VALUES ('n1', 'in the backup')", on: server)
         try await shutDown(server)
         try copyStore(to: "backup")
         server = try await SyncServer.start(in: directory)
-        do {
-            let laptop = try await Device.make("laptop", user: "alice", server: server, directory: directory)
-            try laptop.execute("UPDATE note SET title = 'renamed after the backup' WHERE id = 'n1'")
-            try await laptop.engine.sync()
-        }
+        try await laptopWrites("UPDATE note SET title = 'renamed after the backup' WHERE id = 'n1'", on: server)
         try await shutDown(server)
         try restoreStore(from: "backup")
         server = try await SyncServer.start(in: directory)
         try await server.stopping {
-            let laptop = try await Device.make(
-                "laptop", user: "alice", server: server, directory: directory,
-                configure: { $0.lostServerHistory = .mirror })
+            let laptop = try await mirroringLaptop(on: server)
             let summary = try await laptop.engine.sync()
             #expect(summary.sentBack == 0, "\(summary)")
             #expect(try titles(laptop) == ["n1": "in the backup"])

@@ -367,22 +367,16 @@ struct PageApplier {
             return everyRow ? .commit : .rollback
         }
         guard !everyRow else { return nil }
-        var held: [RowKey: Int64] = [:]
-        var byTable: [String: [String]] = [:]
-        for (key, _, _) in versions { byTable[key.table, default: []].append(key.rowID) }
-        for (table, rowIDs) in byTable {
-            for (rowID, version, _) in try KnownVersions.fetch(table: table, rowIDs: rowIDs, db) {
-                held[RowKey(table: table, rowID: rowID)] = version
-            }
-        }
+        let held = try Self.knownVersions(of: changes, db).versions
         try KnownVersions.remember(versions[...], db)
         return held
     }
 
-    /// The versions the device knows of the page's rows and their edit
-    /// stamps, read in one statement per table and chunk (while recovering).
+    /// The versions the device knows of `changes`' rows and their edit
+    /// stamps, read in one statement per table and chunk: a recovering
+    /// page's, or a savepoint's when one of its rows is older.
     private static func knownVersions(
-        of changes: [RowChange], _ db: Database
+        of changes: some Collection<RowChange>, _ db: Database
     ) throws -> (versions: [RowKey: Int64], stamps: [RowKey: Int64]) {
         var known: [RowKey: Int64] = [:]
         var stamps: [RowKey: Int64] = [:]
