@@ -85,7 +85,7 @@ public struct HTTPSyncTransport: SyncTransport {
     }()
 
     public func push(_ request: PushRequest, token: String?) async throws -> PushResponse {
-        try await post(.push, request, token: token)
+        try await post(.push, json: ByteBuffer(string: request.jsonText()), token: token)
     }
 
     public func pull(_ request: PullRequest, token: String?) async throws -> PullResponse {
@@ -207,7 +207,10 @@ public struct HTTPSyncTransport: SyncTransport {
     // MARK: - Requests
 
     private func post<Body: Encodable, Reply: Decodable>(_ endpoint: SyncEndpoint, _ body: Body, token: String?) async throws -> Reply {
-        let json = ByteBuffer(bytes: try JSONEncoder().encode(body))
+        try await post(endpoint, json: ByteBuffer(bytes: try JSONEncoder().encode(body)), token: token)
+    }
+
+    private func post<Reply: Decodable>(_ endpoint: SyncEndpoint, json: ByteBuffer, token: String?) async throws -> Reply {
         let deadline = self.deadline()
         let maxBytes = maxResponseBytes
         let client = self.client

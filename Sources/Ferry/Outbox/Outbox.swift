@@ -112,7 +112,7 @@ public struct Outbox: Sendable {
             mutation = try withValues(mutation, db)
             let payload =
                 mutation.operation == .delete
-                ? Self.frozenDelete : try ColumnValueJSON.encodeRow(mutation.values.mapValues(ColumnValue.init))
+                ? Self.frozenDelete : ColumnValueJSON.encodeRow(mutation.values.mapValues(ColumnValue.init))
             try db.cachedStatement(sql: "INSERT OR REPLACE INTO ferry_frozen(mutation_id, payload) VALUES (?, ?)")
                 .execute(arguments: [mutation.mutationID, payload])
             batch.append(mutation)

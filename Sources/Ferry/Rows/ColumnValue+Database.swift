@@ -41,10 +41,10 @@ enum ColumnValueJSON {
         return try JSONDecoder().decode(ColumnValue.self, from: Data(text.utf8))
     }
 
-    static func encodeRow(_ values: [String: ColumnValue]) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        return String(decoding: try encoder.encode(values), as: UTF8.self)
+    /// Written directly (`JSONEncoder` was a third of taking a push batch):
+    /// it decodes to the same values.
+    static func encodeRow(_ values: [String: ColumnValue]) -> String {
+        JSONText.object(values)
     }
 
     static func decodeRow(_ text: String) throws -> [String: ColumnValue] {

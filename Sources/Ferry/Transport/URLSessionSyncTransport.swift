@@ -40,7 +40,7 @@ public struct URLSessionSyncTransport: SyncTransport {
     }
 
     public func push(_ request: PushRequest, token: String?) async throws -> PushResponse {
-        try await post(.push, request, token: token)
+        try await post(.push, json: Data(request.jsonText().utf8), token: token)
     }
 
     public func pull(_ request: PullRequest, token: String?) async throws -> PullResponse {
@@ -214,9 +214,13 @@ public struct URLSessionSyncTransport: SyncTransport {
     }
 
     private func post<Body: Encodable, Reply: Decodable>(_ endpoint: SyncEndpoint, _ body: Body, token: String?) async throws -> Reply {
+        try await post(endpoint, json: try JSONEncoder().encode(body), token: token)
+    }
+
+    private func post<Reply: Decodable>(_ endpoint: SyncEndpoint, json: Data, token: String?) async throws -> Reply {
         var request = try self.request(endpoint, token: token)
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.httpBody = try JSONEncoder().encode(body)
+        request.httpBody = json
         let (data, response) = try await send(request)
         guard response.statusCode == 200 else { throw Self.failure(response, body: data) }
         do {

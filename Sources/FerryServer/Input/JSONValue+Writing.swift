@@ -1,3 +1,4 @@
+import FerryProtocol
 /// Writing a ``JSONValue`` back as JSON text: keys sorted, numbers exactly
 /// as they were read, so a document read, changed and written again says
 /// the same about every value it did not change.
@@ -23,7 +24,7 @@ extension JSONValue {
         case .null: output += "null"
         case .bool(let flag): output += flag ? "true" : "false"
         case .number(let text): output += text
-        case .string(let text): StoreCoding.appendString(text, to: &output)
+        case .string(let text): JSONText.appendString(text, to: &output)
         case .array(let items):
             guard !items.isEmpty else { output += "[]"; return }
             output += "["
@@ -40,7 +41,7 @@ extension JSONValue {
             for (index, key) in members.keys.sorted().enumerated() {
                 if index > 0 { output += "," }
                 newline(depth + 1)
-                StoreCoding.appendString(key, to: &output)
+                JSONText.appendString(key, to: &output)
                 output += indent == nil ? ":" : ": "
                 members[key]!.write(to: &output, indent: indent, depth: depth + 1)
             }

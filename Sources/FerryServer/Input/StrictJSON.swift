@@ -176,14 +176,16 @@ enum StrictJSON {
 
         mutating func string() throws(SyntaxError) -> String {
             index += 1
-            var scalars = String.UnicodeScalarView()
+            // Built from runs of plain bytes between escapes: a string without escapes is its one run, made
+            // straight from the bytes (appending a run's scalars one by one was most of a push's parse).
+            var text = ""
             var runStart = index
             func flushRun(_ end: Int) throws(SyntaxError) {
                 guard runStart < end else { return }
                 guard let run = String(validating: bytes[runStart..<end], as: UTF8.self) else {
                     throw SyntaxError(message: "a string is not valid UTF-8", offset: runStart)
                 }
-                scalars.append(contentsOf: run.unicodeScalars)
+                if text.isEmpty { text = run } else { text.append(run) }
             }
             while true {
                 guard index < bytes.count else { throw error("a string is not closed") }
@@ -191,7 +193,7 @@ enum StrictJSON {
                 if byte == UInt8(ascii: "\"") {
                     try flushRun(index)
                     index += 1
-                    return String(scalars)
+                    return text
                 }
                 guard byte >= 0x20 else { throw error("a control character must be escaped in a string") }
                 guard byte == UInt8(ascii: "\\") else {
@@ -204,14 +206,14 @@ enum StrictJSON {
                 let escaped = bytes[index]
                 index += 1
                 switch escaped {
-                case UInt8(ascii: "\""): scalars.append("\"")
-                case UInt8(ascii: "\\"): scalars.append("\\")
-                case UInt8(ascii: "/"): scalars.append("/")
-                case UInt8(ascii: "b"): scalars.append("\u{08}")
-                case UInt8(ascii: "f"): scalars.append("\u{0C}")
-                case UInt8(ascii: "n"): scalars.append("\n")
-                case UInt8(ascii: "r"): scalars.append("\r")
-                case UInt8(ascii: "t"): scalars.append("\t")
+                case UInt8(ascii: "\""): text.unicodeScalars.append("\"")
+                case UInt8(ascii: "\\"): text.unicodeScalars.append("\\")
+                case UInt8(ascii: "/"): text.unicodeScalars.append("/")
+                case UInt8(ascii: "b"): text.unicodeScalars.append("\u{08}")
+                case UInt8(ascii: "f"): text.unicodeScalars.append("\u{0C}")
+                case UInt8(ascii: "n"): text.unicodeScalars.append("\n")
+                case UInt8(ascii: "r"): text.unicodeScalars.append("\r")
+                case UInt8(ascii: "t"): text.unicodeScalars.append("\t")
                 case UInt8(ascii: "u"):
                     let unit = try hex4()
                     if (0xD800...0xDBFF).contains(unit) {
@@ -221,10 +223,10 @@ enum StrictJSON {
                         index += 2
                         let low = try hex4()
                         guard (0xDC00...0xDFFF).contains(low) else { throw error("an unpaired surrogate in a string") }
-                        scalars.append(Unicode.Scalar(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))!)
+                        text.unicodeScalars.append(Unicode.Scalar(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))!)
                     } else {
                         guard let scalar = Unicode.Scalar(unit) else { throw error("an unpaired surrogate in a string") }
-                        scalars.append(scalar)
+                        text.unicodeScalars.append(scalar)
                     }
                 default:
                     throw error("`\\\(Character(Unicode.Scalar(escaped)))` is not a JSON escape")

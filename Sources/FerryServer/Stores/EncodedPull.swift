@@ -80,7 +80,7 @@ public struct EncodedPullPage: Sendable {
         out += "{"
         if let after {
             out += "\"after\":"
-            StoreCoding.appendString(after, to: &out)
+            JSONText.appendString(after, to: &out)
             out += ","
         }
         out += "\"changes\":["
@@ -89,7 +89,7 @@ public struct EncodedPullPage: Sendable {
             row.write(to: &out)
         }
         out += "],\"cursor\":"
-        StoreCoding.appendString(cursor, to: &out)
+        JSONText.appendString(cursor, to: &out)
         if let estimatedRows {
             out += ",\"estimatedRows\":\(estimatedRows)"
         }
@@ -99,19 +99,19 @@ public struct EncodedPullPage: Sendable {
         }
         if let noticeCursor {
             out += ",\"noticeCursor\":"
-            StoreCoding.appendString(noticeCursor, to: &out)
+            JSONText.appendString(noticeCursor, to: &out)
         }
         if !notices.isEmpty {
             out += ",\"notices\":"
             out += try StoreCoding.json(notices)
         }
         out += ",\"reset\":\(reset),\"scope\":"
-        StoreCoding.appendString(scope, to: &out)
+        JSONText.appendString(scope, to: &out)
         if !settledNotices.isEmpty {
             out += ",\"settledNotices\":["
             for (index, id) in settledNotices.enumerated() {
                 if index > 0 { out += "," }
-                StoreCoding.appendString(id, to: &out)
+                JSONText.appendString(id, to: &out)
             }
             out += "]"
         }
@@ -163,9 +163,9 @@ public struct EncodedRow: Sendable, Hashable {
             var out = "{"
             for (index, column) in decoded.keys.sorted().enumerated() {
                 if index > 0 { out += "," }
-                StoreCoding.appendString(column, to: &out)
+                JSONText.appendString(column, to: &out)
                 out += ":"
-                StoreCoding.appendValue(decoded[column]!.value, to: &out)
+                JSONText.appendValue(decoded[column]!.value, to: &out)
             }
             values = out + "}"
             hlc = decoded.values.map(\.hlc.rawValue).max()
@@ -176,9 +176,9 @@ public struct EncodedRow: Sendable, Hashable {
         out += "{\"deleted\":\(deleted)"
         if let hlc { out += ",\"hlc\":\(hlc)" }
         out += ",\"rowID\":"
-        StoreCoding.appendString(rowID, to: &out)
+        JSONText.appendString(rowID, to: &out)
         out += ",\"table\":"
-        StoreCoding.appendString(table, to: &out)
+        JSONText.appendString(table, to: &out)
         out += ",\"values\":"
         out += values
         out += ",\"version\":\(version)}"

@@ -18,11 +18,11 @@ package enum StoreCoding {
         for (index, key) in cells.keys.sorted().enumerated() {
             let cell = cells[key]!
             if index > 0 { out += "," }
-            appendString(key, to: &out)
+            JSONText.appendString(key, to: &out)
             out += ":{\"clientID\":"
-            appendString(cell.clientID, to: &out)
+            JSONText.appendString(cell.clientID, to: &out)
             out += ",\"hlc\":\(cell.hlc.rawValue),\"value\":"
-            appendValue(cell.value, to: &out)
+            JSONText.appendValue(cell.value, to: &out)
             out += ",\"version\":\(cell.version)}"
         }
         out += "}"
@@ -47,51 +47,6 @@ package enum StoreCoding {
         }
         out += "]}"
         return out
-    }
-
-    package static func appendValue(_ value: ColumnValue, to out: inout String) {
-        switch value {
-        case .null: out += "null"
-        case .integer(let integer): out += String(integer)
-        case .text(let text): appendString(text, to: &out)
-        case .real(let real):
-            out += "{\"real\":"
-            appendString(String(real), to: &out)
-            out += "}"
-        case .blob(let data):
-            out += "{\"blob\":\""
-            out += data.base64EncodedString()
-            out += "\"}"
-        }
-    }
-
-    /// A JSON string literal: quotes, backslashes and control characters escaped.
-    package static func appendString(_ text: String, to out: inout String) {
-        out += "\""
-        var needsEscape = false
-        for byte in text.utf8 where byte < 0x20 || byte == 0x22 || byte == 0x5C {
-            needsEscape = true
-            break
-        }
-        guard needsEscape else {
-            out += text
-            out += "\""
-            return
-        }
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        out += "\""
     }
 
     package static func decode<T: Decodable>(_ type: T.Type, from json: String) throws -> T {

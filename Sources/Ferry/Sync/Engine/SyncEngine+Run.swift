@@ -28,8 +28,8 @@ struct SyncRun {
     /// schema check, with its batch (one transaction fewer before the
     /// first byte goes out), or before any other step.
     var cursorsDue = false
-    /// When the pending rows were last counted for the status, while pushing.
-    var pendingCounted: ContinuousClock.Instant?
+    /// When the pending rows may be counted again for the status, while pushing.
+    var pendingCountDue: ContinuousClock.Instant?
 
     /// The event for a failed step, remembering the error.
     mutating func failure(_ error: any Error) -> SyncFailure {
@@ -225,13 +225,15 @@ extension SyncEngine {
         run.drained = report.drained
         // Counting the pending rows reads all of them: after every batch of a long drain, that made the drain
         // quadratic. Nothing left is zero without a count; else the count is taken at most once a second, and
-        // the sync's end counts again.
+        // no sooner than twenty times its own time after the last (a count of 50k pending rows takes about
+        // 0.15 s: once a second, that was a tenth of the drain), and the sync's end counts again.
         var pending: Int?
         if report.drained {
             pending = 0
-        } else if run.pendingCounted.map({ ContinuousClock.now - $0 >= .seconds(1) }) ?? true {
+        } else if run.pendingCountDue.map({ ContinuousClock.now >= $0 }) ?? true {
+            let start = ContinuousClock.now
             pending = try await database.read(Outbox.pendingCount)
-            run.pendingCounted = .now
+            run.pendingCountDue = .now + max(.seconds(1), (ContinuousClock.now - start) * 20)
         }
         broadcaster.update {
             $0.pushed = pushed

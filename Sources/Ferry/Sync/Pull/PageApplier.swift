@@ -424,7 +424,7 @@ struct PageApplier {
         if held.map({ $0.version <= change.version }) ?? true {
             try SetAsideRecord(
                 table: change.table, rowID: change.rowID, scope: row.scope, version: change.version,
-                deleted: change.deleted, rowValues: try ColumnValueJSON.encodeRow(change.values),
+                deleted: change.deleted, rowValues: ColumnValueJSON.encodeRow(change.values),
                 reason: row.reason, setAsideAt: now
             ).save(db)
         }

@@ -100,7 +100,7 @@ struct PushRecorder {
     /// later pull may give the row other writers' values, and the refused
     /// edit must not vanish with them.
     private static func keepRefusedValues(of mutation: PendingMutation, _ db: Database) throws {
-        let values = try ColumnValueJSON.encodeRow(mutation.values.mapValues(ColumnValue.init))
+        let values = ColumnValueJSON.encodeRow(mutation.values.mapValues(ColumnValue.init))
         try OutboxRecord.all().filter(seqs: mutation.entrySeqs)
             .updateAll(db, OutboxRecord.Columns.refusedValues.set(to: values))
     }
@@ -117,9 +117,9 @@ struct PushRecorder {
                 for column in layout.columns where column != layout.primaryKey {
                     values[column] = ColumnValue(row[column] as DatabaseValue)
                 }
-                snapshot = try ColumnValueJSON.encodeRow(values)
+                snapshot = ColumnValueJSON.encodeRow(values)
             } else {
-                snapshot = try ColumnValueJSON.encodeRow(mutation.values.filter { $0.key != layout.primaryKey }.mapValues(ColumnValue.init))
+                snapshot = ColumnValueJSON.encodeRow(mutation.values.filter { $0.key != layout.primaryKey }.mapValues(ColumnValue.init))
             }
         }
         let scope = mutation.scope ?? userScope
