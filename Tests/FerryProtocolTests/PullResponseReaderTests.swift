@@ -28,6 +28,44 @@ import Testing
         }
     }
 
+    /// A push's answer: results without conflicts or rows are read by the
+    /// reader; one with either is declined, and `JSONDecoder` reads it.
+    @Test(arguments: [1, 2, 3] as [UInt64]) func itReadsAPushAnswerAsJSONDecoderDoes(seed: UInt64) throws {
+        var random = SplitMix64(seed: seed)
+        for _ in 0..<30 {
+            let plain = (0..<Int(random.next() % 40)).map { index in
+                MutationResult(
+                    mutationID: Int64(index) + Int64(random.next() % 1000),
+                    status: MutationResult.Status.allCases[Int(random.next() % 4)],
+                    version: random.next() % 2 == 0 ? nil : Int64(bitPattern: random.next()),
+                    reason: random.next() % 3 == 0 ? Self.text(&random) : nil,
+                    replayed: random.next() % 2 == 0)
+            }
+            let response = PushResponse(lastAppliedMutationID: Int64(bitPattern: random.next()), results: plain)
+            for formatting in [[], [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]] as [JSONEncoder.OutputFormatting] {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = formatting
+                let data = try encoder.encode(response)
+                #expect(try PullResponseReader.pushResponse(data) == response)
+            }
+
+            var unusual = response
+            let conflict = Conflict(kind: .column, column: "a", base: nil, local: .integer(1), server: .null, resolution: .keptServer)
+            let row = ServerRow(version: 3, deleted: false, values: ["a": .text(Self.text(&random))])
+            unusual.results.append(MutationResult(mutationID: 1, status: .conflict, version: 3, conflicts: [conflict], row: row))
+            let data = try JSONEncoder().encode(unusual)
+            #expect(throws: (any Error).self) { try PullResponseReader.pushResponse(data) }
+            #expect(try PullResponseReader.decode(PushResponse.self, from: data) == unusual)
+        }
+        // A result without `replayed`, or with an unknown status: JSONDecoder's error.
+        for broken in [
+            #"{"lastAppliedMutationID": 1, "results": [{"mutationID": 1, "status": "applied", "conflicts": []}]}"#,
+            #"{"lastAppliedMutationID": 1, "results": [{"mutationID": 1, "status": "done", "conflicts": [], "replayed": false}]}"#,
+        ] {
+            #expect(throws: (any Error).self) { try PullResponseReader.decode(PushResponse.self, from: Data(broken.utf8)) }
+        }
+    }
+
     /// Bodies the reader declines go to `JSONDecoder`: the same answer, or its error.
     @Test func whatItDeclinesJSONDecoderDecides() throws {
         let unusual = #"""

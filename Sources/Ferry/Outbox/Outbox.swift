@@ -381,11 +381,16 @@ public struct Outbox: Sendable {
 
     /// No entry pending and no settled notice unsent: a push batch taken
     /// now would be empty. One read, for the push that follows a reply.
+    ///
+    /// The newest entries are looked at first: in a long drain the settled
+    /// ones are the oldest, and a scan from the oldest read all of them
+    /// after every batch. (A scalar subquery: SQLite drops the order of
+    /// one under `EXISTS`.)
     static func nothingToPush(_ db: Database) throws -> Bool {
         try Bool.fetchOne(
             db.cachedStatement(
                 sql: """
-                    SELECT NOT EXISTS (SELECT 1 FROM ferry_outbox WHERE state = ?)
+                    SELECT (SELECT 1 FROM ferry_outbox WHERE state = ? ORDER BY seq DESC LIMIT 1) IS NULL
                     AND NOT EXISTS (SELECT 1 FROM ferry_settled_notices)
                     """), arguments: [OutboxRecord.State.pending]) ?? false
     }

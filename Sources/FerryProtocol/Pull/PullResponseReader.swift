@@ -2,7 +2,9 @@ import Foundation
 
 /// Reads a pull's answer (``PullResponse``) or a live page (``PullPage``)
 /// straight from its JSON bytes, in one pass, without `JSONDecoder` (which
-/// took more of a first sync than applying the rows did).
+/// took more of a first sync than applying the rows did); and a push's
+/// answer (``PushResponse``) whose results carry no conflicts or rows, as
+/// every result of a long drain does.
 ///
 /// It reads what `JSONDecoder` reads from every answer a Ferry server
 /// writes (checked against it), and skips keys it does not know. It is
@@ -16,12 +18,13 @@ import Foundation
 /// let response = try PullResponseReader.decode(PullResponse.self, from: body)   // any Decodable; pulls fast
 /// ```
 public enum PullResponseReader {
-    /// `T` from `data`: a ``PullResponse`` or ``PullPage`` by the reader,
+    /// `T` from `data`: a ``PullResponse``, ``PullPage`` or ``PushResponse`` by the reader,
     /// falling back to `JSONDecoder` when the reader declines; anything
     /// else by `JSONDecoder`.
     public static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
         if T.self == PullResponse.self, let response = try? response(data) { return response as! T }
         if T.self == PullPage.self, let page = try? page(data) { return page as! T }
+        if T.self == PushResponse.self, let response = try? pushResponse(data) { return response as! T }
         return try JSONDecoder().decode(T.self, from: data)
     }
 
@@ -30,6 +33,17 @@ public enum PullResponseReader {
         try data.withUnsafeBytes { bytes in
             var scanner = JSONScanner(bytes)
             let response = try scanner.pullResponse()
+            try scanner.end()
+            return response
+        }
+    }
+
+    /// A push's answer, read by the reader alone: it declines a result with
+    /// conflicts or a row.
+    public static func pushResponse(_ data: Data) throws -> PushResponse {
+        try data.withUnsafeBytes { bytes in
+            var scanner = JSONScanner(bytes)
+            let response = try scanner.pushResponse()
             try scanner.end()
             return response
         }
@@ -504,7 +518,7 @@ struct JSONScanner {
         }
     }
 
-    private func failure(_ description: String) -> JSONScanError {
+    func failure(_ description: String) -> JSONScanError {
         JSONScanError(description: description, offset: index)
     }
 }

@@ -1,0 +1,58 @@
+extension JSONScanner {
+    /// A push's answer (``PullResponseReader/pushResponse(_:)``): results
+    /// with conflicts or a row are declined, for `JSONDecoder` to read.
+    mutating func pushResponse() throws -> PushResponse {
+        var lastApplied: Int64?
+        var results: [MutationResult]?
+        var seen = Set<String>()
+        if try beginObject() {
+            repeat {
+                switch try key(once: &seen) {
+                case "lastAppliedMutationID": lastApplied = try int64()
+                case "results":
+                    var read: [MutationResult] = []
+                    if try beginArray() {
+                        repeat { read.append(try mutationResult()) } while try nextElement()
+                    }
+                    results = read
+                default: try skipValue()
+                }
+            } while try nextMember()
+        }
+        guard let lastApplied, let results else { throw failure("a push answer without lastAppliedMutationID or results") }
+        return PushResponse(lastAppliedMutationID: lastApplied, results: results)
+    }
+
+    /// One result without conflicts or a row.
+    mutating func mutationResult() throws -> MutationResult {
+        var mutationID: Int64?, status: MutationResult.Status?, replayed: Bool?, noConflicts = false
+        var result = MutationResult(mutationID: 0, status: .applied)
+        var seen = Set<String>()
+        if try beginObject() {
+            repeat {
+                switch try key(once: &seen) {
+                case "mutationID": mutationID = try int64()
+                case "status":
+                    guard let read = MutationResult.Status(rawValue: try string()) else { throw failure("an unknown status") }
+                    status = read
+                case "version": result.version = try nullable { try $0.int64() }
+                case "reason": result.reason = try nullable { try $0.string() }
+                case "replayed": replayed = try bool()
+                case "conflicts":
+                    guard try !beginArray() else { throw failure("a result with conflicts") }
+                    noConflicts = true
+                case "row":
+                    guard try nullable({ _ in () }) == nil else { throw failure("a result with a row") }
+                default: try skipValue()
+                }
+            } while try nextMember()
+        }
+        guard let mutationID, let status, let replayed, noConflicts else {
+            throw failure("a result without mutationID, status, conflicts or replayed")
+        }
+        result.mutationID = mutationID
+        result.status = status
+        result.replayed = replayed
+        return result
+    }
+}
