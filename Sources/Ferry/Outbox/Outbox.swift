@@ -72,6 +72,7 @@ public struct Outbox: Sendable {
         }
         var lastID: Int64 = try FerryMeta.value(.lastMutationID, in: db) ?? 0
         var batch: [PendingMutation] = []
+        var selects: [String: Statement] = [:]
         for var mutation in coalesced.mutations.prefix(limit) {
             if let mutationID = mutation.mutationID,
                 let payload = try String.fetchOne(
@@ -92,11 +93,14 @@ public struct Outbox: Sendable {
             if mutation.mutationID == nil {
                 lastID += 1
                 mutation.mutationID = lastID
-                try db.cachedStatement(
-                    sql: """
-                        UPDATE ferry_outbox SET mutation_id = ? WHERE seq IN (SELECT value FROM json_each(?))
-                        """
-                ).execute(arguments: [lastID, Self.jsonArray(mutation.entrySeqs)])
+                // One entry at a time, bound directly: a `json_each` of the entries per mutation cost more.
+                let assign = try db.cachedStatement(sql: "UPDATE ferry_outbox SET mutation_id = ? WHERE seq = ?")
+                for seq in mutation.entrySeqs {
+                    try assign.execute { binder in
+                        try binder.bind(lastID)
+                        try binder.bind(seq)
+                    }
+                }
             }
             if mutation.operation == .upsert, mutation.columns != nil, mutation.baseVersion == nil,
                 try Bool.fetchOne(
@@ -109,12 +113,15 @@ public struct Outbox: Sendable {
                 // some columns would make a partial row there. All of it goes.
                 mutation.columns = nil
             }
-            mutation = try withValues(mutation, db)
+            mutation = try withValues(mutation, db, statements: &selects)
             let payload =
                 mutation.operation == .delete
                 ? Self.frozenDelete : ColumnValueJSON.encodeRow(mutation.values.mapValues(ColumnValue.init))
             try db.cachedStatement(sql: "INSERT OR REPLACE INTO ferry_frozen(mutation_id, payload) VALUES (?, ?)")
-                .execute(arguments: [mutation.mutationID, payload])
+                .execute { binder in
+                    try binder.bind(mutation.mutationID)
+                    try binder.bind(payload)
+                }
             batch.append(mutation)
         }
         try FerryMeta.setValue(lastID, for: .lastMutationID, in: db)
@@ -343,10 +350,26 @@ public struct Outbox: Sendable {
     }
 
     private func withValues(_ mutation: PendingMutation, _ db: Database) throws -> PendingMutation {
+        var statements: [String: Statement] = [:]
+        return try withValues(mutation, db, statements: &statements)
+    }
+
+    /// ``withValues(_:_:)`` with each table's statement kept in `statements` across a batch.
+    private func withValues(_ mutation: PendingMutation, _ db: Database, statements: inout [String: Statement]) throws -> PendingMutation {
         guard mutation.operation == .upsert, let layout = database.layouts[mutation.table] else { return mutation }
         var mutation = mutation
-        let sql = "SELECT * FROM \(SQLText.identifier(layout.table.name)) WHERE \(SQLText.identifier(layout.primaryKey)) = ?"
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: sql), arguments: [mutation.rowID]) else {
+        // The columns by position, bound directly: GRDB's arguments and its lookup of a column by name were
+        // most of taking a batch.
+        let statement: Statement
+        if let cached = statements[mutation.table] {
+            statement = cached
+        } else {
+            statement = try db.cachedStatement(sql: layout.selectRowSQL)
+            statements[mutation.table] = statement
+        }
+        try statement.bind { binder in try binder.bind(mutation.rowID) }
+        defer { statement.clearValues() }
+        guard let row = try Row.fetchOne(statement) else {
             // The row is gone without a captured delete (a cascade from a
             // pulled delete): what the server should know is that it is gone.
             mutation.operation = .delete
@@ -356,8 +379,8 @@ public struct Outbox: Sendable {
         }
         let wanted = mutation.columns ?? Set(layout.columns)
         var values: [String: DatabaseValue] = [:]
-        for column in layout.columns where wanted.contains(column) || column == layout.primaryKey {
-            values[column] = row[column]
+        for (index, column) in layout.columns.enumerated() where wanted.contains(column) || column == layout.primaryKey {
+            values[column] = row[index]
         }
         mutation.values = values
         return mutation
@@ -368,7 +391,13 @@ public struct Outbox: Sendable {
     /// resent whole, or the server would drop its other half as a duplicate.
     static func pendingEntries(_ db: Database, limit: Int?) throws -> [OutboxEntry] {
         let pending = OutboxRecord.all().filter(state: .pending).order(OutboxRecord.Columns.seq)
-        var entries = try (limit.map { pending.limit($0) } ?? pending).fetchAll(db).map(\.entry)
+        let first = try db.cachedStatement(
+            sql: """
+                SELECT \(OutboxRecord.entryColumns) FROM ferry_outbox WHERE state = ? ORDER BY seq LIMIT ?
+                """)
+        var entries: [OutboxEntry] = []
+        let rows = try Row.fetchCursor(first, arguments: [OutboxRecord.State.pending, limit ?? -1])
+        while let row = try rows.next() { entries.append(try OutboxRecord.entry(at: row)) }
         let handedOut = Set(entries.compactMap(\.mutationID))
         if limit != nil, let last = entries.last, !handedOut.isEmpty {
             entries +=

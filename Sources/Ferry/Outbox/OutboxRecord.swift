@@ -51,17 +51,9 @@ struct OutboxRecord: FetchableRecord, TableRecord, Sendable {
     var refusedValues: String?
 
     init(row: Row) throws {
-        let columns: Set<String>?
-        if let json: String = row[Columns.columns] {
-            columns = Set(try JSONDecoder().decode([String].self, from: Data(json.utf8)))
-        } else {
-            columns = nil
-        }
         let seq: Int64 = row[Columns.seq]
-        let op: String = row[Columns.operation]
-        guard let operation = OutboxEntry.Operation(rawValue: op) else {
-            throw FerryError(.outboxStateMismatch, "outbox entry \(seq) has unknown operation `\(op)`")
-        }
+        let columns = try Self.columns(row[Columns.columns])
+        let operation = try Self.operation(row[Columns.operation], seq: seq)
         let state: String = row[Columns.state]
         guard let known = State(rawValue: state) else {
             throw FerryError(.outboxStateMismatch, "outbox entry \(seq) has unknown state `\(state)`")
@@ -75,6 +67,33 @@ struct OutboxRecord: FetchableRecord, TableRecord, Sendable {
         settledAt = row[Columns.settledAt]
         serverRow = row[Columns.serverRow]
         refusedValues = row[Columns.refusedValues]
+    }
+}
+
+extension OutboxRecord {
+    /// The columns of an entry's row read by ``entry(at:)``, in its order.
+    static let entryColumns = "seq, tbl, row_id, op, columns, scope, base_version, hlc, mutation_id"
+
+    /// The entry of a row selected with ``entryColumns``, read by position: a long drain reads its
+    /// whole outbox, and reading each column by name, through a record, was a fifth of taking a batch.
+    static func entry(at row: Row) throws -> OutboxEntry {
+        let seq: Int64 = row[0]
+        return OutboxEntry(
+            seq: seq, table: row[1], rowID: row[2], operation: try operation(row[3], seq: seq),
+            columns: try columns(row[4]), scope: row[5], baseVersion: row[6],
+            hlc: HLCTimestamp(rawValue: row[7]), mutationID: row[8])
+    }
+
+    fileprivate static func columns(_ json: String?) throws -> Set<String>? {
+        guard let json else { return nil }
+        return Set(try JSONDecoder().decode([String].self, from: Data(json.utf8)))
+    }
+
+    fileprivate static func operation(_ op: String, seq: Int64) throws -> OutboxEntry.Operation {
+        guard let operation = OutboxEntry.Operation(rawValue: op) else {
+            throw FerryError(.outboxStateMismatch, "outbox entry \(seq) has unknown operation `\(op)`")
+        }
+        return operation
     }
 }
 

@@ -9,6 +9,12 @@ struct TableLayout: Sendable, Hashable {
     /// Every column, in declaration order, primary key included.
     var columns: [String]
 
+    /// Every column of one row by its key, in ``columns``' order.
+    var selectRowSQL: String {
+        let list = columns.map(SQLText.identifier).joined(separator: ", ")
+        return "SELECT \(list) FROM \(SQLText.identifier(table.name)) WHERE \(SQLText.identifier(primaryKey)) = ?"
+    }
+
     /// The columns other than the primary key: the ones an update can change.
     var valueColumns: [String] { columns.filter { $0 != primaryKey } }
 
