@@ -15,15 +15,19 @@ package enum StoreCoding {
     package static func cellsJSON(_ cells: [String: StoredCell]) -> String {
         var out = "{"
         out.reserveCapacity(cells.count * 96)
-        for (index, key) in cells.keys.sorted().enumerated() {
-            let cell = cells[key]!
+        // Appended piece by piece: an interpolated literal builds a string of its own first.
+        for (index, (key, cell)) in cells.sorted(by: { $0.key < $1.key }).enumerated() {
             if index > 0 { out += "," }
             JSONText.appendString(key, to: &out)
             out += ":{\"clientID\":"
             JSONText.appendString(cell.clientID, to: &out)
-            out += ",\"hlc\":\(cell.hlc.rawValue),\"value\":"
+            out += ",\"hlc\":"
+            out += String(cell.hlc.rawValue)
+            out += ",\"value\":"
             JSONText.appendValue(cell.value, to: &out)
-            out += ",\"version\":\(cell.version)}"
+            out += ",\"version\":"
+            out += String(cell.version)
+            out += "}"
         }
         out += "}"
         return out

@@ -14,9 +14,10 @@ extension SQLiteSyncStore {
             var rows: [RowKey: StoredRow] = [:]
             let fresh = request.mutations.filter { $0.mutationID > lastApplied }
             let needs = HistoryNeeds(fresh)
+            let held = try Self.heldKeys(db, fresh.map { RowKey(scope: $0.scope, table: $0.table, rowID: $0.rowID) })
             for mutation in fresh {
                 let key = RowKey(scope: mutation.scope, table: mutation.table, rowID: mutation.rowID)
-                if rows[key] == nil, let row = try Self.loadRow(db, key, oldestBase: needs.oldestBase(of: key)) {
+                if rows[key] == nil, held.contains(key), let row = try Self.loadRow(db, key, oldestBase: needs.oldestBase(of: key)) {
                     rows[key] = row
                 }
             }
@@ -202,6 +203,39 @@ extension SQLiteSyncStore {
             recorded[id] = try String.fetchOne(statement, arguments: [userID, clientID, id])
         }
         return recorded
+    }
+
+    /// Which of `keys` the store may hold a row at (deleted ones too): one
+    /// statement per scope and table, so a push of new rows (a drain) asks
+    /// once, not once per row. A key it cannot ask about this way is
+    /// returned, for ``loadRow(_:_:oldestBase:)`` to look up.
+    static func heldKeys(_ db: Database, _ keys: [RowKey]) throws -> Set<RowKey> {
+        var groups: [String: [String: [String]]] = [:]
+        var held: Set<RowKey> = []
+        for key in keys {
+            // Bound text ends at a NUL, where `json_each` keeps it: such a key is looked up on its own.
+            if key.rowID.utf8.contains(0) || key.scope.utf8.contains(0) || key.table.utf8.contains(0) {
+                held.insert(key)
+            } else {
+                groups[key.scope, default: [:]][key.table, default: []].append(key.rowID)
+            }
+        }
+        let statement = try db.cachedStatement(
+            sql: "SELECT row_id FROM rows WHERE scope = ? AND tbl = ? AND row_id IN (SELECT value FROM json_each(?))")
+        for (scope, tables) in groups {
+            for (table, rowIDs) in tables {
+                var list = "["
+                for (index, rowID) in rowIDs.enumerated() {
+                    if index > 0 { list += "," }
+                    JSONText.appendString(rowID, to: &list)
+                }
+                list += "]"
+                for rowID in try String.fetchAll(statement, arguments: [scope, table, list]) {
+                    held.insert(RowKey(scope: scope, table: table, rowID: rowID))
+                }
+            }
+        }
+        return held
     }
 
     /// The row at `key`, with the history a push whose oldest base for it is
