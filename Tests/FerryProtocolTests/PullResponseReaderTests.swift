@@ -57,6 +57,11 @@ import Testing
             #expect(throws: (any Error).self) { try PullResponseReader.pushResponse(data) }
             #expect(try PullResponseReader.decode(PushResponse.self, from: data) == unusual)
         }
+        // An explicit null row, as a server may write it: read by the reader, as JSONDecoder reads it.
+        let nullRow = Data(
+            #"{"lastAppliedMutationID": 2, "results": [{"mutationID": 2, "status": "merged", "version": 9, "conflicts": [], "replayed": true, "row": null, "reason": null}]}"#
+                .utf8)
+        #expect(try PullResponseReader.pushResponse(nullRow) == JSONDecoder().decode(PushResponse.self, from: nullRow))
         // A result without `replayed`, or with an unknown status: JSONDecoder's error.
         for broken in [
             #"{"lastAppliedMutationID": 1, "results": [{"mutationID": 1, "status": "applied", "conflicts": []}]}"#,

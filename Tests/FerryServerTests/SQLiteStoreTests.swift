@@ -11,6 +11,37 @@ import FerryTestSupport
     /// Another process holding the write lock past the busy timeout: the
     /// store answers `unavailable` (503) itself, so the HTTP layer needs no
     /// SQLite, and works again once the lock is gone.
+    /// Which of a push's rows the store holds, asked in one statement per
+    /// scope and table: live rows and tombstones, in two scopes and two
+    /// tables, with ids JSON would escape; a key it cannot ask about that
+    /// way is returned for a lookup of its own.
+    @Test func theRowsAPushMeetsAreFoundTogether() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try SQLiteSyncStore(directory: directory.url)
+        let keys = [
+            RowKey(scope: "user:a", table: "note", rowID: "n-1"), RowKey(scope: "user:a", table: "note", rowID: #"q"u\o/te"#),
+            RowKey(scope: "user:a", table: "tag", rowID: "t-1"), RowKey(scope: "team:b", table: "note", rowID: "n-1"),
+            RowKey(scope: "team:b", table: "note", rowID: "gone"),
+        ]
+        try await store.write { db in
+            for (index, key) in keys.enumerated() {
+                try db.execute(
+                    sql: """
+                        INSERT INTO rows (scope, tbl, row_id, version, deleted, client_id, changed_at, cells)
+                        VALUES (?, ?, ?, ?, ?, 'c', 0, '{}')
+                        """, arguments: [key.scope, key.table, key.rowID, index + 1, key.rowID == "gone"])
+            }
+        }
+        let new = [
+            RowKey(scope: "user:a", table: "note", rowID: "n-2"), RowKey(scope: "team:b", table: "tag", rowID: "n-1"),
+            RowKey(scope: "user:b", table: "note", rowID: "n-1"),
+        ]
+        let unusual = [RowKey(scope: "user:a", table: "note", rowID: "nul\u{0}"), RowKey(scope: "user:é", table: "note", rowID: "n-1")]
+        let held = try await store.write { db in try SQLiteSyncStore.heldKeys(db, new + keys + keys + unusual) }
+        #expect(held == Set(keys + unusual))
+        try await store.close()
+    }
+
     @Test func aFileHeldByAnotherWriterAnswersUnavailable() async throws {
         let directory = try TemporaryDirectory()
         let path = directory.url.appending(path: SQLiteSyncStore.fileName).path

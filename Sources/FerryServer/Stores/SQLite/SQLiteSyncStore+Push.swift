@@ -213,14 +213,16 @@ extension SQLiteSyncStore {
         var groups: [String: [String: [String]]] = [:]
         var held: Set<RowKey> = []
         for key in keys {
-            // Bound text ends at a NUL, where `json_each` keeps it: such a key is looked up on its own.
-            if key.rowID.utf8.contains(0) || key.scope.utf8.contains(0) || key.table.utf8.contains(0) {
+            // Looked up on their own: a key with a NUL (bound text ends there, `json_each` keeps it), and one
+            // beyond ASCII (a `String` key here takes its canonically equivalent spellings, SQLite does not).
+            if !Self.plainASCII(key.rowID) || !Self.plainASCII(key.scope) || !Self.plainASCII(key.table) {
                 held.insert(key)
             } else {
                 groups[key.scope, default: [:]][key.table, default: []].append(key.rowID)
             }
         }
-        let statement = try db.cachedStatement(
+        // Not cached: a cached statement would keep the last list bound until the next push.
+        let statement = try db.makeStatement(
             sql: "SELECT row_id FROM rows WHERE scope = ? AND tbl = ? AND row_id IN (SELECT value FROM json_each(?))")
         for (scope, tables) in groups {
             for (table, rowIDs) in tables {
@@ -236,6 +238,10 @@ extension SQLiteSyncStore {
             }
         }
         return held
+    }
+
+    private static func plainASCII(_ text: String) -> Bool {
+        text.utf8.allSatisfy { $0 > 0 && $0 < 0x80 }
     }
 
     /// The row at `key`, with the history a push whose oldest base for it is
