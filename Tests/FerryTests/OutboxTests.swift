@@ -2,6 +2,7 @@
 import FerryProtocol
 import Foundation
 import GRDB
+import GRDBSQLite
 import Testing
 import FerryTestSupport
 
@@ -168,6 +169,49 @@ import FerryTestSupport
         #expect(try database.outbox.pendingCount() == 2)
         try database.write { db in try db.execute(sql: "INSERT INTO note(id, title) VALUES ('c', 'again')") }
         #expect(try database.outbox.pendingCount() == 3)
+    }
+
+    /// Acknowledged entries stay until the app purges them: a drain of 100k
+    /// edits left 100k of them, and each batch, each pulled page's rebase and
+    /// each "anything left?" read all of them before the pending ones. Every
+    /// statement of those that picks entries by state finds the pending ones
+    /// through their own index (or by their numbers), never by reading the
+    /// whole outbox.
+    @Test func theSyncsReadsOfPendingEntriesNeverReadTheWholeOutbox() throws {
+        let database = try NotesAndTasks.inMemory()
+        try database.write { db in
+            for n in 0..<6 { try db.execute(sql: "INSERT INTO note(id, title) VALUES (?, 'x')", arguments: ["n\(n)"]) }
+        }
+        try database.outbox.markAcknowledged(try database.outbox.nextBatch(limit: 3))
+        try database.write { db in try db.execute(sql: "UPDATE note SET title = 'y' WHERE id = 'n0'") }
+
+        final class Statements: @unchecked Sendable { var sql: [String] = [] }
+        let seen = Statements()
+        let plans = try database.write { db in
+            db.trace { event in
+                if case .statement(let statement) = event { seen.sql.append(statement.sql) }
+            }
+            let batch = try database.outbox.takeBatch(limit: 2, db)
+            #expect(batch.map(\.rowID) == ["n3", "n4"])
+            #expect(try Outbox.pendingEdits(db).count == 4)
+            #expect(try Outbox.pendingEdits(db, of: RowKey(table: "note", rowID: "n0")).count == 1)
+            #expect(try !Outbox.nothingToPush(db))
+            #expect(try Outbox.pendingCount(db) == 4)
+            try Outbox.settle(batch.flatMap(\.entrySeqs), state: .acknowledged, reason: nil, now: 0, in: db)
+            try Outbox.forgetHandedOut(after: 0, in: db)
+            db.trace(options: [])
+            let picking = seen.sql.filter { $0.contains("ferry_outbox") && $0.range(of: #"state\s*="#, options: .regularExpression) != nil }
+            return try picking.map { sql in
+                let explain = try db.makeStatement(sql: "EXPLAIN QUERY PLAN " + sql)
+                let unbound = StatementArguments(Array(repeating: DatabaseValue.null, count: Int(sqlite3_bind_parameter_count(explain.sqliteStatement))))
+                return (sql, try Row.fetchAll(explain, arguments: unbound).map { $0["detail"] as String }.joined(separator: "; "))
+            }
+        }
+        #expect(plans.count >= 6)
+        for (sql, plan) in plans {
+            #expect(plan.contains("ferry_outbox_pending") || plan.contains("INTEGER PRIMARY KEY"), "\(sql)\n\(plan)")
+            #expect(!plan.split(separator: "; ").contains("SCAN ferry_outbox"), "\(sql)\n\(plan)")
+        }
     }
 
     @Test func thePendingCountIsObservable() async throws {

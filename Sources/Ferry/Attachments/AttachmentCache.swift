@@ -23,9 +23,9 @@ struct AttachmentCache: Sendable {
                 sql: """
                     SELECT a.id, a.tbl, a.row_id, a.size, f.state, f.last_opened_at,
                            EXISTS (SELECT 1 FROM ferry_outbox o WHERE o.tbl = 'ferry_attachments' AND o.row_id = a.id
-                                   AND o.state = ?) AS unpushed
+                                   AND o.\(OutboxRecord.State.pending.condition)) AS unpushed
                     FROM ferry_attachments a JOIN ferry_attachment_files f ON f.id = a.id
-                    """, arguments: [OutboxRecord.State.pending])
+                    """)
         }
         var onDevice: [AttachmentEviction.File] = []
         var paths: [String: URL] = [:]

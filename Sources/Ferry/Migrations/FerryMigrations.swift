@@ -218,6 +218,17 @@ enum FerryMigrations {
                     ) WITHOUT ROWID;
                     """)
         },
+        Migration(identifier: "ferry.v9.pending-index") { db in
+            // Queries name the state as a literal (``OutboxRecord/pendingCondition``): SQLite matches a
+            // partial index against a bound value only by preparing the statement again at each run.
+            try db.execute(
+                sql: """
+                    -- The pending entries alone, in order: settled ones stay until
+                    -- the app purges them, and a drain, a pull's rebase and every
+                    -- "anything left?" would otherwise read all of them first.
+                    CREATE INDEX ferry_outbox_pending ON ferry_outbox(seq) WHERE state = 'pending';
+                    """)
+        },
     ]
 
     /// Whether every migration is applied (read only).

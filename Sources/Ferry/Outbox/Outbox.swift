@@ -316,8 +316,7 @@ public struct Outbox: Sendable {
         if last > lastApplied {
             let held =
                 try Int64.fetchOne(
-                    db, sql: "SELECT max(mutation_id) FROM ferry_outbox WHERE state = ?",
-                    arguments: [OutboxRecord.State.pending]) ?? 0
+                    db, sql: "SELECT max(mutation_id) FROM ferry_outbox WHERE \(OutboxRecord.State.pending.condition)") ?? 0
             try FerryMeta.setValue(max(lastApplied, held), for: .lastMutationID, in: db)
         }
     }
@@ -393,10 +392,10 @@ public struct Outbox: Sendable {
         let pending = OutboxRecord.all().filter(state: .pending).order(OutboxRecord.Columns.seq)
         let first = try db.cachedStatement(
             sql: """
-                SELECT \(OutboxRecord.entryColumns) FROM ferry_outbox WHERE state = ? ORDER BY seq LIMIT ?
+                SELECT \(OutboxRecord.entryColumns) FROM ferry_outbox WHERE \(OutboxRecord.State.pending.condition) ORDER BY seq LIMIT ?
                 """)
         var entries: [OutboxEntry] = []
-        let rows = try Row.fetchCursor(first, arguments: [OutboxRecord.State.pending, limit ?? -1])
+        let rows = try Row.fetchCursor(first, arguments: [limit ?? -1])
         while let row = try rows.next() { entries.append(try OutboxRecord.entry(at: row)) }
         let handedOut = Set(entries.compactMap(\.mutationID))
         if limit != nil, let last = entries.last, !handedOut.isEmpty {
@@ -411,17 +410,17 @@ public struct Outbox: Sendable {
     /// No entry pending and no settled notice unsent: a push batch taken
     /// now would be empty. One read, for the push that follows a reply.
     ///
-    /// The newest entries are looked at first: in a long drain the settled
-    /// ones are the oldest, and a scan from the oldest read all of them
-    /// after every batch. (A scalar subquery: SQLite drops the order of
-    /// one under `EXISTS`.)
+    /// The newest pending entry is looked for, through the index of pending
+    /// entries (`ferry_outbox_pending`): settled entries, kept until the app
+    /// purges them, are never read. (A scalar subquery: SQLite drops the
+    /// order of one under `EXISTS`.)
     static func nothingToPush(_ db: Database) throws -> Bool {
         try Bool.fetchOne(
             db.cachedStatement(
                 sql: """
-                    SELECT (SELECT 1 FROM ferry_outbox WHERE state = ? ORDER BY seq DESC LIMIT 1) IS NULL
+                    SELECT (SELECT 1 FROM ferry_outbox WHERE \(OutboxRecord.State.pending.condition) ORDER BY seq DESC LIMIT 1) IS NULL
                     AND NOT EXISTS (SELECT 1 FROM ferry_settled_notices)
-                    """), arguments: [OutboxRecord.State.pending]) ?? false
+                    """)) ?? false
     }
 
     /// The one definition of "pending" (see ``pendingCount()``), cheap
@@ -436,7 +435,7 @@ public struct Outbox: Sendable {
                     SELECT tbl, row_id, max(mutation_id IS NOT NULL) AS frozen,
                            min(CASE WHEN mutation_id IS NULL THEN seq END) AS first_open,
                            max(CASE WHEN mutation_id IS NULL THEN seq END) AS last_open
-                    FROM ferry_outbox WHERE state = \(OutboxRecord.State.pending) GROUP BY tbl, row_id) g
+                    FROM ferry_outbox WHERE \(sql: OutboxRecord.State.pending.condition) GROUP BY tbl, row_id) g
                 LEFT JOIN ferry_outbox first ON first.seq = g.first_open
                 LEFT JOIN ferry_outbox last ON last.seq = g.last_open
                 WHERE g.frozen OR NOT (first.op = \(OutboxEntry.Operation.insert.rawValue) AND first.base_version IS NULL

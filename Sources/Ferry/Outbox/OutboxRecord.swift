@@ -21,6 +21,16 @@ struct OutboxRecord: FetchableRecord, TableRecord, Sendable {
         case acknowledged
         /// Set aside with a reason: never sent again unless resent.
         case rejected
+
+        /// `state = '<state>'`, the state written as a literal: SQLite uses
+        /// the partial index of pending entries (`ferry_outbox_pending`) for
+        /// a literal, and for a bound value only by preparing the statement
+        /// again at each run.
+        ///
+        /// ```swift
+        /// "SELECT count(*) FROM ferry_outbox WHERE \(OutboxRecord.State.pending.condition)"
+        /// ```
+        var condition: String { "state = '\(rawValue)'" }
     }
 
     enum Columns {
@@ -98,9 +108,9 @@ extension OutboxRecord {
 }
 
 extension DerivableRequest<OutboxRecord> {
-    /// Entries in `state`.
+    /// Entries in `state` (a literal: ``OutboxRecord/State/condition``).
     func filter(state: OutboxRecord.State) -> Self {
-        filter(OutboxRecord.Columns.state == state)
+        filter(sql: state.condition)
     }
 
     /// The entries numbered `seqs`, however many (one bound JSON array,

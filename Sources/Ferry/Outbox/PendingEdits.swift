@@ -21,8 +21,8 @@ extension Outbox {
             db.cachedStatement(
                 sql: """
                     SELECT tbl, row_id, op, columns FROM ferry_outbox
-                    WHERE state = ? AND (? IS NULL OR (tbl = ? AND row_id = ?)) ORDER BY seq
-                    """), arguments: [OutboxRecord.State.pending, row?.table, row?.table, row?.rowID])
+                    WHERE \(OutboxRecord.State.pending.condition) AND (? IS NULL OR (tbl = ? AND row_id = ?)) ORDER BY seq
+                    """), arguments: [row?.table, row?.table, row?.rowID])
         let decoder = JSONDecoder()
         while let row = try rows.next() {
             let columns: Set<String>? = try (row["columns"] as String?).map {

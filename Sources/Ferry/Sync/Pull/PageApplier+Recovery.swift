@@ -105,12 +105,10 @@ extension PageApplier {
             try db.execute(
                 sql: """
                     UPDATE ferry_outbox SET base_version = ?
-                    WHERE tbl = ? AND row_id = ? AND state = ? AND mutation_id IS NULL AND base_version IS NOT NULL
+                    WHERE tbl = ? AND row_id = ? AND \(OutboxRecord.State.pending.condition)
+                    AND mutation_id IS NULL AND base_version IS NOT NULL
                     """,
-                arguments: [
-                    newer ? change.version : 0, change.table, change.rowID,
-                    OutboxRecord.State.pending.databaseValue,
-                ])
+                arguments: [newer ? change.version : 0, change.table, change.rowID])
         }
         let table = SQLText.identifier(layout.table.name), primaryKey = SQLText.identifier(layout.primaryKey)
         guard let row = try Row.fetchOne(db, sql: "SELECT * FROM \(table) WHERE \(primaryKey) = ?", arguments: [change.rowID])
@@ -166,7 +164,7 @@ extension PageApplier {
     /// not send is queued to go back whole. Returns how many.
     func sendBackUnseen(scope: String, _ db: Database) throws -> Int {
         var sent = 0
-        let pending = OutboxRecord.State.pending.databaseValue
+        let pending = OutboxRecord.State.pending.condition
         for layout in database.layouts.values.sorted(by: { $0.table.name < $1.table.name }) {
             guard let (condition, arguments) = scopeCondition(layout, scope: scope) else { continue }
             let name = layout.table.name.databaseValue
@@ -186,9 +184,9 @@ extension PageApplier {
             try db.execute(
                 sql: """
                     UPDATE ferry_outbox SET columns = NULL, base_version = NULL
-                    WHERE state = ? AND mutation_id IS NULL AND tbl = ? AND op <> 'delete'
+                    WHERE \(pending) AND mutation_id IS NULL AND tbl = ? AND op <> 'delete'
                     AND row_id IN (SELECT \(key) FROM \(table) WHERE \(unseen))
-                    """, arguments: StatementArguments([pending, name] + unseenArguments))
+                    """, arguments: StatementArguments([name] + unseenArguments))
             // The others go as inserts, stamped with the edit the device last knew of.
             try db.execute(
                 sql: """
@@ -196,8 +194,8 @@ extension PageApplier {
                     SELECT ?, \(key), 'insert', NULL, \(rowScope), NULL,
                            \(KnownVersions.stampSQL(table: "?", rowID: key, orElse: "ferry_hlc()"))
                     FROM \(table) WHERE \(unseen)
-                    AND \(key) NOT IN (SELECT row_id FROM ferry_outbox WHERE state = ? AND mutation_id IS NULL AND tbl = ?)
-                    """, arguments: StatementArguments([name, name] + unseenArguments + [pending, name]))
+                    AND \(key) NOT IN (SELECT row_id FROM ferry_outbox WHERE \(pending) AND mutation_id IS NULL AND tbl = ?)
+                    """, arguments: StatementArguments([name, name] + unseenArguments + [name]))
             try KnownVersions.forget(
                 table: layout.table.name, rowIDs: "SELECT \(key) FROM \(table) WHERE \(unseen)", arguments: StatementArguments(unseenArguments), db)
         }
@@ -206,9 +204,9 @@ extension PageApplier {
         try db.execute(
             sql: """
                 UPDATE ferry_outbox SET base_version = NULL
-                WHERE state = ? AND mutation_id IS NULL AND base_version IS NOT NULL AND coalesce(scope, ?) = ?
+                WHERE \(pending) AND mutation_id IS NULL AND base_version IS NOT NULL AND coalesce(scope, ?) = ?
                 AND NOT EXISTS (SELECT 1 FROM ferry_refetch_seen s WHERE s.scope = ? AND s.tbl = ferry_outbox.tbl AND s.row_id = ferry_outbox.row_id)
-                """, arguments: [pending, userScope, scope, scope])
+                """, arguments: [userScope, scope, scope])
         return sent
     }
 }

@@ -473,12 +473,12 @@ struct PageApplier {
                 sql: """
                     DELETE FROM \(table) WHERE \(condition)
                     AND \(key) NOT IN (SELECT row_id FROM ferry_refetch_seen WHERE scope = ? AND tbl = ?)
-                    AND \(key) NOT IN (SELECT row_id FROM ferry_outbox WHERE state = ? AND tbl = ? AND op <> ?)
+                    AND \(key) NOT IN (
+                        SELECT row_id FROM ferry_outbox WHERE \(OutboxRecord.State.pending.condition) AND tbl = ? AND op <> ?)
                     """,
                 arguments: StatementArguments(
                     arguments + [
                         scope.databaseValue, layout.table.name.databaseValue,
-                        OutboxRecord.State.pending.databaseValue,
                         layout.table.name.databaseValue,
                         OutboxEntry.Operation.delete.rawValue.databaseValue,
                     ]))
