@@ -30,32 +30,27 @@ public enum PullResponseReader {
 
     /// A pull's answer, read by the reader alone.
     public static func response(_ data: Data) throws -> PullResponse {
-        try data.withUnsafeBytes { bytes in
-            var scanner = JSONScanner(bytes)
-            let response = try scanner.pullResponse()
-            try scanner.end()
-            return response
-        }
+        try read(data) { try $0.pullResponse() }
     }
 
     /// A push's answer, read by the reader alone: it declines a result with
     /// conflicts or a row.
     public static func pushResponse(_ data: Data) throws -> PushResponse {
-        try data.withUnsafeBytes { bytes in
-            var scanner = JSONScanner(bytes)
-            let response = try scanner.pushResponse()
-            try scanner.end()
-            return response
-        }
+        try read(data) { try $0.pushResponse() }
     }
 
     /// A live page, read by the reader alone.
     public static func page(_ data: Data) throws -> PullPage {
+        try read(data) { try $0.pullPage() }
+    }
+
+    /// The value `shape` reads from the whole of `data` (nothing may follow it).
+    private static func read<T>(_ data: Data, _ shape: (inout JSONScanner) throws -> T) throws -> T {
         try data.withUnsafeBytes { bytes in
             var scanner = JSONScanner(bytes)
-            let page = try scanner.pullPage()
+            let value = try shape(&scanner)
             try scanner.end()
-            return page
+            return value
         }
     }
 }
