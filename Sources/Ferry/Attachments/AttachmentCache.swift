@@ -22,7 +22,7 @@ struct AttachmentCache: Sendable {
                 db,
                 sql: """
                     SELECT a.id, a.tbl, a.row_id, a.size, f.state, f.last_opened_at,
-                           EXISTS (SELECT 1 FROM ferry_outbox o WHERE o.tbl = 'ferry_attachments' AND o.row_id = a.id
+                           EXISTS (SELECT 1 FROM ferry_outbox AS o INDEXED BY ferry_outbox_pending WHERE o.tbl = 'ferry_attachments' AND o.row_id = a.id
                                    AND o.\(OutboxRecord.State.pending.condition)) AS unpushed
                     FROM ferry_attachments a JOIN ferry_attachment_files f ON f.id = a.id
                     """)

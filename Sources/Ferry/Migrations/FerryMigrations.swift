@@ -219,14 +219,18 @@ enum FerryMigrations {
                     """)
         },
         Migration(identifier: "ferry.v9.pending-index") { db in
-            // Queries name the state as a literal (``OutboxRecord/pendingCondition``): SQLite matches a
+            // Queries name the state as a literal (`OutboxRecord.State.condition`): SQLite matches a
             // partial index against a bound value only by preparing the statement again at each run.
+            // The sync's reads of pending entries name their index (`OutboxRecord.pendingEntries`).
             try db.execute(
                 sql: """
                     -- The pending entries alone, in order: settled ones stay until
                     -- the app purges them, and a drain, a pull's rebase and every
                     -- "anything left?" would otherwise read all of them first.
                     CREATE INDEX ferry_outbox_pending ON ferry_outbox(seq) WHERE state = 'pending';
+                    -- Whether the server refused a row before (asked as a batch is
+                    -- taken), and the rejected count after every sync.
+                    CREATE INDEX ferry_outbox_rejected ON ferry_outbox(tbl, row_id) WHERE state = 'rejected';
                     """)
         },
     ]

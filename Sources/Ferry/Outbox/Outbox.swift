@@ -106,8 +106,8 @@ public struct Outbox: Sendable {
                 try Bool.fetchOne(
                     db.cachedStatement(
                         sql: """
-                            SELECT 1 FROM ferry_outbox WHERE tbl = ? AND row_id = ? AND state = ? LIMIT 1
-                            """), arguments: [mutation.table, mutation.rowID, OutboxRecord.State.rejected]) ?? false
+                            SELECT 1 FROM ferry_outbox WHERE tbl = ? AND row_id = ? AND \(OutboxRecord.State.rejected.condition) LIMIT 1
+                            """), arguments: [mutation.table, mutation.rowID]) ?? false
             {
                 // The server refused this row before it ever held it: an edit of
                 // some columns would make a partial row there. All of it goes.
@@ -316,7 +316,7 @@ public struct Outbox: Sendable {
         if last > lastApplied {
             let held =
                 try Int64.fetchOne(
-                    db, sql: "SELECT max(mutation_id) FROM ferry_outbox WHERE \(OutboxRecord.State.pending.condition)") ?? 0
+                    db, sql: "SELECT max(mutation_id) FROM \(OutboxRecord.pendingEntries) WHERE \(OutboxRecord.State.pending.condition)") ?? 0
             try FerryMeta.setValue(max(lastApplied, held), for: .lastMutationID, in: db)
         }
     }
@@ -392,7 +392,8 @@ public struct Outbox: Sendable {
         let pending = OutboxRecord.all().filter(state: .pending).order(OutboxRecord.Columns.seq)
         let first = try db.cachedStatement(
             sql: """
-                SELECT \(OutboxRecord.entryColumns) FROM ferry_outbox WHERE \(OutboxRecord.State.pending.condition) ORDER BY seq LIMIT ?
+                SELECT \(OutboxRecord.entryColumns) FROM \(OutboxRecord.pendingEntries) WHERE \(OutboxRecord.State.pending.condition)
+                ORDER BY seq LIMIT ?
                 """)
         var entries: [OutboxEntry] = []
         let rows = try Row.fetchCursor(first, arguments: [limit ?? -1])
@@ -418,7 +419,7 @@ public struct Outbox: Sendable {
         try Bool.fetchOne(
             db.cachedStatement(
                 sql: """
-                    SELECT (SELECT 1 FROM ferry_outbox WHERE \(OutboxRecord.State.pending.condition) ORDER BY seq DESC LIMIT 1) IS NULL
+                    SELECT (SELECT 1 FROM \(OutboxRecord.pendingEntries) WHERE \(OutboxRecord.State.pending.condition) ORDER BY seq DESC LIMIT 1) IS NULL
                     AND NOT EXISTS (SELECT 1 FROM ferry_settled_notices)
                     """)) ?? false
     }
@@ -435,7 +436,7 @@ public struct Outbox: Sendable {
                     SELECT tbl, row_id, max(mutation_id IS NOT NULL) AS frozen,
                            min(CASE WHEN mutation_id IS NULL THEN seq END) AS first_open,
                            max(CASE WHEN mutation_id IS NULL THEN seq END) AS last_open
-                    FROM ferry_outbox WHERE \(sql: OutboxRecord.State.pending.condition) GROUP BY tbl, row_id) g
+                    FROM \(sql: OutboxRecord.pendingEntries) WHERE \(sql: OutboxRecord.State.pending.condition) GROUP BY tbl, row_id) g
                 LEFT JOIN ferry_outbox first ON first.seq = g.first_open
                 LEFT JOIN ferry_outbox last ON last.seq = g.last_open
                 WHERE g.frozen OR NOT (first.op = \(OutboxEntry.Operation.insert.rawValue) AND first.base_version IS NULL

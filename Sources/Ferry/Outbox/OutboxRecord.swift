@@ -33,6 +33,22 @@ struct OutboxRecord: FetchableRecord, TableRecord, Sendable {
         var condition: String { "state = '\(rawValue)'" }
     }
 
+    /// `ferry_outbox INDEXED BY ferry_outbox_pending`: the outbox read
+    /// through its index of pending entries, for the sync's statements that
+    /// pick them (their `WHERE` names ``State/condition`` of `pending`).
+    ///
+    /// Named, not left to the planner: statistics SQLite took while most
+    /// entries were pending (an offline backlog, then `PRAGMA optimize`)
+    /// rate the index no better than the table, and after the entries
+    /// settle it would read every one again. A statement whose `WHERE`
+    /// does not imply the index's condition fails to prepare instead of
+    /// reading the whole outbox.
+    ///
+    /// ```swift
+    /// "SELECT seq FROM \(OutboxRecord.pendingEntries) WHERE \(OutboxRecord.State.pending.condition) ORDER BY seq"
+    /// ```
+    static let pendingEntries = "ferry_outbox INDEXED BY ferry_outbox_pending"
+
     enum Columns {
         static let seq = Column("seq")
         static let table = Column("tbl")

@@ -20,7 +20,7 @@ extension Outbox {
         let rows = try Row.fetchCursor(
             db.cachedStatement(
                 sql: """
-                    SELECT tbl, row_id, op, columns FROM ferry_outbox
+                    SELECT tbl, row_id, op, columns FROM \(OutboxRecord.pendingEntries)
                     WHERE \(OutboxRecord.State.pending.condition) AND (? IS NULL OR (tbl = ? AND row_id = ?)) ORDER BY seq
                     """), arguments: [row?.table, row?.table, row?.rowID])
         let decoder = JSONDecoder()

@@ -104,7 +104,7 @@ extension PageApplier {
         if pending != .none {
             try db.execute(
                 sql: """
-                    UPDATE ferry_outbox SET base_version = ?
+                    UPDATE \(OutboxRecord.pendingEntries) SET base_version = ?
                     WHERE tbl = ? AND row_id = ? AND \(OutboxRecord.State.pending.condition)
                     AND mutation_id IS NULL AND base_version IS NOT NULL
                     """,
@@ -183,7 +183,7 @@ extension PageApplier {
             // A pending edit of some columns would make a partial row there: all of it goes.
             try db.execute(
                 sql: """
-                    UPDATE ferry_outbox SET columns = NULL, base_version = NULL
+                    UPDATE \(OutboxRecord.pendingEntries) SET columns = NULL, base_version = NULL
                     WHERE \(pending) AND mutation_id IS NULL AND tbl = ? AND op <> 'delete'
                     AND row_id IN (SELECT \(key) FROM \(table) WHERE \(unseen))
                     """, arguments: StatementArguments([name] + unseenArguments))
@@ -194,7 +194,7 @@ extension PageApplier {
                     SELECT ?, \(key), 'insert', NULL, \(rowScope), NULL,
                            \(KnownVersions.stampSQL(table: "?", rowID: key, orElse: "ferry_hlc()"))
                     FROM \(table) WHERE \(unseen)
-                    AND \(key) NOT IN (SELECT row_id FROM ferry_outbox WHERE \(pending) AND mutation_id IS NULL AND tbl = ?)
+                    AND \(key) NOT IN (SELECT row_id FROM \(OutboxRecord.pendingEntries) WHERE \(pending) AND mutation_id IS NULL AND tbl = ?)
                     """, arguments: StatementArguments([name, name] + unseenArguments + [name]))
             try KnownVersions.forget(
                 table: layout.table.name, rowIDs: "SELECT \(key) FROM \(table) WHERE \(unseen)", arguments: StatementArguments(unseenArguments), db)
@@ -203,7 +203,7 @@ extension PageApplier {
         // here too, among them) were based on versions it never issued.
         try db.execute(
             sql: """
-                UPDATE ferry_outbox SET base_version = NULL
+                UPDATE \(OutboxRecord.pendingEntries) SET base_version = NULL
                 WHERE \(pending) AND mutation_id IS NULL AND base_version IS NOT NULL AND coalesce(scope, ?) = ?
                 AND NOT EXISTS (SELECT 1 FROM ferry_refetch_seen s WHERE s.scope = ? AND s.tbl = ferry_outbox.tbl AND s.row_id = ferry_outbox.row_id)
                 """, arguments: [userScope, scope, scope])

@@ -474,7 +474,7 @@ struct PageApplier {
                     DELETE FROM \(table) WHERE \(condition)
                     AND \(key) NOT IN (SELECT row_id FROM ferry_refetch_seen WHERE scope = ? AND tbl = ?)
                     AND \(key) NOT IN (
-                        SELECT row_id FROM ferry_outbox WHERE \(OutboxRecord.State.pending.condition) AND tbl = ? AND op <> ?)
+                        SELECT row_id FROM \(OutboxRecord.pendingEntries) WHERE \(OutboxRecord.State.pending.condition) AND tbl = ? AND op <> ?)
                     """,
                 arguments: StatementArguments(
                     arguments + [
