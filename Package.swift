@@ -56,10 +56,21 @@ let package = Package(
             name: "FerryProtocol",
             dependencies: ["CFerrySHA256"]
         ),
+        // What the device library and the server's embedded store share
+        // about SQLite: values bound straight through its C API, and SQL
+        // text built for multi-row statements. Not a product: `package` API.
+        .target(
+            name: "FerrySQLite",
+            dependencies: [
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ]
+        ),
         .target(
             name: "Ferry",
             dependencies: [
                 "FerryProtocol",
+                "FerrySQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -108,6 +119,7 @@ let package = Package(
             name: "FerryServer",
             dependencies: [
                 "FerryProtocol",
+                "FerrySQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 // TLS with HTTP/2 and HTTP/1.1 chosen by ALPN (`--tls-cert`, `--tls-key`).
@@ -304,6 +316,7 @@ let package = Package(
             name: "FerryTests",
             dependencies: [
                 "Ferry",
+                "FerrySQLite",
                 "FerryAttachmentEncryption",
                 "FerryTestSupport",
                 "ferry-test-worker",

@@ -41,6 +41,43 @@ import FerryTestSupport
         }
     }
 
+    /// A push of more rows than one statement writes (a drain's batch):
+    /// every row, every overwritten value's history and every result is
+    /// stored, whatever statement of a multi-row write it fell in.
+    @Test(arguments: StoreKind.available) func aPushOfHundredsOfRowsStoresEachRowItsHistoryAndItsResult(_ kind: StoreKind) async throws {
+        let count: Int64 = 257
+        try await StoreUnderTest.with(kind) { server in
+            let store = server.store
+            _ = try await store.push(
+                PushRequest(clientID: "c1", mutations: (1...count).map { Mutations.upsert($0, row: "r\($0)", ["title": .text("t\($0)"), "n": .integer($0)]) }),
+                userID: "alice", rules: Self.rules)
+            let overwrite = PushRequest(
+                clientID: "c2", mutations: (1...count).map { Mutations.upsert($0, row: "r\($0)", ["title": .text("u\($0)")], base: $0) })
+            let first = try await store.push(overwrite, userID: "alice", rules: Self.rules)
+            #expect(first.response.results.map(\.version) == (1...count).map { count + $0 })
+            // Each conflict's base is the value the history kept of the row's first version.
+            let late = try await store.push(
+                PushRequest(
+                    clientID: "c1", mutations: (1...count).map { Mutations.upsert(count + $0, row: "r\($0)", ["title": .text("late \($0)")], base: $0) }),
+                userID: "alice", rules: Self.rules)
+            #expect(late.response.results.count == Int(count))
+            for (index, result) in late.response.results.enumerated() {
+                #expect(result.conflicts.map(\.base) == [.text("t\(index + 1)")])
+                #expect(result.conflicts.map(\.server) == [.text("u\(index + 1)")])
+            }
+            let replay = try await store.push(overwrite, userID: "alice", rules: Self.rules)
+            #expect(replay.response.results.map(\.mutationID) == first.response.results.map(\.mutationID))
+            #expect(replay.response.results.allSatisfy { $0.replayed })
+            #expect(replay.response.results.map(\.version) == first.response.results.map(\.version))
+            let page = try await pullAll(store)
+            #expect(Set(page.changes.map(\.rowID)) == Set((1...count).map { "r\($0)" }))
+            for change in page.changes {
+                let i = Int64(change.rowID.dropFirst())!
+                #expect(change.values["n"] == .integer(i))
+            }
+        }
+    }
+
     @Test(arguments: StoreKind.available) func aGapIsRefusedWithWhereToResumeAndChangesNothing(_ kind: StoreKind) async throws {
         try await StoreUnderTest.with(kind) { server in
             _ = try await server.store.push(PushRequest(clientID: "c1", mutations: [Mutations.upsert(1, ["t": "a"])]), userID: "alice", rules: Self.rules)

@@ -1,4 +1,5 @@
 @testable import Ferry
+import FerrySQLite
 import Foundation
 import GRDB
 import GRDBSQLite

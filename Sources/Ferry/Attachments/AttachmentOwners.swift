@@ -1,3 +1,4 @@
+import FerrySQLite
 import GRDB
 
 /// Attachments follow their row: when a row with attachments is deleted on

@@ -1,3 +1,4 @@
+import FerrySQLite
 import Foundation
 import FerryProtocol
 import GRDB

@@ -1,3 +1,5 @@
+import FerrySQLite
+
 /// The SQL of the triggers that capture changes to one synced table.
 ///
 /// Pure text generation from a ``TableLayout``, so the exact SQL is testable

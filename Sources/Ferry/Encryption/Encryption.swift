@@ -1,3 +1,4 @@
+import FerrySQLite
 import GRDB
 
 /// Applies a SQLCipher key to a connection before anything else touches the

@@ -1,3 +1,4 @@
+import FerrySQLite
 import GRDB
 
 /// The last server version the device saw of each synced row, and the edit

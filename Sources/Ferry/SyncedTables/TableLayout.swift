@@ -1,3 +1,4 @@
+import FerrySQLite
 import GRDB
 
 /// The shape of a synced table as the database holds it: what the capture

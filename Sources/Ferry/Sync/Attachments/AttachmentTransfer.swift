@@ -87,7 +87,7 @@ struct AttachmentTransfer: Sendable {
             } catch SyncTransportError.http(status: 403, let error, _) where pendingRecheck.contains(record.id) {
                 // A re-check in a scope this user may only read: a writer's device refills the server.
                 try await setState(record.id, .uploaded, transferred: record.size)
-                logger.info("an attachment the server lacks is left to a writer", metadata: ["attachment": "\(record.id)", "error": "\(error)"])
+                logger.info("an attachment the server lacks is left to a writer", metadata: ["attachment": "\(record.id)", "error": "\(error.map { "\($0)" } ?? "no detail")"])
             } catch {
                 report.failed += 1
                 logger.warning("an attachment upload failed", metadata: ["attachment": "\(record.id)", "error": "\(error)"])

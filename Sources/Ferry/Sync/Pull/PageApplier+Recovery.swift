@@ -1,4 +1,5 @@
 import FerryProtocol
+import FerrySQLite
 import GRDB
 
 /// Refilling a server that lost history (ARCHITECTURE.md server semantic 6).

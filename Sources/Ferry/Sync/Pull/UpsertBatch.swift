@@ -1,4 +1,5 @@
 import FerryProtocol
+import FerrySQLite
 import GRDB
 import GRDBSQLite
 

@@ -1,4 +1,5 @@
 import FerryProtocol
+import FerrySQLite
 import Foundation
 import GRDB
 
@@ -64,36 +65,40 @@ extension SQLiteSyncStore {
         now: Int64, generation: String
     ) throws {
         func json(_ value: some Encodable) throws -> String { try StoreCoding.json(value) }
-        for (key, row) in plan.rows {
-            try Self.execute(
-                db,
-                sql: """
-                    INSERT INTO rows (scope, tbl, row_id, version, deleted, client_id, changed_at, cells)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (scope, tbl, row_id) DO UPDATE SET
-                        version = excluded.version, deleted = excluded.deleted, client_id = excluded.client_id,
-                        changed_at = excluded.changed_at, cells = excluded.cells, collected = 0
-                    """,
-                arguments: [
-                    key.scope, key.table, key.rowID, row.version, row.deleted, row.clientID, now,
-                    StoreCoding.cellsJSON(row.cells),
-                ]
-            )
+        // A drain writes a row and a result per mutation: in statements of up to a hundred rows, bound directly.
+        try db.execute(
+            rows: plan.rows, width: 8,
+            sql: "INSERT INTO rows (scope, tbl, row_id, version, deleted, client_id, changed_at, cells) VALUES",
+            suffix: """
+                ON CONFLICT (scope, tbl, row_id) DO UPDATE SET
+                    version = excluded.version, deleted = excluded.deleted, client_id = excluded.client_id,
+                    changed_at = excluded.changed_at, cells = excluded.cells, collected = 0
+                """
+        ) { binder, entry in
+            let (key, row) = entry
+            try binder.bind(key.scope)
+            try binder.bind(key.table)
+            try binder.bind(key.rowID)
+            try binder.bind(row.version)
+            try binder.bind(row.deleted ? 1 : 0)
+            try binder.bind(row.clientID)
+            try binder.bind(now)
+            try binder.bind(StoreCoding.cellsJSON(row.cells))
         }
-        for (key, values) in plan.overwritten {
-            for old in values {
-                try Self.execute(
-                    db,
-                    sql: """
-                        INSERT OR REPLACE INTO history (scope, tbl, row_id, col, version, value, client_id, written_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                        """,
-                    arguments: [
-                        key.scope, key.table, key.rowID, old.column, old.version,
-                        try json(old.value), old.clientID, old.writtenAt,
-                    ]
-                )
-            }
+        let overwritten = plan.overwritten.flatMap { key, values in values.map { (key, $0) } }
+        try db.execute(
+            rows: overwritten, width: 8,
+            sql: "INSERT OR REPLACE INTO history (scope, tbl, row_id, col, version, value, client_id, written_at) VALUES"
+        ) { binder, entry in
+            let (key, old) = entry
+            try binder.bind(key.scope)
+            try binder.bind(key.table)
+            try binder.bind(key.rowID)
+            try binder.bind(old.column)
+            try binder.bind(old.version)
+            try binder.bind(try json(old.value))
+            try binder.bind(old.clientID)
+            try binder.bind(old.writtenAt)
         }
         for recorded in plan.conflicts {
             try Self.execute(
@@ -135,15 +140,15 @@ extension SQLiteSyncStore {
                 ]
             )
         }
-        for result in plan.results {
-            try Self.execute(
-                db,
-                sql: "INSERT INTO results (user_id, client_id, mutation_id, version, result) VALUES (?, ?, ?, ?, ?)",
-                arguments: [
-                    userID, clientID, result.mutationID, plan.version,
-                    try StoreCoding.resultJSON(result),
-                ]
-            )
+        try db.execute(
+            rows: plan.results, width: 5,
+            sql: "INSERT INTO results (user_id, client_id, mutation_id, version, result) VALUES"
+        ) { binder, result in
+            try binder.bind(userID)
+            try binder.bind(clientID)
+            try binder.bind(result.mutationID)
+            try binder.bind(plan.version)
+            try binder.bind(StoreCoding.resultJSON(result))
         }
         if !plan.results.isEmpty {
             try Self.execute(

@@ -57,6 +57,9 @@ public final class SQLiteSyncStore: SyncStore {
         configuration.busyMode = .timeout(Double(busyTimeout.wholeMilliseconds) / 1000)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
+            // Statement journals in memory: a multi-row write (a push's rows, in statements of a hundred)
+            // keeps one, which past 64 KiB SQLite otherwise spills to a new file in /var/tmp each transaction.
+            try db.execute(sql: "PRAGMA temp_store = MEMORY")
         }
         pool = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(pool)

@@ -31,7 +31,7 @@ extension Statement {
     ///
     /// - Throws: a `DatabaseError` (`SQLITE_RANGE`, `SQLITE_MISUSE`) when
     ///   `body` binds more or fewer values than the statement has parameters.
-    func bind(_ body: (inout StatementBinder) throws -> Void) throws {
+    package func bind(_ body: (inout StatementBinder) throws -> Void) throws {
         // A statement whose last step failed answers its first reset with that error, which
         // `setUncheckedArguments` would trap on: reset it here first (GRDB drops such a statement
         // from its cache; a caller holding it must too, ``UpsertBatch``).
@@ -62,7 +62,7 @@ extension Statement {
     /// ```swift
     /// try statement.execute { binder in try binder.bind(id) }
     /// ```
-    func execute(binding body: (inout StatementBinder) throws -> Void) throws {
+    package func execute(binding body: (inout StatementBinder) throws -> Void) throws {
         try bind(body)
         defer { clearValues() }
         try execute()
@@ -74,7 +74,7 @@ extension Statement {
     /// ```swift
     /// try db.cachedStatement(sql: "DELETE FROM note WHERE id = ?").execute(values: [id.databaseValue])
     /// ```
-    func execute(values: some Collection<DatabaseValue>) throws {
+    package func execute(values: some Collection<DatabaseValue>) throws {
         try execute { binder in
             for value in values { try binder.bind(value) }
         }
@@ -82,14 +82,14 @@ extension Statement {
 
     /// Lets the values bound go (they read as NULL until bound again), for
     /// a statement read with ``bind(_:)`` once its rows are read.
-    func clearValues() {
+    package func clearValues() {
         sqlite3_clear_bindings(sqliteStatement)
     }
 }
 
 /// Binds values to a statement's parameters one after another
 /// (`Statement.bind(_:)`); SQLite copies each.
-struct StatementBinder {
+package struct StatementBinder {
     fileprivate let statement: Statement
     /// The 1-based index of the next parameter.
     fileprivate(set) var next: CInt = 1
@@ -101,7 +101,7 @@ struct StatementBinder {
     /// Text, up to its first NUL byte if it has one, as GRDB binds it (and
     /// reads it back): a value stored whole would read back cut, and look
     /// changed to the next write of the row.
-    mutating func bind(_ text: String) throws {
+    package mutating func bind(_ text: String) throws {
         var text = text
         try check(
             text.withUTF8 { bytes in
@@ -116,16 +116,21 @@ struct StatementBinder {
             })
     }
 
-    mutating func bind(_ integer: Int64) throws {
+    /// Text, or NULL.
+    package mutating func bind(_ text: String?) throws {
+        if let text { try bind(text) } else { try check(sqlite3_bind_null(statement.sqliteStatement, next)) }
+    }
+
+    package mutating func bind(_ integer: Int64) throws {
         try check(sqlite3_bind_int64(statement.sqliteStatement, next, integer))
     }
 
     /// An integer, or NULL.
-    mutating func bind(_ integer: Int64?) throws {
+    package mutating func bind(_ integer: Int64?) throws {
         if let integer { try bind(integer) } else { try check(sqlite3_bind_null(statement.sqliteStatement, next)) }
     }
 
-    mutating func bind(_ value: DatabaseValue) throws {
+    package mutating func bind(_ value: DatabaseValue) throws {
         switch value.storage {
         case .null:
             try check(sqlite3_bind_null(statement.sqliteStatement, next))

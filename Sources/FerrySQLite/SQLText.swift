@@ -2,23 +2,23 @@ import GRDB
 
 /// Quoting for the few places SQL text cannot take bound values: the DDL of
 /// Ferry's triggers (a trigger body is stored as text) and PRAGMA arguments.
-enum SQLText {
+package enum SQLText {
     /// `"name"`, with embedded double quotes doubled.
-    static func identifier(_ name: String) -> String {
+    package static func identifier(_ name: String) -> String {
         quoted(name, by: "\"")
     }
 
     /// `rows` parenthesized lists of `width` parameters, comma-separated:
     /// `(?,?),(?,?)` for 2 and 2; with `width` 0, `rows` bare marks: `?,?,?`.
     /// Built without joining an array (it runs for every chunk of a page).
-    static func parameters(rows: Int, width: Int = 0) -> String {
+    package static func parameters(rows: Int, width: Int = 0) -> String {
         guard rows > 0 else { return "" }
         let one = width == 0 ? "?" : "(" + String(repeating: "?,", count: width - 1) + "?)"
         return String(repeating: one + ",", count: rows - 1) + one
     }
 
     /// `'text'`, with embedded single quotes doubled.
-    static func literal(_ text: String) -> String {
+    package static func literal(_ text: String) -> String {
         quoted(text, by: "'")
     }
 
@@ -37,7 +37,7 @@ enum SQLText {
 
     /// A JSON string (quotes and backslashes escaped), for column names in
     /// the JSON array of changed columns.
-    static func jsonString(_ text: String) -> String {
+    package static func jsonString(_ text: String) -> String {
         var out = "\""
         for scalar in text.unicodeScalars {
             switch scalar {
