@@ -1,6 +1,7 @@
 @testable import FerryServer
 import FerryProtocol
 import Foundation
+import NIOCore
 import Testing
 
 /// The hand-written JSON of the push path says exactly what `JSONEncoder` says.
@@ -61,9 +62,9 @@ import Testing
         #expect(try StoreCoding.decode([String: ColumnValue].self, from: wire.values) == cells.mapValues(\.value))
         #expect(wire.hlc == cells.values.map(\.hlc.rawValue).max())
         let row = try EncodedRow(table: "note", rowID: "r\"1", version: 4, deleted: false, cells: StoreCoding.cellsJSON(cells))
-        var json = ""
+        var json = ByteBuffer()
         row.write(to: &json)
-        let change = try JSONDecoder().decode(RowChange.self, from: Data(json.utf8))
+        let change = try JSONDecoder().decode(RowChange.self, from: Data(json.readableBytesView))
         #expect(
             change
                 == RowChange(
@@ -105,10 +106,17 @@ import Testing
                     noticeCursor: "e/0.1"
                 ),
                 EncodedPullPage(scope: "team:x", rows: [], cursor: "d", hasMore: false, reset: true),
+                EncodedPullPage(
+                    scope: "team:\"q\"", rows: [try EncodedRow(table: "t\\1", rowID: "line\nbreak", version: 9, deleted: false, cells: cells)],
+                    cursor: "e", hasMore: false, reset: false, lostHistory: true, settledNotices: ["n\"1", "n2"], estimatedRows: 12,
+                    after: "a\tb"),
             ])
         let read = try JSONDecoder().decode(PullResponse.self, from: Data(try answer.json().utf8))
+        #expect(Data(try answer.body().readableBytesView) == Data(try answer.json().utf8))
         #expect(read == (try answer.decoded()))
         #expect(read.pages[0].changes[0].values == ["t": .real(1.5)] && read.pages[0].changes[1].hlc == nil)
         #expect(read.pages[0].notices.count == 1 && read.pages[1].reset)
+        #expect(read.pages[2].scope == "team:\"q\"" && read.pages[2].changes[0].rowID == "line\nbreak" && read.pages[2].after == "a\tb")
+        #expect(read.pages[2].settledNotices == ["n\"1", "n2"] && read.pages[2].estimatedRows == 12 && read.pages[2].lostHistory)
     }
 }

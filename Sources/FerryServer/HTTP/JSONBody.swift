@@ -8,10 +8,15 @@ import NIOHTTP1
 enum JSONResponse {
     /// A response whose JSON is already written.
     static func make(json: String, status: HTTPResponse.Status = .ok) -> Response {
+        make(body: ByteBuffer(string: json), status: status)
+    }
+
+    /// A response of JSON already written as bytes.
+    static func make(body: ByteBuffer, status: HTTPResponse.Status = .ok) -> Response {
         Response(
             status: status,
             headers: [.contentType: "application/json; charset=utf-8"],
-            body: ResponseBody(byteBuffer: ByteBuffer(string: json))
+            body: ResponseBody(byteBuffer: body)
         )
     }
 

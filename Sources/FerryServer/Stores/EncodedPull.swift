@@ -1,5 +1,6 @@
 import FerryProtocol
 import Foundation
+import NIOCore
 
 /// A pull answer as the stores read it: each row's values kept as the JSON
 /// bytes a page sends, cut straight out of the stored `cells` column, so a
@@ -26,13 +27,22 @@ public struct EncodedPullResponse: Sendable {
 
     /// The answer's JSON, as `JSONDecoder` reads a `PullResponse`.
     public func json() throws -> String {
-        var out = "{\"lastAppliedMutationID\":\(lastAppliedMutationID),\"pages\":["
-        out.reserveCapacity(pages.reduce(64) { $0 + $1.rows.reduce(96) { $0 + $1.values.utf8.count + 96 } })
+        String(buffer: try body())
+    }
+
+    /// The answer's JSON as the bytes `POST /v1/pull` sends: written
+    /// straight into one buffer, its size known before the first byte.
+    public func body() throws -> ByteBuffer {
+        var out = ByteBuffer()
+        out.reserveCapacity(pages.reduce(64) { $0 + $1.byteEstimate })
+        out.writeStaticString("{\"lastAppliedMutationID\":")
+        out.writeString(String(lastAppliedMutationID))
+        out.writeStaticString(",\"pages\":[")
         for (index, page) in pages.enumerated() {
-            if index > 0 { out += "," }
+            if index > 0 { out.writeStaticString(",") }
             try page.write(to: &out)
         }
-        out += "]}"
+        out.writeStaticString("]}")
         return out
     }
 
@@ -76,46 +86,52 @@ public struct EncodedPullPage: Sendable {
         self.after = after
     }
 
-    func write(to out: inout String) throws {
-        out += "{"
+    /// About the bytes ``write(to:)`` writes, so a buffer grows once.
+    var byteEstimate: Int {
+        rows.reduce(256 + scope.utf8.count + cursor.utf8.count) { $0 + $1.byteEstimate }
+    }
+
+    func write(to out: inout ByteBuffer) throws {
+        out.writeStaticString("{")
         if let after {
-            out += "\"after\":"
-            JSONText.appendString(after, to: &out)
-            out += ","
+            out.writeStaticString("\"after\":")
+            out.writeJSONString(after)
+            out.writeStaticString(",")
         }
-        out += "\"changes\":["
+        out.writeStaticString("\"changes\":[")
         for (index, row) in rows.enumerated() {
-            if index > 0 { out += "," }
+            if index > 0 { out.writeStaticString(",") }
             row.write(to: &out)
         }
-        out += "],\"cursor\":"
-        JSONText.appendString(cursor, to: &out)
+        out.writeStaticString("],\"cursor\":")
+        out.writeJSONString(cursor)
         if let estimatedRows {
-            out += ",\"estimatedRows\":\(estimatedRows)"
+            out.writeStaticString(",\"estimatedRows\":")
+            out.writeString(String(estimatedRows))
         }
-        out += ",\"hasMore\":\(hasMore)"
+        out.writeStaticString(hasMore ? ",\"hasMore\":true" : ",\"hasMore\":false")
         if lostHistory {
-            out += ",\"lostHistory\":true"
+            out.writeStaticString(",\"lostHistory\":true")
         }
         if let noticeCursor {
-            out += ",\"noticeCursor\":"
-            JSONText.appendString(noticeCursor, to: &out)
+            out.writeStaticString(",\"noticeCursor\":")
+            out.writeJSONString(noticeCursor)
         }
         if !notices.isEmpty {
-            out += ",\"notices\":"
-            out += try StoreCoding.json(notices)
+            out.writeStaticString(",\"notices\":")
+            out.writeString(try StoreCoding.json(notices))
         }
-        out += ",\"reset\":\(reset),\"scope\":"
-        JSONText.appendString(scope, to: &out)
+        out.writeStaticString(reset ? ",\"reset\":true,\"scope\":" : ",\"reset\":false,\"scope\":")
+        out.writeJSONString(scope)
         if !settledNotices.isEmpty {
-            out += ",\"settledNotices\":["
+            out.writeStaticString(",\"settledNotices\":[")
             for (index, id) in settledNotices.enumerated() {
-                if index > 0 { out += "," }
-                JSONText.appendString(id, to: &out)
+                if index > 0 { out.writeStaticString(",") }
+                out.writeJSONString(id)
             }
-            out += "]"
+            out.writeStaticString("]")
         }
-        out += "}"
+        out.writeStaticString("}")
     }
 
     func decoded() throws -> PullPage {
@@ -172,16 +188,26 @@ public struct EncodedRow: Sendable, Hashable {
         }
     }
 
-    func write(to out: inout String) {
-        out += "{\"deleted\":\(deleted)"
-        if let hlc { out += ",\"hlc\":\(hlc)" }
-        out += ",\"rowID\":"
-        JSONText.appendString(rowID, to: &out)
-        out += ",\"table\":"
-        JSONText.appendString(table, to: &out)
-        out += ",\"values\":"
-        out += values
-        out += ",\"version\":\(version)}"
+    /// About the bytes ``write(to:)`` writes.
+    var byteEstimate: Int {
+        values.utf8.count + rowID.utf8.count + table.utf8.count + 96
+    }
+
+    func write(to out: inout ByteBuffer) {
+        out.writeStaticString(deleted ? "{\"deleted\":true" : "{\"deleted\":false")
+        if let hlc {
+            out.writeStaticString(",\"hlc\":")
+            out.writeString(String(hlc))
+        }
+        out.writeStaticString(",\"rowID\":")
+        out.writeJSONString(rowID)
+        out.writeStaticString(",\"table\":")
+        out.writeJSONString(table)
+        out.writeStaticString(",\"values\":")
+        out.writeString(values)
+        out.writeStaticString(",\"version\":")
+        out.writeString(String(version))
+        out.writeStaticString("}")
     }
 
     func decoded() throws -> RowChange {
@@ -205,10 +231,22 @@ struct WireValues: Equatable {
 
     init?(cells: String) {
         var cells = cells
-        // Over the string's own bytes (a stored column is native and contiguous): no copy, no generic compares.
-        guard let cut = cells.withUTF8({ Self.cut($0) }) else { return nil }
-        self = cut
+        var hlc: Int64?
+        // Over the string's own bytes (a stored column is native and contiguous): no copy, no generic compares;
+        // the values written straight into the new string's storage (they are never longer than the cells).
+        guard
+            let values = try? cells.withUTF8({ bytes in
+                try String(unsafeUninitializedCapacity: max(bytes.count, 1)) { out in
+                    guard let cut = Self.cut(bytes, into: out) else { throw NotThisLayout() }
+                    hlc = cut.hlc
+                    return cut.count
+                }
+            })
+        else { return nil }
+        self.init(values: values, hlc: hlc)
     }
+
+    private struct NotThisLayout: Error {}
 
     private init(values: String, hlc: Int64?) {
         self.values = values
@@ -220,10 +258,16 @@ struct WireValues: Equatable {
     private static let valueKey = Array(",\"value\":".utf8)
     private static let versionKey = Array(",\"version\":".utf8)
 
-    private static func cut(_ bytes: UnsafeBufferPointer<UInt8>) -> WireValues? {
-        guard bytes.first == UInt8(ascii: "{"), bytes.last == UInt8(ascii: "}") else { return nil }
-        var out: [UInt8] = [UInt8(ascii: "{")]
-        out.reserveCapacity(bytes.count)
+    /// Writes the values of `bytes` into `out` (at least as long as
+    /// `bytes`), returning how many bytes it wrote and the newest stamp.
+    private static func cut(_ bytes: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableBufferPointer<UInt8>) -> (count: Int, hlc: Int64?)? {
+        guard bytes.first == UInt8(ascii: "{"), bytes.last == UInt8(ascii: "}"), out.count >= bytes.count else { return nil }
+        var written = 0
+        func write(_ byte: UInt8) {
+            out[written] = byte
+            written += 1
+        }
+        write(UInt8(ascii: "{"))
         var index = 1
         var newest: Int64?
 
@@ -246,20 +290,22 @@ struct WireValues: Equatable {
             return nil
         }
         func append(_ range: Range<Int>) {
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[range]))
+            UnsafeMutableBufferPointer(rebasing: out[written..<(written + range.count)])
+                .update(fromContentsOf: UnsafeBufferPointer(rebasing: bytes[range]))
+            written += range.count
         }
 
         while index < bytes.count - 1 {
-            if out.count > 1 {
+            if written > 1 {
                 guard bytes[index] == UInt8(ascii: ",") else { return nil }
-                out.append(UInt8(ascii: ","))
+                write(UInt8(ascii: ","))
                 index += 1
             }
             guard let nameEnd = stringEnd(from: index), matches(clientKey, at: nameEnd),
                 let clientEnd = stringEnd(from: nameEnd + clientKey.count), matches(hlcKey, at: clientEnd)
             else { return nil }
             append(index..<nameEnd)
-            out.append(UInt8(ascii: ":"))
+            write(UInt8(ascii: ":"))
             var cursor = clientEnd + hlcKey.count
             let negative = cursor < bytes.count && bytes[cursor] == UInt8(ascii: "-")
             if negative { cursor += 1 }
@@ -287,7 +333,25 @@ struct WireValues: Equatable {
             index = cursor + 1
         }
         guard index == bytes.count - 1 else { return nil }
-        out.append(UInt8(ascii: "}"))
-        return WireValues(values: String(decoding: out, as: UTF8.self), hlc: newest)
+        write(UInt8(ascii: "}"))
+        return (written, newest)
+    }
+}
+
+extension ByteBuffer {
+    /// `text` as a JSON string literal, as ``JSONText/appendString(_:to:)``
+    /// writes it: straight from its bytes when nothing needs escaping.
+    mutating func writeJSONString(_ text: String) {
+        var text = text
+        let plain = text.withUTF8 { bytes in !bytes.contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C } }
+        guard plain else {
+            var escaped = ""
+            JSONText.appendString(text, to: &escaped)
+            writeString(escaped)
+            return
+        }
+        writeStaticString("\"")
+        writeString(text)
+        writeStaticString("\"")
     }
 }

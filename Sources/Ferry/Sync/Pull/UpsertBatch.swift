@@ -66,8 +66,9 @@ struct UpsertBatch {
     }
 
     /// The row counts of the statements a batch is written in, largest
-    /// first: a handful of statement shapes per column set.
-    static let sizes = [100, 25, 5, 1]
+    /// first: a handful of statement shapes per column set (those of every
+    /// multi-row write, `Database.rowsPerStatement`).
+    static let sizes = Database.rowsPerStatement
 
     private(set) var key: Key?
     private var values: [DatabaseValue] = []

@@ -203,10 +203,12 @@ extension SyncAPI {
                 page.noticeCursor = nil
                 // Every change after `cursor` up to the page's: a client at `cursor` may move to it.
                 page.after = cursor
-                var data = ""
-                try page.write(to: &data)
-                return LivePages.Event(
-                    bytes: ByteBuffer(string: "event: \(LiveEvent.Name.page.rawValue)\ndata: \(data)\n\n"), cursor: page.cursor)
+                var bytes = ByteBuffer()
+                bytes.reserveCapacity(page.byteEstimate + 32)
+                bytes.writeString("event: \(LiveEvent.Name.page.rawValue)\ndata: ")
+                try page.write(to: &bytes)
+                bytes.writeStaticString("\n\n")
+                return LivePages.Event(bytes: bytes, cursor: page.cursor)
             }
         } catch {
             // No rows, then: the client pulls, and hears of a refusal there.

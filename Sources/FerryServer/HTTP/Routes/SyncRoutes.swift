@@ -47,6 +47,6 @@ extension SyncAPI {
         metrics.recordDevicePull(
             userID: userID, clientID: pull.clientID,
             pages: answer.pages.map { DevicePulls.Page(scope: $0.scope, rows: $0.rows.count, hasMore: $0.hasMore) })
-        return JSONResponse.make(json: try answer.json())
+        return JSONResponse.make(body: try answer.body())
     }
 }
