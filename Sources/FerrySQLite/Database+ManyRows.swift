@@ -15,8 +15,8 @@ extension Database {
     ///
     /// The rows are written in their order, so a row given twice ends as
     /// the later one, as with one statement per row. An error stops the
-    /// rows where it happened, as it would one row at a time; the caller's
-    /// transaction then rolls back all of them.
+    /// writing: the failing statement's rows are undone with it (those
+    /// before it stay), and the caller's transaction then rolls back all.
     ///
     /// ```swift
     /// try db.execute(rows: results, width: 2, sql: "INSERT INTO results (id, result) VALUES") { binder, result in
@@ -34,6 +34,7 @@ extension Database {
     package func execute<Rows: Collection>(
         rows: Rows, width: Int, sql: String, suffix: String = "", bind: (inout StatementBinder, Rows.Element) throws -> Void
     ) throws {
+        precondition(width > 0, "a row binds at least one value")
         guard !rows.isEmpty else { return }
         let limit = Int(sqlite3_limit(sqliteConnection, SQLITE_LIMIT_VARIABLE_NUMBER, -1))
         let most = max(1, min(Self.rowsPerStatement[0], limit / width))

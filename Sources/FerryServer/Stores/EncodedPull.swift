@@ -5,12 +5,13 @@ import NIOCore
 /// A pull answer as the stores read it: each row's values kept as the JSON
 /// bytes a page sends, cut straight out of the stored `cells` column, so a
 /// page is read and written out without decoding and re-encoding every
-/// cell. ``json()`` is the body `POST /v1/pull` sends; ``decoded()`` is the
-/// same answer as values, for in-process callers and tests.
+/// cell. ``body()`` is the body `POST /v1/pull` sends, ``json()`` the same
+/// as a string; ``decoded()`` is the same answer as values, for in-process
+/// callers and tests.
 ///
 /// ```swift
 /// let answer = try await store.pullEncoded(request, userID: "alice", limit: 500)
-/// let body = answer.json()          // {"lastAppliedMutationID":3,"pages":[…]}
+/// let body = try answer.body()      // {"lastAppliedMutationID":3,"pages":[…]}
 /// let response = try answer.decoded()
 /// ```
 public struct EncodedPullResponse: Sendable {
@@ -31,7 +32,8 @@ public struct EncodedPullResponse: Sendable {
     }
 
     /// The answer's JSON as the bytes `POST /v1/pull` sends: written
-    /// straight into one buffer, its size known before the first byte.
+    /// straight into one buffer, reserved for its rows before the first
+    /// byte (notices and cursors may grow it once more).
     public func body() throws -> ByteBuffer {
         var out = ByteBuffer()
         out.reserveCapacity(pages.reduce(64) { $0 + $1.byteEstimate })
@@ -234,6 +236,7 @@ struct WireValues: Equatable {
         var hlc: Int64?
         // Over the string's own bytes (a stored column is native and contiguous): no copy, no generic compares;
         // the values written straight into the new string's storage (they are never longer than the cells).
+        // The string keeps the cells' capacity: a page's rows live only while its answer is written.
         guard
             let values = try? cells.withUTF8({ bytes in
                 try String(unsafeUninitializedCapacity: max(bytes.count, 1)) { out in

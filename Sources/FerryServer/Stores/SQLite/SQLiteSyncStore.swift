@@ -57,12 +57,14 @@ public final class SQLiteSyncStore: SyncStore {
         configuration.busyMode = .timeout(Double(busyTimeout.wholeMilliseconds) / 1000)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
-            // Statement journals in memory: a multi-row write (a push's rows, in statements of a hundred)
-            // keeps one, which past 64 KiB SQLite otherwise spills to a new file in /var/tmp each transaction.
-            try db.execute(sql: "PRAGMA temp_store = MEMORY")
         }
         pool = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(pool)
+        // The writer's statement journals in memory: a multi-row write (a push's rows, in statements of a
+        // hundred) keeps one, which past 64 KiB SQLite otherwise spills to a new file in /var/tmp on every
+        // push. The writer only, after the migrations: SQLite then keeps temporary tables and sorts in memory
+        // too, and a migration's index over a large table, or a reader's large sort, could be held whole.
+        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA temp_store = MEMORY") }
         (cursors, known) = try pool.write { db in
             guard let epoch = try String.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'epoch'"),
                 let key = try Data.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'cursorKey'")
