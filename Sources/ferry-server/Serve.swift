@@ -164,7 +164,7 @@ struct Serve: AsyncParsableCommand {
         let traceExport = try traceEndpoint.map(TraceExport.bootstrap(endpoint:))
         // The embedded store's directory is this process's alone, for as long as it runs: taken before
         // anything in it is read or written (the secret a first start generates included).
-        var lock: DataDirectoryLock? = postgres == nil ? try DataDirectoryLock.acquire(settings.dataDirectory) : nil
+        let lock: DataDirectoryLock? = postgres == nil ? try DataDirectoryLock.acquire(settings.dataDirectory) : nil
         let secret = try settings.secret()
         let configuration = try settings.serverConfiguration(secret: secret.value)
         let store: any SyncStore

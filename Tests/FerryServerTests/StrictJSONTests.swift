@@ -32,6 +32,35 @@ import Testing
         #expect(throws: StrictJSON.SyntaxError.self) { try parse(text) }
     }
 
+    /// An object's members keep the text's order, each key once, below and
+    /// past the size from which keys are hashed; a repeated key is refused
+    /// wherever it comes, with the place of its second spelling.
+    @Test func objectsKeepTheirMembersInOrderAndRefuseARepeatedKey() throws {
+        for size in [1, JSONObject.indexedFrom - 1, JSONObject.indexedFrom, 300] {
+            let keys = (0..<size).map { "k\($0)" }.shuffled()
+            let text = "{" + keys.enumerated().map { #""\#($1)":\#($0)"# }.joined(separator: ",") + "}"
+            guard case .object(let object) = try parse(text) else { Issue.record("not an object"); return }
+            #expect(object.keys == keys)
+            #expect(object.count == size)
+            for (offset, key) in keys.enumerated() { #expect(object[key] == .number(String(offset))) }
+            #expect(object["absent"] == nil)
+            let repeated = String(text.dropLast()) + #","\#(keys[size / 2])":true}"#
+            #expect(throws: StrictJSON.SyntaxError(message: "property \(String(reflecting: keys[size / 2])) appears twice", offset: text.utf8.count)) {
+                try parse(repeated)
+            }
+        }
+        var object: JSONObject = ["a": .null, "b": .bool(true)]
+        #expect(object == ["b": .bool(true), "a": .null], "equal whatever the order")
+        #expect(object != ["a": .null, "b": .bool(false)])
+        #expect(object.updateValue(.number("2"), forKey: "a") == .null)
+        #expect(object.keys == ["a", "b"], "a replaced member keeps its place")
+        object["a"] = nil
+        #expect(object.keys == ["b"] && object["a"] == nil)
+        for index in 0..<40 { object["x\(index)"] = .number(String(index)) }
+        object["x3"] = nil
+        #expect(object.count == 40 && object["x3"] == nil && object["x39"] == .number("39") && object["b"] == .bool(true))
+    }
+
     @Test func invalidUTF8IsRefused() {
         #expect(throws: StrictJSON.SyntaxError.self) { try StrictJSON.parse([0x22, 0xC3, 0x28, 0x22]) }
     }
@@ -136,6 +165,47 @@ import Testing
         }
         #expect(SimplePattern("^-?(inf|[0-9]+)$") == nil)
         #expect(SimplePattern("^[a-z]{0,5}[a-c]$") == nil, "a greedy pass could be wrong here")
+    }
+
+    /// The `real` value's pattern, matched by hand, says what the regular
+    /// expression says: for its documented examples, edge cases, and
+    /// thousands of random strings over the characters that matter. The
+    /// document's pattern is the one it takes, so a push's reals never go
+    /// through the regular expression.
+    @Test func theDecimalPatternAgreesWithTheRegularExpression() throws {
+        let document = try StrictJSON.parse(Array(try OpenAPIDocument.bundled().data))
+        guard case .object(let root) = document, case .object(let components)? = root["components"],
+            case .object(let schemas)? = components["schemas"], case .object(let columnValue)? = schemas["ColumnValue"],
+            case .array(let forms)? = columnValue["oneOf"]
+        else { Issue.record("openapi.json has no ColumnValue"); return }
+        let patterns = forms.compactMap { form -> String? in
+            guard case .object(let rules) = form, case .object(let properties)? = rules["properties"],
+                case .object(let real)? = properties["real"], case .string(let pattern)? = real["pattern"]
+            else { return nil }
+            return pattern
+        }
+        #expect(patterns == [DecimalPattern.source], "the document's real pattern is the one matched by hand")
+        let decimal = try #require(DecimalPattern(DecimalPattern.source))
+        #expect(DecimalPattern("^-?(inf|[0-9]+)$") == nil)
+        let expression = try NSRegularExpression(pattern: DecimalPattern.source)
+        func expected(_ sample: String) -> Bool {
+            let whole = NSRange(sample.startIndex..., in: sample)
+            return expression.firstMatch(in: sample, range: whole)?.range == whole
+        }
+        var samples = [
+            "", "-", "0", "-0", "00", "01", "10", "0.1", "-0.0", "1e-05", "1.7976931348623157e+308", "inf", "-inf", "infinity",
+            "Inf", "nan", "1.", ".5", "1e", "1e+", "1E5", "1.5\n", " 1", "1 ", "--1", "1.2.3", "5e3.1", "12e+34", "é",
+        ]
+        var random = SystemRandomNumberGenerator()
+        let alphabet = Array("-+0123456789.einfE x")
+        for _ in 0..<20_000 {
+            samples.append(String((0..<Int.random(in: 0...9, using: &random)).map { _ in alphabet.randomElement(using: &random)! }))
+        }
+        for sample in samples {
+            #expect(decimal.matches(sample) == expected(sample), "\(String(reflecting: sample))")
+        }
+        let pattern = try CompiledPattern(DecimalPattern.source)
+        #expect(pattern.matches("-1.5e+3") && !pattern.matches("1.5\n"))
     }
 
     @Test func aPushAnswerIsWrittenAsJSONEncoderWritesIt() throws {

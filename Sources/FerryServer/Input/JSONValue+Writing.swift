@@ -38,12 +38,12 @@ extension JSONValue {
         case .object(let members):
             guard !members.isEmpty else { output += "{}"; return }
             output += "{"
-            for (index, key) in members.keys.sorted().enumerated() {
+            for (index, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
                 if index > 0 { output += "," }
                 newline(depth + 1)
-                JSONText.appendString(key, to: &output)
+                JSONText.appendString(member.key, to: &output)
                 output += indent == nil ? ":" : ": "
-                members[key]!.write(to: &output, indent: indent, depth: depth + 1)
+                member.value.write(to: &output, indent: indent, depth: depth + 1)
             }
             newline(depth)
             output += "}"

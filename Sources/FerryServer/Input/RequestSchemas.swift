@@ -56,8 +56,7 @@ struct RequestSchemas: Sendable {
 
     private func check(_ value: JSONValue, against node: SchemaNode, at path: inout [String], quiet: Bool = false) throws(FerryServerError) {
         if let types = node.types {
-            let actual = SchemaNode.TypeSet(value)
-            guard types.contains(actual) || (actual == .integer && types.contains(.number)) else {
+            guard types.admits(value) else {
                 throw Self.fail(quiet, path, "should be \(types.names.map(Self.article).joined(separator: " or ")), not \(Self.article(value.typeName))")
             }
         }
@@ -68,6 +67,8 @@ struct RequestSchemas: Sendable {
             var matching = 0
             let depth = path.count
             for option in options {
+                // An option of another type fails at once: not tried (a pushed value is one of five forms).
+                if let types = option.types, !types.admits(value) { continue }
                 if (try? check(value, against: option, at: &path, quiet: true)) != nil { matching += 1 }
                 path.removeLast(path.count - depth)  // a failed option leaves its place behind
             }
@@ -128,12 +129,23 @@ struct RequestSchemas: Sendable {
         }
     }
 
-    private func checkObject(_ members: [String: JSONValue], _ node: SchemaNode, at path: inout [String], quiet: Bool) throws(FerryServerError) {
+    private func checkObject(_ members: JSONObject, _ node: SchemaNode, at path: inout [String], quiet: Bool) throws(FerryServerError) {
         for name in node.required where members[name] == nil {
             throw Self.fail(quiet, path, "is missing `\(name)`")
         }
         if let most = node.maxProperties, members.count > most {
             throw Self.fail(quiet, path, "has \(members.count) properties; at most \(most) are allowed")
+        }
+        if case .allowed = node.additional, node.propertyNames == nil {
+            // Only the named properties have rules (an `if` that looks at one property of a mutation): each is
+            // looked up, instead of every member looked up among them.
+            for (name, schema) in node.properties {
+                guard let member = members[name] else { continue }
+                path.append(name)
+                try check(member, against: schema, at: &path, quiet: quiet)
+                path.removeLast()
+            }
+            return
         }
         for (name, member) in members {
             if let propertyNames = node.propertyNames {
@@ -250,6 +262,12 @@ final class SchemaNode: @unchecked Sendable {
 
         init(rawValue: UInt8) { self.rawValue = rawValue }
 
+        /// Whether a value of this type set passes `type` (an integer is a number too).
+        func admits(_ value: JSONValue) -> Bool {
+            let actual = TypeSet(value)
+            return contains(actual) || (actual == .integer && contains(.number))
+        }
+
         init(_ value: JSONValue) {
             switch value {
             case .null: self = .null
@@ -300,34 +318,12 @@ final class SchemaNode: @unchecked Sendable {
     var description: String?
 }
 
-/// A pattern matched in one pass when it is simple, else by `NSRegularExpression`
-/// (which matches from any thread).
-struct CompiledPattern: @unchecked Sendable {
-    let source: String
-    private let simple: SimplePattern?
-    private let expression: NSRegularExpression
-
-    init(_ source: String) throws {
-        self.source = source
-        simple = SimplePattern(source)
-        expression = try NSRegularExpression(pattern: source)
-    }
-
-    /// Whether the pattern matches the whole text (ICU's `$` would also
-    /// match before a final line break; the document's patterns do not).
-    func matches(_ text: String) -> Bool {
-        if let simple { return simple.matches(text) }
-        let whole = NSRange(text.startIndex..., in: text)
-        return expression.firstMatch(in: text, range: whole)?.range == whole
-    }
-}
-
 /// Turns the document's schemas into ``SchemaNode``s, each component once.
 struct SchemaCompiler {
-    let schemas: [String: JSONValue]
+    let schemas: JSONObject
     private var compiled: [String: SchemaNode] = [:]
 
-    init(schemas: [String: JSONValue]) {
+    init(schemas: JSONObject) {
         self.schemas = schemas
     }
 
@@ -406,83 +402,5 @@ struct SchemaCompiler {
         node.maximum = bound("maximum")
         node.int64 = rules["format"] == .string("int64")
         if case .string(let text)? = rules["description"] { node.description = text }
-    }
-}
-
-/// An anchored pattern made only of ASCII character classes (or single
-/// characters) with `{m,n}` counts, such as `^[A-Za-z_][A-Za-z0-9_]{0,63}$`,
-/// matched in one pass over the bytes: most names are checked this way, a
-/// regular expression costing far more per call. `nil` for any other
-/// pattern, and for one where a greedy pass could be wrong (a class that
-/// may repeat followed by one sharing characters with it).
-struct SimplePattern: Sendable {
-    struct Element: Sendable {
-        var allowed: [Bool]  // by ASCII byte
-        var least: Int
-        var most: Int
-    }
-
-    let elements: [Element]
-
-    init?(_ pattern: String) {
-        var characters = Array(pattern)
-        guard characters.first == "^", characters.last == "$" else { return nil }
-        characters = Array(characters.dropFirst().dropLast())
-        var elements: [Element] = []
-        while !characters.isEmpty {
-            var allowed = [Bool](repeating: false, count: 128)
-            if characters[0] == "[" {
-                guard let end = characters.firstIndex(of: "]"), end > 1 else { return nil }
-                let body = Array(characters[1..<end])
-                characters.removeFirst(end + 1)
-                var index = 0
-                while index < body.count {
-                    guard let low = body[index].asciiValue, body[index] != "\\", body[index] != "^" || index > 0 else { return nil }
-                    if index + 2 < body.count, body[index + 1] == "-", let high = body[index + 2].asciiValue, high >= low {
-                        for byte in low...high { allowed[Int(byte)] = true }
-                        index += 3
-                    } else {
-                        allowed[Int(low)] = true
-                        index += 1
-                    }
-                }
-            } else {
-                let character = characters.removeFirst()
-                guard let byte = character.asciiValue, !"\\()|*+?.{}[]^$".contains(character) else { return nil }
-                allowed[Int(byte)] = true
-            }
-            var least = 1, most = 1
-            if characters.first == "{" {
-                guard let end = characters.firstIndex(of: "}") else { return nil }
-                let bounds = String(characters[1..<end]).split(separator: ",", omittingEmptySubsequences: false).map { Int($0) }
-                characters.removeFirst(end + 1)
-                guard let first = bounds.first ?? nil, bounds.count <= 2 else { return nil }
-                least = first
-                most = bounds.count == 2 ? (bounds[1] ?? Int.max) : first
-            } else if let next = characters.first, "*+?".contains(next) {
-                return nil
-            }
-            elements.append(Element(allowed: allowed, least: least, most: most))
-        }
-        for (element, next) in zip(elements, elements.dropFirst()) where element.least != element.most {
-            if (0..<128).contains(where: { element.allowed[$0] && next.allowed[$0] }) { return nil }
-        }
-        self.elements = elements
-    }
-
-    func matches(_ text: String) -> Bool {
-        let bytes = text.utf8
-        var index = bytes.startIndex
-        for element in elements {
-            var count = 0
-            while count < element.most, index != bytes.endIndex {
-                let byte = bytes[index]
-                guard byte < 128, element.allowed[Int(byte)] else { break }
-                count += 1
-                index = bytes.index(after: index)
-            }
-            guard count >= element.least else { return false }
-        }
-        return index == bytes.endIndex
     }
 }
