@@ -187,6 +187,7 @@ import Testing
         #expect(patterns == [DecimalPattern.source], "the document's real pattern is the one matched by hand")
         let decimal = try #require(DecimalPattern(DecimalPattern.source))
         #expect(DecimalPattern("^-?(inf|[0-9]+)$") == nil)
+        #expect(SimplePattern(DecimalPattern.source) == nil, "the compiled pattern reaches the decimal matcher")
         let expression = try NSRegularExpression(pattern: DecimalPattern.source)
         func expected(_ sample: String) -> Bool {
             let whole = NSRange(sample.startIndex..., in: sample)

@@ -3,8 +3,8 @@
 /// A request's objects are small (a mutation has eight members, a column
 /// value one), and a key is found by comparing it with each: hashing every
 /// key into a `Dictionary` to build it, and again to look a member up, was
-/// the largest part of reading a push. Past ``indexedFrom`` members, keys are
-/// also kept in a hash table, so a large object (a body sent to wear the
+/// the largest part of reading a push. From ``indexedFrom`` members on, keys
+/// are also kept in a hash table, so a large object (a body sent to wear the
 /// server out) is never read in quadratic time.
 ///
 /// ```swift

@@ -49,7 +49,7 @@ package struct PushPlan: Sendable {
     package var replayedIDs: [Int64]
     /// The final state of every row that changed.
     package var rows: [RowKey: StoredRow]
-    /// Values overwritten, per row, to append to its history.
+    /// Values overwritten, per row that had any, to append to its history.
     package var overwritten: [RowKey: [HistoricValue]]
     package var conflicts: [RecordedConflict]
     package var rejections: [RecordedRejection]

@@ -56,7 +56,11 @@ package struct PushPlanner: Sendable {
             conflicts: [],
             rejections: []
         )
+        // Sized for every mutation up front: a push of hundreds of rows no longer regrows its tables.
+        plan.results.reserveCapacity(fresh.count)
+        plan.rows.reserveCapacity(fresh.count)
         var state = rows
+        state.reserveCapacity(rows.count + fresh.count)
         var used = 0
         func nextVersion(after current: Int64) -> Int64 {
             allocated.map { $0[used] } ?? current + 1
@@ -118,7 +122,10 @@ package struct PushPlanner: Sendable {
                 used += 1
                 state[key] = row
                 plan.rows[key] = row
-                plan.overwritten[key, default: []] += outcome.overwritten
+                if !outcome.overwritten.isEmpty {
+                    // Only rows that had values to keep: a push of new rows sorts no empty histories.
+                    plan.overwritten[key, default: []] += outcome.overwritten
+                }
             }
             let rowVersion = outcome.row.map(\.version)
             let serverRow = outcome.row.map(\.serverRow)
