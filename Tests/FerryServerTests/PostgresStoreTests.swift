@@ -97,6 +97,10 @@ struct PostgresStoreTests {
                 INSERT INTO ferry_results (user_id, client_id, mutation_id, version, xid, result)
                 SELECT 'u' || (i % 100), 'c', i, i, 1000 + i, '{}' FROM generate_series(1, 50000) AS i
                 """,
+                """
+                INSERT INTO ferry_applied_runs (user_id, client_id, first_mutation_id, last_mutation_id, first_version, version, xid)
+                SELECT 'u' || (i % 100), 'c', i * 500, i * 500 + 499, i * 500, i * 500, 1000 + i FROM generate_series(1, 50000) AS i
+                """,
                 "INSERT INTO ferry_clients (user_id, client_id, last_mutation_id, xid) SELECT 'u' || i, 'c', 500, 1000 FROM generate_series(1, 20000) AS i",
                 "ANALYZE",
             ] {
@@ -136,6 +140,11 @@ struct PostgresStoreTests {
                 """)
             print("EXPLAIN replayed results:\n\(replay)")
             #expect(replay.contains("ferry_results_pkey"))
+            // u7's runs are every hundredth: a replay of ids inside one reads an index range, not the client's every run.
+            let runs = try await plan(PostgresSyncStore.appliedRunsQuery(userID: "u7", clientID: "c", from: 7 * 500 + 3, through: 7 * 500 + 9))
+            print("EXPLAIN replayed runs:\n\(runs)")
+            #expect(runs.contains("ferry_applied_runs_pkey"))
+            #expect(!runs.contains("Seq Scan"))
         }
     }
 

@@ -41,6 +41,49 @@ import FerryTestSupport
         }
     }
 
+    /// A retry that spans two earlier pushes, each mixing mutations that
+    /// applied as written (kept as runs) with a conflict and a rejection
+    /// (kept one by one), is answered with every result as first given.
+    @Test(arguments: StoreKind.available) func aReplayAcrossPushesAnswersEachResultAsFirstGiven(_ kind: StoreKind) async throws {
+        try await StoreUnderTest.with(kind) { server in
+            let store = server.store
+            _ = try await store.push(PushRequest(clientID: "c0", mutations: [Mutations.upsert(1, row: "shared", ["t": "theirs"])]), userID: "alice", rules: Self.rules)
+            let first = PushRequest(
+                clientID: "c1",
+                mutations: [
+                    Mutations.upsert(1, row: "a", ["t": "1"]),
+                    Mutations.upsert(2, row: "b", ["t": "2"]),
+                    // Lost to c0's write: a conflict, with the row.
+                    Mutations.upsert(3, row: "shared", ["t": "mine"], base: nil),
+                    Mutations.upsert(4, row: "c", ["t": "4"]),
+                    Mutations.upsert(5, row: "d", ["t": "5"]),
+                ])
+            let second = PushRequest(
+                clientID: "c1",
+                mutations: [
+                    Mutations.upsert(6, row: "e", ["t": "6"]),
+                    // A base the server never issued: rejected.
+                    Mutations.upsert(7, row: "x", ["t": "7"], base: 999),
+                    Mutations.upsert(8, row: "a", ["t": "8"], base: 2),
+                ])
+            let answered =
+                try await store.push(first, userID: "alice", rules: Self.rules).response.results
+                + store.push(second, userID: "alice", rules: Self.rules).response.results
+            #expect(answered.map(\.status) == [.applied, .applied, .conflict, .applied, .applied, .applied, .rejected, .applied])
+            let retry = PushRequest(clientID: "c1", mutations: Array((first.mutations + second.mutations)[1...6]))
+            let replay = try await store.push(retry, userID: "alice", rules: Self.rules)
+            #expect(replay.response.lastAppliedMutationID == 8)
+            #expect(replay.response.results.allSatisfy { $0.replayed })
+            #expect(
+                replay.response.results.map {
+                    var result = $0; result.replayed = false; return result
+                } == Array(answered[1...6]))
+            // The store's view of its results, runs expanded, says the same.
+            let viewed = try await server.recordedResults(client: "c1").map { try StoreCoding.decode(MutationResult.self, from: $0) }
+            #expect(viewed == answered)
+        }
+    }
+
     /// A push of more rows than one statement writes (a drain's batch):
     /// every row, every overwritten value's history and every result is
     /// stored, whatever statement of a multi-row write it fell in.

@@ -69,13 +69,13 @@ import Testing
             // row's version), and each mutation id has one result.
             let (results, versions, shared) = try await server.sqlite!.pool.read { db in
                 (
-                    try Int64.fetchOne(db, sql: "SELECT count(*) FROM results") ?? 0,
-                    try Int64.fetchOne(db, sql: "SELECT count(DISTINCT json_extract(result, '$.version')) FROM results") ?? 0,
+                    try Int64.fetchOne(db, sql: "SELECT count(*) FROM recorded_results") ?? 0,
+                    try Int64.fetchOne(db, sql: "SELECT count(DISTINCT json_extract(result, '$.version')) FROM recorded_results") ?? 0,
                     try String.fetchAll(
                         db,
                         sql: """
                             SELECT json_extract(result, '$.version') || ': ' || group_concat(json_extract(result, '$.status') || ' #' || mutation_id, ', ')
-                            FROM results GROUP BY json_extract(result, '$.version') HAVING count(*) > 1 LIMIT 5
+                            FROM recorded_results GROUP BY json_extract(result, '$.version') HAVING count(*) > 1 LIMIT 5
                             """)
                 )
             }

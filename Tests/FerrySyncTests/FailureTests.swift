@@ -135,7 +135,7 @@ import FerryTestSupport
         // Exactly once: one result per mutation, and on SQLite one version each
         // (PostgreSQL's sequence may skip the draws of the transactions the kill cut).
         if let postgres {
-            let results = try await postgres.rows("SELECT count(*)::text FROM ferry_results")
+            let results = try await postgres.rows("SELECT count(*)::text FROM ferry_recorded_results")
             let versions = try await postgres.rows("SELECT count(DISTINCT version)::text FROM ferry_rows")
             #expect(results == ["1500"] && versions == ["1500"], "\(results) results, \(versions) row versions")
         } else {

@@ -160,7 +160,7 @@ struct RealDiskFullTests {
         // sequence also spent draws on the pushes that rolled back, so there
         // the check is one result and one row version per mutation.
         if let postgres = server.postgres {
-            #expect(try await postgres.rows("SELECT count(*)::text FROM ferry_results") == ["62"])
+            #expect(try await postgres.rows("SELECT count(*)::text FROM ferry_recorded_results") == ["62"])
             #expect(try await postgres.rows("SELECT count(DISTINCT version)::text FROM ferry_rows") == ["62"])
         } else {
             #expect(try await server.storeVersion() == 62)

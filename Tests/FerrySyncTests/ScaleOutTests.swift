@@ -105,7 +105,7 @@ struct ScaleOutTests {
         #expect(responses.allSatisfy { response in response.results.compactMap { $0.version } == versions })
 
         let database = instances.database
-        #expect(try await database.rows("SELECT count(*)::text FROM ferry_results WHERE client_id = 'burst'") == ["5"])
+        #expect(try await database.rows("SELECT count(*)::text FROM ferry_recorded_results WHERE client_id = 'burst'") == ["5"])
         #expect(try await database.rows("SELECT last_mutation_id::text FROM ferry_clients WHERE client_id = 'burst'") == ["5"])
         #expect(
             try await database.rows("SELECT row_id || '@' || version FROM ferry_rows ORDER BY row_id")
@@ -174,7 +174,7 @@ struct ScaleOutTests {
         #expect(try acknowledged(device) == 1500)
         let database = instances.database
         #expect(try await database.rows("SELECT count(*)::text FROM ferry_rows") == ["1500"])
-        #expect(try await database.rows("SELECT count(*)::text FROM ferry_results") == ["1500"])
+        #expect(try await database.rows("SELECT count(*)::text FROM ferry_recorded_results") == ["1500"])
 
         // Both instances serve: a fresh device reads every row through them.
         let reader = try await instances.device("reader", user: "alice", seed: 8)

@@ -237,6 +237,38 @@ enum PostgresSchema {
                 // for values overwritten before this was kept (or by an older build).
                 "ALTER TABLE ferry_history ADD COLUMN client_id text, ADD COLUMN written_at bigint"
             ]),
+        Migration(
+            version: 9,
+            statements: [
+                // A run of a push's results that applied as written (AppliedRun):
+                // mutation ids first…last, each giving its row the version after
+                // the one before, from first_version. One row where ferry_results
+                // kept one per mutation; every other result stays there.
+                """
+                CREATE TABLE ferry_applied_runs (
+                    user_id text NOT NULL,
+                    client_id text NOT NULL,
+                    first_mutation_id bigint NOT NULL,
+                    last_mutation_id bigint NOT NULL,
+                    first_version bigint NOT NULL,
+                    version bigint NOT NULL,
+                    xid bigint NOT NULL,
+                    PRIMARY KEY (user_id, client_id, first_mutation_id)
+                )
+                """,
+                // Every recorded result, one row per mutation either way, a run's as
+                // the push answered it: for an operator's query, and for counting
+                // what was applied.
+                """
+                CREATE VIEW ferry_recorded_results AS
+                SELECT user_id, client_id, mutation_id, version, xid, result FROM ferry_results
+                UNION ALL
+                SELECT user_id, client_id, m, version, xid,
+                    '{"conflicts":[],"mutationID":' || m || ',"replayed":false,"status":"applied","version":'
+                        || (first_version + m - first_mutation_id) || '}'
+                FROM ferry_applied_runs, generate_series(first_mutation_id, last_mutation_id) AS m
+                """,
+            ]),
     ]
 
     static var latestVersion: Int { migrations.map(\.version).max() ?? 0 }

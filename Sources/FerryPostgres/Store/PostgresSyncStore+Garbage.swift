@@ -63,6 +63,11 @@ extension PostgresSyncStore {
                 """, logger: logger)
             try await connection.query(
                 """
+                DELETE FROM ferry_applied_runs r WHERE r.version < \(horizon) AND r.last_mutation_id < (
+                    SELECT c.last_mutation_id FROM ferry_clients c WHERE c.user_id = r.user_id AND c.client_id = r.client_id)
+                """, logger: logger)
+            try await connection.query(
+                """
                 UPDATE ferry_meta SET horizon_version = \(horizon), horizon_xid = \(position.major), horizon_seq = \(position.minor)
                 """, logger: logger)
             return GarbageReport(horizon: horizon, tombstonesRemoved: removed)

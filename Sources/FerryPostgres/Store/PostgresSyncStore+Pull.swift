@@ -153,8 +153,12 @@ extension PostgresSyncStore {
     ) async throws -> Int64 {
         let query: PostgresQuery = """
             SELECT CASE WHEN c.xid < \(readable) THEN c.last_mutation_id
-                ELSE COALESCE((SELECT max(r.mutation_id) FROM ferry_results r
-                    WHERE r.user_id = c.user_id AND r.client_id = c.client_id AND r.xid < \(readable)), 0) END
+                ELSE COALESCE(GREATEST(
+                    (SELECT max(r.mutation_id) FROM ferry_results r
+                        WHERE r.user_id = c.user_id AND r.client_id = c.client_id AND r.xid < \(readable)),
+                    (SELECT a.last_mutation_id FROM ferry_applied_runs a
+                        WHERE a.user_id = c.user_id AND a.client_id = c.client_id AND a.xid < \(readable)
+                        ORDER BY a.first_mutation_id DESC LIMIT 1)), 0) END
             FROM ferry_clients c WHERE c.user_id = \(userID) AND c.client_id = \(clientID)
             """
         return try await one(connection, query, as: Int64.self, logger: logger) ?? 0

@@ -51,9 +51,9 @@ extension PostgresSyncStore {
             try await Self.settle(
                 request.settled ?? [], connection, userID: userID, clientID: request.clientID, version: plan.version,
                 now: now, epoch: cursors.epoch, logger: logger)
-            return try plan.receipt(
-                recorded: await Self.recordedResults(connection, userID: userID, clientID: request.clientID, ids: plan.replayedIDs, logger: logger)
-            )
+            let (recorded, runs) = try await Self.recordedResults(
+                connection, userID: userID, clientID: request.clientID, ids: plan.replayedIDs, logger: logger)
+            return try plan.receipt(recorded: recorded, runs: runs)
         }
         // Live subscribers, here and on every other instance, hear of it
         // through the notification the push committed.
@@ -150,22 +150,37 @@ extension PostgresSyncStore {
                     \(rejection.reason), \(try json(mutation)), \(now))
                 """, logger: logger)
         }
-        try await connection.query(
-            """
-            INSERT INTO ferry_results (user_id, client_id, mutation_id, version, xid, result)
-            SELECT \(userID), \(clientID), u.mutation_id, \(plan.version), \(xid), u.result
-            FROM unnest(\(plan.results.map(\.mutationID))::int8[], \(try plan.results.map(StoreCoding.resultJSON))::text[]) AS u(mutation_id, result)
-            """, logger: logger)
+        // A push of new rows is one run: one row, not one per mutation.
+        let (runs, others) = AppliedRun.split(plan.results)
+        if !runs.isEmpty {
+            try await connection.query(
+                """
+                INSERT INTO ferry_applied_runs (user_id, client_id, first_mutation_id, last_mutation_id, first_version, version, xid)
+                SELECT \(userID), \(clientID), u.first, u.last, u.first_version, \(plan.version), \(xid)
+                FROM unnest(\(runs.map(\.firstMutationID))::int8[], \(runs.map(\.lastMutationID))::int8[], \(runs.map(\.firstVersion))::int8[])
+                    AS u(first, last, first_version)
+                """, logger: logger)
+        }
+        if !others.isEmpty {
+            try await connection.query(
+                """
+                INSERT INTO ferry_results (user_id, client_id, mutation_id, version, xid, result)
+                SELECT \(userID), \(clientID), u.mutation_id, \(plan.version), \(xid), u.result
+                FROM unnest(\(others.map(\.mutationID))::int8[], \(try others.map(StoreCoding.resultJSON))::text[]) AS u(mutation_id, result)
+                """, logger: logger)
+        }
         for payload in ChangeNotice.payloads(xid: xid, scopes: Array(plan.changedScopes)) {
             try await connection.query("SELECT pg_notify(\(PostgresSchema.channel), \(payload))", logger: logger)
         }
     }
 
-    /// The stored results of `ids`, by id; an id whose result was collected is absent.
+    /// The stored results of `ids`: by id those kept one by one, and the
+    /// runs that hold any of the others. An id whose result was collected is
+    /// in neither.
     private static func recordedResults(
         _ connection: PostgresConnection, userID: String, clientID: String, ids: [Int64], logger: Logger
-    ) async throws -> [Int64: String] {
-        guard !ids.isEmpty else { return [:] }
+    ) async throws -> (recorded: [Int64: String], runs: [AppliedRun]) {
+        guard let low = ids.min(), let high = ids.max() else { return ([:], []) }
         var recorded: [Int64: String] = [:]
         let query: PostgresQuery = """
             SELECT mutation_id, result FROM ferry_results
@@ -174,7 +189,25 @@ extension PostgresSyncStore {
         for try await (id, json) in try await connection.query(query, logger: logger).decode((Int64, String).self) {
             recorded[id] = json
         }
-        return recorded
+        var runs: [AppliedRun] = []
+        for try await (first, last, version) in try await connection.query(appliedRunsQuery(userID: userID, clientID: clientID, from: low, through: high), logger: logger)
+            .decode((Int64, Int64, Int64).self)
+        {
+            runs.append(AppliedRun(firstMutationID: first, lastMutationID: last, firstVersion: version))
+        }
+        return (recorded, runs)
+    }
+
+    /// The runs of a client's results that hold any id in `low…high`: an
+    /// index range from the run that holds `low` (runs never overlap).
+    static func appliedRunsQuery(userID: String, clientID: String, from low: Int64, through high: Int64) -> PostgresQuery {
+        """
+        SELECT first_mutation_id, last_mutation_id, first_version FROM ferry_applied_runs
+        WHERE user_id = \(userID) AND client_id = \(clientID) AND first_mutation_id <= \(high) AND last_mutation_id >= \(low)
+            AND first_mutation_id >= coalesce((
+                SELECT max(first_mutation_id) FROM ferry_applied_runs
+                WHERE user_id = \(userID) AND client_id = \(clientID) AND first_mutation_id <= \(low)), \(low))
+        """
     }
 
     /// The current state of `keys`, with the history a push can read of

@@ -98,6 +98,7 @@ extension PostgresSyncStore {
                 try await connection.query("UPDATE ferry_rows SET xid = 0", logger: logger)
                 try await connection.query("UPDATE ferry_clients SET xid = 0", logger: logger)
                 try await connection.query("UPDATE ferry_results SET xid = 0", logger: logger)
+                try await connection.query("UPDATE ferry_applied_runs SET xid = 0", logger: logger)
                 try await connection.query("UPDATE ferry_notices SET xid = 0", logger: logger)
             }
             if ahead || (moved && !unrecorded) {

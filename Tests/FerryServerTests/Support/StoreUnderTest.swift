@@ -141,7 +141,7 @@ struct StoreUnderTest: Sendable {
                     sql: """
                         SELECT 'row ' || row_id || (CASE WHEN collected THEN ' deletion record' WHEN deleted THEN ' deleted' ELSE '' END) FROM rows
                         UNION ALL SELECT 'history ' || row_id || '.' || col || ' v' || version FROM history
-                        UNION ALL SELECT 'result ' || client_id || '#' || mutation_id FROM results
+                        UNION ALL SELECT 'result ' || client_id || '#' || mutation_id FROM recorded_results
                         UNION ALL SELECT 'notices ' || count(*) FROM notices
                         UNION ALL SELECT 'horizon ' || value FROM store_meta WHERE key = 'horizon'
                         ORDER BY 1
@@ -153,7 +153,7 @@ struct StoreUnderTest: Sendable {
             SELECT line FROM (
                 SELECT 'row ' || row_id || (CASE WHEN collected THEN ' deletion record' WHEN deleted THEN ' deleted' ELSE '' END) AS line FROM ferry_rows
                 UNION ALL SELECT 'history ' || row_id || '.' || col || ' v' || version FROM ferry_history
-                UNION ALL SELECT 'result ' || client_id || '#' || mutation_id FROM ferry_results
+                UNION ALL SELECT 'result ' || client_id || '#' || mutation_id FROM ferry_recorded_results
                 UNION ALL SELECT 'notices ' || count(*) FROM ferry_notices
                 UNION ALL SELECT 'horizon ' || horizon_version FROM ferry_meta) lines
             ORDER BY line COLLATE "C"
@@ -174,6 +174,18 @@ struct StoreUnderTest: Sendable {
             sqlite: "SELECT reason FROM rejections WHERE client_id = '\(client)' AND mutation_id = \(mutation)",
             postgres: "SELECT reason FROM ferry_rejections WHERE client_id = '\(client)' AND mutation_id = \(mutation)"
         )
+    }
+
+    /// Every recorded result of a client, in mutation order, through the
+    /// store's view that expands runs (JSON as the push answered it).
+    func recordedResults(client: String) async throws -> [String] {
+        let sql = "SELECT result FROM %@ WHERE client_id = '\(client)' ORDER BY mutation_id"
+        if let sqlite {
+            return try await sqlite.pool.read { db in
+                try String.fetchAll(db, sql: sql.replacingOccurrences(of: "%@", with: "recorded_results"))
+            }
+        }
+        return try await database!.rows(sql.replacingOccurrences(of: "%@", with: "ferry_recorded_results"))
     }
 
     private func value(sqlite sql: String, postgres: String) async throws -> String? {

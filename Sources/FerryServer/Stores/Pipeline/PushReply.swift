@@ -12,12 +12,14 @@ extension PushPlan {
     ///
     /// ```swift
     /// let recorded = …   // mutation id → stored result JSON, for plan.replayedIDs
-    /// return try plan.receipt(recorded: recorded)
+    /// let runs = …       // the AppliedRun records that hold any of them
+    /// return try plan.receipt(recorded: recorded, runs: runs)
     /// ```
-    package func receipt(recorded: [Int64: String]) throws -> PushReceipt {
+    package func receipt(recorded: [Int64: String], runs: [AppliedRun] = []) throws -> PushReceipt {
         let replayed = try replayedIDs.map { id in
             var result =
                 try recorded[id].map { try StoreCoding.decode(MutationResult.self, from: $0) }
+                ?? runs.lazy.compactMap { $0.result(for: id) }.first
                 ?? MutationResult(mutationID: id, status: .applied)
             result.replayed = true
             return result

@@ -37,10 +37,8 @@ extension SQLiteSyncStore {
             let settledScopes = try Self.settle(
                 request.settled ?? [], db, userID: userID, clientID: request.clientID,
                 version: plan.version, now: now, epoch: cursors.epoch, generation: generation)
-            let receipt = try plan.receipt(
-                recorded: Self.recordedResults(
-                    db, userID: userID, clientID: request.clientID,
-                    ids: plan.replayedIDs))
+            let (recorded, runs) = try Self.recordedResults(db, userID: userID, clientID: request.clientID, ids: plan.replayedIDs)
+            let receipt = try plan.receipt(recorded: recorded, runs: runs)
             let notices = Set(plan.notices.map { LastChanges.Notices(userID: $0.userID, scope: $0.key.scope) })
                 .union(settledScopes.map { LastChanges.Notices(userID: userID, scope: $0) })
             let commit = LastChanges.Commit(
@@ -140,8 +138,21 @@ extension SQLiteSyncStore {
                 ]
             )
         }
+        // A push of new rows is one run: one row, not one per mutation.
+        let (runs, others) = AppliedRun.split(plan.results)
         try db.execute(
-            rows: plan.results, width: 5,
+            rows: runs, width: 6,
+            sql: "INSERT INTO applied_runs (user_id, client_id, first_mutation_id, last_mutation_id, first_version, version) VALUES"
+        ) { binder, run in
+            try binder.bind(userID)
+            try binder.bind(clientID)
+            try binder.bind(run.firstMutationID)
+            try binder.bind(run.lastMutationID)
+            try binder.bind(run.firstVersion)
+            try binder.bind(plan.version)
+        }
+        try db.execute(
+            rows: others, width: 5,
             sql: "INSERT INTO results (user_id, client_id, mutation_id, version, result) VALUES"
         ) { binder, result in
             try binder.bind(userID)
@@ -200,14 +211,30 @@ extension SQLiteSyncStore {
         return scopes
     }
 
-    /// The stored results of `ids`, by id; an id whose result was collected is absent.
-    private static func recordedResults(_ db: Database, userID: String, clientID: String, ids: [Int64]) throws -> [Int64: String] {
+    /// The stored results of `ids`: by id those kept one by one, and the
+    /// runs that hold any of the others. An id whose result was collected is
+    /// in neither.
+    private static func recordedResults(
+        _ db: Database, userID: String, clientID: String, ids: [Int64]
+    ) throws -> (recorded: [Int64: String], runs: [AppliedRun]) {
         var recorded: [Int64: String] = [:]
         let statement = try db.cachedStatement(sql: "SELECT result FROM results WHERE user_id = ? AND client_id = ? AND mutation_id = ?")
         for id in ids {
             recorded[id] = try String.fetchOne(statement, arguments: [userID, clientID, id])
         }
-        return recorded
+        guard let low = ids.min(), let high = ids.max() else { return (recorded, []) }
+        // An index range from the run that holds `low` (runs never overlap).
+        let runs = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT first_mutation_id, last_mutation_id, first_version FROM applied_runs
+                WHERE user_id = ?1 AND client_id = ?2 AND first_mutation_id <= ?4 AND last_mutation_id >= ?3
+                    AND first_mutation_id >= coalesce((
+                        SELECT max(first_mutation_id) FROM applied_runs
+                        WHERE user_id = ?1 AND client_id = ?2 AND first_mutation_id <= ?3), ?3)
+                """, arguments: [userID, clientID, low, high]
+        ).map { AppliedRun(firstMutationID: $0[0], lastMutationID: $0[1], firstVersion: $0[2]) }
+        return (recorded, runs)
     }
 
     /// Which of `keys` the store may hold a row at (deleted ones too): one

@@ -193,6 +193,39 @@ extension SQLiteSyncStore {
                     ALTER TABLE history ADD COLUMN written_at INTEGER;
                     """)
         }
+        migrator.registerMigration("server.v7.applied-runs") { db in
+            try db.execute(
+                sql: """
+                    -- A run of a push's results that applied as written (AppliedRun):
+                    -- mutation ids first…last, each giving its row the version after
+                    -- the one before, from first_version. One row where `results`
+                    -- kept one per mutation; every other result stays there.
+                    CREATE TABLE applied_runs (
+                        user_id TEXT NOT NULL,
+                        client_id TEXT NOT NULL,
+                        first_mutation_id INTEGER NOT NULL,
+                        last_mutation_id INTEGER NOT NULL,
+                        first_version INTEGER NOT NULL,
+                        version INTEGER NOT NULL,
+                        PRIMARY KEY (user_id, client_id, first_mutation_id)
+                    ) WITHOUT ROWID;
+
+                    -- Every recorded result, one row per mutation either way, a run's
+                    -- as the push answered it: for an operator's query, and for
+                    -- counting what was applied.
+                    CREATE VIEW recorded_results AS
+                    WITH RECURSIVE expanded(user_id, client_id, mutation_id, last_mutation_id, version, result_version) AS (
+                        SELECT user_id, client_id, first_mutation_id, last_mutation_id, version, first_version FROM applied_runs
+                        UNION ALL
+                        SELECT user_id, client_id, mutation_id + 1, last_mutation_id, version, result_version + 1
+                        FROM expanded WHERE mutation_id < last_mutation_id)
+                    SELECT user_id, client_id, mutation_id, version, result FROM results
+                    UNION ALL
+                    SELECT user_id, client_id, mutation_id, version,
+                        '{"conflicts":[],"mutationID":' || mutation_id || ',"replayed":false,"status":"applied","version":' || result_version || '}'
+                    FROM expanded;
+                    """)
+        }
         return migrator
     }
 }
