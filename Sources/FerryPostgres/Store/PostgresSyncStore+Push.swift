@@ -8,26 +8,35 @@ extension PostgresSyncStore {
         let now = rules.nowMilliseconds
         let logger = self.logger
         return try await transaction(.serializable) { connection, cursors in
+            // One round trip for what the push reads first; the snapshot is taken here.
+            let start: PostgresQuery = """
+                SELECT coalesce((SELECT last_mutation_id FROM ferry_clients WHERE user_id = \(userID) AND client_id = \(request.clientID)), 0),
+                    coalesce((SELECT horizon_version FROM ferry_meta), 0), pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+                """
+            var first: (lastApplied: Int64, horizon: Int64, readable: Int64)?
+            for try await row in try await connection.query(start, logger: logger).decode((Int64, Int64, Int64).self) { first = row }
+            guard let (lastApplied, horizon, readable) = first else {
+                throw FerryServerError(.internalError, "PostgreSQL answered the push's first query with no row")
+            }
             if let seen = request.seen {
-                let readable =
-                    try await Self.one(
-                        connection, "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint", as: Int64.self, logger: logger
-                    ) ?? 0
                 try PullStart.checkHistory(seen: seen, codec: cursors, end: ChangePosition(major: readable))
             }
-            let lastApplied = try await Self.lastMutationID(connection, userID: userID, clientID: request.clientID, logger: logger)
             let fresh = request.mutations.filter { $0.mutationID > lastApplied }
             let keys = Set(fresh.map { RowKey(scope: $0.scope, table: $0.table, rowID: $0.rowID) })
             let rows = try await Self.loadRows(connection, keys, needs: HistoryNeeds(fresh), logger: logger)
-            let horizon = try await Self.one(connection, "SELECT horizon_version FROM ferry_meta", as: Int64.self, logger: logger) ?? 0
-            // Taken after the snapshot, so larger than every version it can see.
+            // Taken after the snapshot, so larger than every version it can see; with
+            // them the transaction's id, which the rows and results are stamped with.
             var allocated: [Int64] = []
+            var xid: Int64?
             if !fresh.isEmpty {
-                let query: PostgresQuery = "SELECT nextval('ferry_versions') FROM generate_series(1, \(fresh.count))"
-                for try await version in try await connection.query(query, logger: logger).decode(Int64.self) {
-                    allocated.append(version)
+                let query: PostgresQuery = """
+                    SELECT array_agg(v ORDER BY v), pg_current_xact_id()::text::bigint
+                    FROM (SELECT nextval('ferry_versions') AS v FROM generate_series(1, \(fresh.count))) s
+                    """
+                for try await (versions, id) in try await connection.query(query, logger: logger).decode(([Int64], Int64).self) {
+                    allocated = versions
+                    xid = id
                 }
-                allocated.sort()
             }
             var plan = try rules.plan(
                 request, userID: userID, lastApplied: lastApplied, rows: rows,
@@ -44,8 +53,9 @@ extension PostgresSyncStore {
                 plan.linkNotices(ids: noticeIDs) { NoticeCursor.id($0, epoch: cursors.epoch) }
             }
             if !plan.results.isEmpty {
+                guard let xid else { throw FerryServerError(.internalError, "PostgreSQL gave the push no transaction id") }
                 try await Self.write(
-                    plan, noticeIDs: noticeIDs, existing: Set(rows.keys), connection, userID: userID,
+                    plan, xid: xid, noticeIDs: noticeIDs, existing: Set(rows.keys), connection, userID: userID,
                     clientID: request.clientID, now: now, logger: logger)
             }
             try await Self.settle(
@@ -63,13 +73,10 @@ extension PostgresSyncStore {
     /// updated, the others inserted (a concurrent insert of the same key
     /// fails this serializable transaction, which is then retried).
     private static func write(
-        _ plan: PushPlan, noticeIDs: [Int64], existing: Set<RowKey>, _ connection: PostgresConnection,
+        _ plan: PushPlan, xid: Int64, noticeIDs: [Int64], existing: Set<RowKey>, _ connection: PostgresConnection,
         userID: String, clientID: String, now: Int64, logger: Logger
     ) async throws {
         func json(_ value: some Encodable) throws -> String { try StoreCoding.json(value) }
-        guard let xid = try await one(connection, "SELECT pg_current_xact_id()::text::bigint", as: Int64.self, logger: logger) else {
-            throw FerryServerError(.internalError, "PostgreSQL gave the push no transaction id")
-        }
         // The client's state first: a concurrent push of the same client
         // then fails with a serialization error (retried as a replay), never
         // with a duplicate key on the results.
@@ -330,28 +337,5 @@ extension PostgresSyncStore {
             value = decoded
         }
         return value
-    }
-}
-
-/// A push's changed rows as the columns of one `unnest`, in the order added.
-private struct RowColumns {
-    var scopes: [String] = []
-    var tables: [String] = []
-    var rowIDs: [String] = []
-    var versions: [Int64] = []
-    var deleted: [Bool] = []
-    var clientIDs: [String] = []
-    var cells: [String] = []
-
-    var isEmpty: Bool { scopes.isEmpty }
-
-    mutating func append(_ key: RowKey, _ row: StoredRow) {
-        scopes.append(key.scope)
-        tables.append(key.table)
-        rowIDs.append(key.rowID)
-        versions.append(row.version)
-        deleted.append(row.deleted)
-        clientIDs.append(row.clientID)
-        cells.append(StoreCoding.cellsJSON(row.cells))
     }
 }

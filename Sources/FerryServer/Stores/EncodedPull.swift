@@ -199,7 +199,7 @@ public struct EncodedRow: Sendable, Hashable {
         out.writeStaticString(deleted ? "{\"deleted\":true" : "{\"deleted\":false")
         if let hlc {
             out.writeStaticString(",\"hlc\":")
-            out.writeString(String(hlc))
+            out.writeDecimal(hlc)
         }
         out.writeStaticString(",\"rowID\":")
         out.writeJSONString(rowID)
@@ -208,7 +208,7 @@ public struct EncodedRow: Sendable, Hashable {
         out.writeStaticString(",\"values\":")
         out.writeString(values)
         out.writeStaticString(",\"version\":")
-        out.writeString(String(version))
+        out.writeDecimal(version)
         out.writeStaticString("}")
     }
 
@@ -338,23 +338,5 @@ struct WireValues: Equatable {
         guard index == bytes.count - 1 else { return nil }
         write(UInt8(ascii: "}"))
         return (written, newest)
-    }
-}
-
-extension ByteBuffer {
-    /// `text` as a JSON string literal, as ``JSONText/appendString(_:to:)``
-    /// writes it: straight from its bytes when nothing needs escaping.
-    mutating func writeJSONString(_ text: String) {
-        var text = text
-        let plain = text.withUTF8 { bytes in !bytes.contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C } }
-        guard plain else {
-            var escaped = ""
-            JSONText.appendString(text, to: &escaped)
-            writeString(escaped)
-            return
-        }
-        writeStaticString("\"")
-        writeString(text)
-        writeStaticString("\"")
     }
 }

@@ -1,5 +1,6 @@
 import FerryProtocol
 import Foundation
+import NIOCore
 
 /// How stores write rows, history, results and conflicts as JSON text, and
 /// cut pull pages: the same in every store, so they hold the same bytes.
@@ -31,6 +32,31 @@ package enum StoreCoding {
         }
         out += "}"
         return out
+    }
+
+    /// A row's cells as ``cellsJSON(_:)`` writes them, straight into `out`:
+    /// a store that sends a push's rows in one buffer makes no string per row.
+    ///
+    /// ```swift
+    /// var out = ByteBuffer()
+    /// StoreCoding.writeCellsJSON(row.cells, into: &out)
+    /// ```
+    package static func writeCellsJSON(_ cells: [String: StoredCell], into out: inout ByteBuffer) {
+        out.writeStaticString("{")
+        for (index, (key, cell)) in cells.sorted(by: { $0.key < $1.key }).enumerated() {
+            if index > 0 { out.writeStaticString(",") }
+            out.writeJSONString(key)
+            out.writeStaticString(":{\"clientID\":")
+            out.writeJSONString(cell.clientID)
+            out.writeStaticString(",\"hlc\":")
+            out.writeDecimal(cell.hlc.rawValue)
+            out.writeStaticString(",\"value\":")
+            out.writeJSONValue(cell.value)
+            out.writeStaticString(",\"version\":")
+            out.writeDecimal(cell.version)
+            out.writeStaticString("}")
+        }
+        out.writeStaticString("}")
     }
 
     /// A result as JSON, written directly in the common case (no conflicts,
