@@ -226,7 +226,8 @@ extension PostgresSyncStore {
     ) async throws -> [RowKey: StoredRow] {
         guard !keys.isEmpty else { return [:] }
         var rows: [RowKey: StoredRow] = [:]
-        for try await (scope, table, rowID, version, deleted, clientID, cells) in try await connection.query(rowsQuery(keys.sorted()), logger: logger)
+        // In any order: reading takes no row locks (the write goes in key order).
+        for try await (scope, table, rowID, version, deleted, clientID, cells) in try await connection.query(rowsQuery(Array(keys)), logger: logger)
             .decode((String, String, String, Int64, Bool, String, String).self)
         {
             rows[RowKey(scope: scope, table: table, rowID: rowID)] = StoredRow(
