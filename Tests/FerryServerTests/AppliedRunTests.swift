@@ -41,6 +41,7 @@ import Testing
             ])
         #expect(others.map(\.mutationID) == [4, 6, 7, 8])
         #expect(Self.rebuilt(runs, others, ids: 1...10) == results)
+        for other in others { #expect(runs.allSatisfy { $0.result(for: other.mutationID) == nil }) }
     }
 
     /// Any sequence of results comes back exactly from its runs and the rest.
@@ -60,8 +61,10 @@ import Testing
         }
         let (runs, others) = AppliedRun.split(results)
         #expect(Self.rebuilt(runs, others, ids: 1...count) == results)
-        // Runs never overlap and each holds only ids the push answered.
+        // Runs never overlap, and hold only ids no other result answers.
         for (earlier, later) in zip(runs, runs.dropFirst()) { #expect(earlier.lastMutationID < later.firstMutationID) }
+        #expect(runs.map { Int($0.lastMutationID - $0.firstMutationID + 1) }.reduce(0, +) + others.count == results.count)
+        for other in others { #expect(runs.allSatisfy { $0.result(for: other.mutationID) == nil }) }
     }
 
     @Test func aReplayAnswersARunsIDsAsTheyWereAnswered() throws {

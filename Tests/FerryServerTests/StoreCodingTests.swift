@@ -29,17 +29,13 @@ import Testing
         let fast = StoreCoding.cellsJSON(cells)
         #expect(fast == (try expected(cells)))
         #expect(try StoreCoding.cells(fast) == cells)
-        // Written into a buffer, the same bytes.
-        var buffer = ByteBuffer()
-        StoreCoding.writeCellsJSON(cells, into: &buffer)
-        #expect(String(buffer: buffer) == fast)
     }
 
     @Test(arguments: [Int64.min, .min + 1, -1_000_000_007, -10, -9, -1, 0, 1, 9, 10, 99, 100, 117_656_722_145_280_000, .max - 1, .max])
     func integersAreWrittenAsStringSpellsThem(value: Int64) {
         var buffer = ByteBuffer()
         buffer.writeDecimal(value)
-        #expect(String(buffer: buffer) == String(value))
+        #expect(Array(buffer.readableBytesView) == Array(String(value).utf8))
     }
 
     @Test func resultsAreEncodedAsJSONEncoderDoes() throws {

@@ -257,8 +257,8 @@ enum PostgresSchema {
                 )
                 """,
                 // Every recorded result, one row per mutation either way, a run's as
-                // the push answered it: for an operator's query, and for counting
-                // what was applied.
+                // the push answered it (the JSON StoreCoding.resultJSON writes): for
+                // an operator's query, and for counting what was applied.
                 """
                 CREATE VIEW ferry_recorded_results AS
                 SELECT user_id, client_id, mutation_id, version, xid, result FROM ferry_results

@@ -12,30 +12,17 @@ package enum StoreCoding {
     }
 
     /// A row's cells as JSON, written directly: the push path's hottest
-    /// encoding. The same JSON `json(_:)` gives, but for the escaping of `/`.
+    /// encoding. The same JSON `json(_:)` gives, but for the escaping of `/`;
+    /// ``writeCellsJSON(_:into:)`` writes it.
     package static func cellsJSON(_ cells: [String: StoredCell]) -> String {
-        var out = "{"
-        out.reserveCapacity(cells.count * 96)
-        // Appended piece by piece: an interpolated literal builds a string of its own first.
-        for (index, (key, cell)) in cells.sorted(by: { $0.key < $1.key }).enumerated() {
-            if index > 0 { out += "," }
-            JSONText.appendString(key, to: &out)
-            out += ":{\"clientID\":"
-            JSONText.appendString(cell.clientID, to: &out)
-            out += ",\"hlc\":"
-            out += String(cell.hlc.rawValue)
-            out += ",\"value\":"
-            JSONText.appendValue(cell.value, to: &out)
-            out += ",\"version\":"
-            out += String(cell.version)
-            out += "}"
-        }
-        out += "}"
-        return out
+        var out = ByteBuffer()
+        out.reserveCapacity(cells.count * 96 + 2)
+        writeCellsJSON(cells, into: &out)
+        return String(buffer: out)
     }
 
-    /// A row's cells as ``cellsJSON(_:)`` writes them, straight into `out`:
-    /// a store that sends a push's rows in one buffer makes no string per row.
+    /// A row's cells as JSON, straight into `out`: a store that sends a
+    /// push's rows in one buffer makes no string per row.
     ///
     /// ```swift
     /// var out = ByteBuffer()

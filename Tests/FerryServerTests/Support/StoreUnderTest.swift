@@ -179,13 +179,12 @@ struct StoreUnderTest: Sendable {
     /// Every recorded result of a client, in mutation order, through the
     /// store's view that expands runs (JSON as the push answered it).
     func recordedResults(client: String) async throws -> [String] {
-        let sql = "SELECT result FROM %@ WHERE client_id = '\(client)' ORDER BY mutation_id"
         if let sqlite {
             return try await sqlite.pool.read { db in
-                try String.fetchAll(db, sql: sql.replacingOccurrences(of: "%@", with: "recorded_results"))
+                try String.fetchAll(db, sql: "SELECT result FROM recorded_results WHERE client_id = ? ORDER BY mutation_id", arguments: [client])
             }
         }
-        return try await database!.rows(sql.replacingOccurrences(of: "%@", with: "ferry_recorded_results"))
+        return try await database!.rows("SELECT result FROM ferry_recorded_results WHERE client_id = '\(client)' ORDER BY mutation_id")
     }
 
     private func value(sqlite sql: String, postgres: String) async throws -> String? {

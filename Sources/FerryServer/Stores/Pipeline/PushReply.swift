@@ -15,7 +15,7 @@ extension PushPlan {
     /// let runs = …       // the AppliedRun records that hold any of them
     /// return try plan.receipt(recorded: recorded, runs: runs)
     /// ```
-    package func receipt(recorded: [Int64: String], runs: [AppliedRun] = []) throws -> PushReceipt {
+    package func receipt(recorded: [Int64: String], runs: [AppliedRun]) throws -> PushReceipt {
         let replayed = try replayedIDs.map { id in
             var result =
                 try recorded[id].map { try StoreCoding.decode(MutationResult.self, from: $0) }

@@ -211,8 +211,8 @@ extension SQLiteSyncStore {
                     ) WITHOUT ROWID;
 
                     -- Every recorded result, one row per mutation either way, a run's
-                    -- as the push answered it: for an operator's query, and for
-                    -- counting what was applied.
+                    -- as the push answered it (the JSON StoreCoding.resultJSON writes):
+                    -- for an operator's query, and for counting what was applied.
                     CREATE VIEW recorded_results AS
                     WITH RECURSIVE expanded(user_id, client_id, mutation_id, last_mutation_id, version, result_version) AS (
                         SELECT user_id, client_id, first_mutation_id, last_mutation_id, version, first_version FROM applied_runs
