@@ -84,11 +84,46 @@ struct RollingUpgradeTests {
             }
             for device in devices { try await device.engine.sync() }
         }
+
+        // A push this version keeps as a run of results, retried through the
+        // version before (which reads no runs), is acknowledged as applied and
+        // applies nothing twice; this version still answers it in full.
+        let stamp = HLCTimestamp(wallMilliseconds: Int64(Date().timeIntervalSince1970 * 1000), counter: 0)
+        let probe = PushRequest(
+            clientID: "probe",
+            mutations: (1...3).map { index in
+                Mutation(
+                    mutationID: Int64(index), table: "note", rowID: "probe-\(index)", scope: "user:alice", operation: .upsert,
+                    columns: ["title": .text("probe \(index)"), "counter": .integer(0)], baseVersion: nil, hlc: stamp)
+            })
+        func push(to url: URL) async throws -> PushResponse {
+            var request = URLRequest(url: url.appending(path: "v1/push"))
+            request.httpMethod = "POST"
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+            request.httpBody = Data(probe.jsonText().utf8)
+            let (body, response) = try await URLSession.shared.data(for: request)
+            #expect((response as? HTTPURLResponse)?.statusCode == 200, "\(String(decoding: body, as: UTF8.self))")
+            return try JSONDecoder().decode(PushResponse.self, from: body)
+        }
+        let applied = try await push(to: newURL)
+        #expect(applied.results.map(\.status) == [.applied, .applied, .applied])
+        #expect(try await database.rows("SELECT count(*)::text FROM ferry_applied_runs WHERE client_id = 'probe'") == ["1"])
+        let retriedOnOld = try await push(to: oldURL)
+        #expect(retriedOnOld.lastAppliedMutationID == 3)
+        #expect(retriedOnOld.results.map(\.mutationID) == [1, 2, 3])
+        #expect(retriedOnOld.results.allSatisfy { $0.replayed && $0.status == .applied })
+        let retriedOnNew = try await push(to: newURL)
+        #expect(retriedOnNew.results.map(\.version) == applied.results.map(\.version))
+        #expect(try await database.rows("SELECT count(*)::text FROM ferry_recorded_results WHERE client_id = 'probe'") == ["3"])
+
         for _ in 0..<2 {
             for device in devices { try await device.engine.sync() }
         }
         let reference = try onOld.notes()
-        #expect(reference.count == 5 + 4 * devices.count, "every note written on either version is kept: \(reference.keys.sorted())")
+        #expect(
+            reference.count == 5 + 4 * devices.count + probe.mutations.count,
+            "every note written on either version is kept: \(reference.keys.sorted())")
         for device in devices {
             #expect(try device.notes() == reference)
             #expect(try await device.engine.status.pendingCount == 0)
