@@ -1,5 +1,6 @@
 @testable import FerryServer
 import FerryProtocol
+import FerryTesting
 import Testing
 
 @Suite struct AppliedRunTests {
@@ -46,7 +47,7 @@ import Testing
 
     /// Any sequence of results comes back exactly from its runs and the rest.
     @Test(arguments: 0..<50) func splittingLosesNothing(seed: Int) {
-        var random = SplitMix(seed: UInt64(seed))
+        var random = SplitMix64(mixing: UInt64(seed))
         var version = Int64.random(in: 0...100, using: &random)
         var results: [MutationResult] = []
         let count = Int64.random(in: 1...200, using: &random)
@@ -87,17 +88,5 @@ import Testing
     private static func rebuilt(_ runs: [AppliedRun], _ others: [MutationResult], ids: ClosedRange<Int64>) -> [MutationResult] {
         let byID = Dictionary(uniqueKeysWithValues: others.map { ($0.mutationID, $0) })
         return ids.compactMap { id in byID[id] ?? runs.lazy.compactMap { $0.result(for: id) }.first }
-    }
-}
-
-private struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
