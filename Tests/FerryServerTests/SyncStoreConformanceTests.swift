@@ -87,6 +87,76 @@ import FerryTestSupport
     /// A push of more rows than one statement writes (a drain's batch):
     /// every row, every overwritten value's history and every result is
     /// stored, whatever statement of a multi-row write it fell in.
+    /// A push of rows its device made (no base versions) that meets a row
+    /// stored before it merges with that row as if it had read it: the
+    /// PostgreSQL store plans such a push first without reading its rows
+    /// (`NewRowPush`), and its insert of the stored row sends it back to read
+    /// them. So does a row the plan would not write (here, rejected).
+    @Test(arguments: StoreKind.available) func aPushOfNewRowsThatMeetsAStoredRowMergesWithIt(_ kind: StoreKind) async throws {
+        try await StoreUnderTest.with(kind) { server in
+            let store = server.store
+            _ = try await store.push(
+                PushRequest(clientID: "c0", mutations: [Mutations.upsert(1, row: "shared", ["title": "theirs", "body": "kept"])]),
+                userID: "alice", rules: Self.rules)
+            let met = try await store.push(
+                PushRequest(
+                    clientID: "c1",
+                    mutations: [
+                        Mutations.upsert(1, row: "a", ["title": "a"]),
+                        Mutations.upsert(2, row: "shared", ["title": "mine"]),
+                        Mutations.upsert(3, row: "b", ["title": "b"]),
+                    ]), userID: "alice", rules: Self.rules)
+            #expect(met.response.results.map(\.status) == [.applied, .conflict, .applied])
+            #expect(met.response.results[1].conflicts.map(\.server) == [.text("theirs")])
+            let versions = met.response.results.compactMap(\.version)
+            #expect(versions == versions.sorted() && Set(versions).count == 3)
+
+            var rules = Self.rules
+            rules.tables = ServerTables(rules: [
+                "note": TableRule(validator: MutationValidator { $0.mutation.rowID == "shared" ? .reject(reason: "read only") : .accept })
+            ])
+            let rejected = try await store.push(
+                PushRequest(
+                    clientID: "c2",
+                    mutations: [Mutations.upsert(1, row: "c", ["title": "c"]), Mutations.upsert(2, row: "shared", ["title": "no"])]),
+                userID: "alice", rules: rules)
+            #expect(rejected.response.results.map(\.status) == [.applied, .rejected])
+
+            let rows = Dictionary(uniqueKeysWithValues: try await pullAll(store).changes.map { ($0.rowID, $0.values) })
+            #expect(Set(rows.keys) == ["a", "b", "c", "shared"])
+            #expect(rows["shared"]?["body"] == .text("kept"), "the stored row's other column survives")
+            #expect(rows["shared"]?["title"] == met.response.results[1].row?.values["title"])
+        }
+    }
+
+    /// Devices creating the same row at the same moment, each in a push of
+    /// new rows: every push lands once, and the row holds one of their writes.
+    @Test(arguments: StoreKind.available) func concurrentPushesCreatingTheSameRowEachLandOnce(_ kind: StoreKind) async throws {
+        try await StoreUnderTest.with(kind) { server in
+            let store = server.store
+            let clients = 8
+            let receipts = try await withThrowingTaskGroup(of: PushReceipt.self) { group in
+                for client in 0..<clients {
+                    group.addTask {
+                        try await store.push(
+                            PushRequest(
+                                clientID: "c\(client)",
+                                mutations: [
+                                    Mutations.upsert(1, row: "own\(client)", ["title": .text("own")]),
+                                    Mutations.upsert(2, row: "hot", ["title": .text("from \(client)")]),
+                                ]), userID: "alice", rules: Self.rules)
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(receipts.allSatisfy { $0.response.lastAppliedMutationID == 2 })
+            #expect(receipts.allSatisfy { $0.response.results.first?.status == .applied })
+            let rows = Dictionary(uniqueKeysWithValues: try await pullAll(store).changes.map { ($0.rowID, $0.values) })
+            #expect(rows.count == clients + 1)
+            #expect((0..<clients).map { ColumnValue.text("from \($0)") }.contains(rows["hot"]?["title"] ?? .null))
+        }
+    }
+
     @Test(arguments: StoreKind.available) func aPushOfHundredsOfRowsStoresEachRowItsHistoryAndItsResult(_ kind: StoreKind) async throws {
         let count: Int64 = 257
         try await StoreUnderTest.with(kind) { server in

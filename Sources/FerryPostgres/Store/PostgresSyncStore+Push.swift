@@ -1,13 +1,22 @@
 import FerryProtocol
 import FerryServer
 import Foundation
+import NIOConcurrencyHelpers
 import PostgresNIO
 
 extension PostgresSyncStore {
     public func push(_ request: PushRequest, userID: String, rules: PushRules) async throws -> PushReceipt {
         let now = rules.nowMilliseconds
         let logger = self.logger
+        // A push of rows its device made is first planned without reading
+        // them (``NewRowPush``): the inserts check it. Any attempt after the
+        // first reads them, since the one before may have met a stored row.
+        let assumesNewRows = NIOLockedValueBox(NewRowPush.isLikely(request.mutations))
         return try await transaction(.serializable) { connection, cursors in
+            let unread = assumesNewRows.withLockedValue { first in
+                defer { first = false }
+                return first
+            }
             // One round trip for what the push reads first; the snapshot is taken here.
             let start: PostgresQuery = """
                 SELECT coalesce((SELECT last_mutation_id FROM ferry_clients WHERE user_id = \(userID) AND client_id = \(request.clientID)), 0),
@@ -22,8 +31,11 @@ extension PostgresSyncStore {
                 try PullStart.checkHistory(seen: seen, codec: cursors, end: ChangePosition(major: readable))
             }
             let fresh = request.mutations.filter { $0.mutationID > lastApplied }
-            let keys = Set(fresh.map { RowKey(scope: $0.scope, table: $0.table, rowID: $0.rowID) })
-            let rows = try await Self.loadRows(connection, keys, needs: HistoryNeeds(fresh), logger: logger)
+            func load() async throws -> [RowKey: StoredRow] {
+                let keys = Set(fresh.map { RowKey(scope: $0.scope, table: $0.table, rowID: $0.rowID) })
+                return try await Self.loadRows(connection, keys, needs: HistoryNeeds(fresh), logger: logger)
+            }
+            var rows = unread ? [:] : try await load()
             // Taken after the snapshot, so larger than every version it can see; with
             // them the transaction's id, which the rows and results are stamped with.
             var allocated: [Int64] = []
@@ -42,6 +54,14 @@ extension PostgresSyncStore {
                 request, userID: userID, lastApplied: lastApplied, rows: rows,
                 version: (allocated.first ?? 1) - 1, allocated: allocated, horizon: horizon
             )
+            if unread && !NewRowPush.isChecked(plan, fresh: fresh) {
+                // Some row assumed absent would not be inserted, so nothing would check it.
+                rows = try await load()
+                plan = try rules.plan(
+                    request, userID: userID, lastApplied: lastApplied, rows: rows,
+                    version: (allocated.first ?? 1) - 1, allocated: allocated, horizon: horizon
+                )
+            }
             // The notices' ids, taken before they are written, so the reply can name them.
             var noticeIDs: [Int64] = []
             if !plan.notices.isEmpty {
@@ -71,7 +91,9 @@ extension PostgresSyncStore {
 
     /// Writes a plan. `existing` are the rows the push read: they are
     /// updated, the others inserted (a concurrent insert of the same key
-    /// fails this serializable transaction, which is then retried).
+    /// fails this serializable transaction, which is then retried; so does
+    /// a stored row a push planned without reading, ``NewRowPush``, and
+    /// PostgreSQL's log then shows the duplicate key).
     private static func write(
         _ plan: PushPlan, xid: Int64, noticeIDs: [Int64], existing: Set<RowKey>, _ connection: PostgresConnection,
         userID: String, clientID: String, now: Int64, logger: Logger
