@@ -125,9 +125,24 @@ struct PostgresStoreTests {
             #expect(pull.contains("Index Scan using ferry_rows_by_scope_position"))
             #expect(!pull.contains("Seq Scan"))
 
+            // A prepared statement: its plan is made once, for any keys (a generic plan).
             let keys = (1...200).map { RowKey(scope: "user:u\($0 % 100)", table: "note", rowID: "r\($0)") }
-            let lookup = try await plan(PostgresSyncStore.rowsQuery(keys))
-            print("EXPLAIN push row lookup:\n\(lookup)")
+            func literal(_ values: [String]) -> String { "'{" + values.joined(separator: ",") + "}'::text[]" }
+            let lookup = try await postgres.client.withConnection { connection in
+                let logger = PostgresTestDatabase.logger
+                try await connection.query("SET plan_cache_mode = force_generic_plan", logger: logger)
+                try await connection.query(PostgresQuery(unsafeSQL: "PREPARE lookup AS " + PushStatements.LookUpRows.sql), logger: logger)
+                var lines: [String] = []
+                let explain = PostgresQuery(
+                    unsafeSQL: "EXPLAIN EXECUTE lookup(\(literal(keys.map(\.scope))), \(literal(keys.map(\.table))), \(literal(keys.map(\.rowID))))")
+                for try await line in try await connection.query(explain, logger: logger).decode(String.self) {
+                    lines.append(line)
+                }
+                try await connection.query("DEALLOCATE lookup", logger: logger)
+                try await connection.query("RESET plan_cache_mode", logger: logger)
+                return lines.joined(separator: "\n")
+            }
+            print("EXPLAIN push row lookup (generic):\n\(lookup)")
             #expect(lookup.contains("ferry_rows_pkey"))
             #expect(!lookup.contains("Seq Scan on ferry_rows"))
 

@@ -18,12 +18,10 @@ extension PostgresSyncStore {
                 return first
             }
             // One round trip for what the push reads first; the snapshot is taken here.
-            let start: PostgresQuery = """
-                SELECT coalesce((SELECT last_mutation_id FROM ferry_clients WHERE user_id = \(userID) AND client_id = \(request.clientID)), 0),
-                    coalesce((SELECT horizon_version FROM ferry_meta), 0), pg_snapshot_xmin(pg_current_snapshot())::text::bigint
-                """
             var first: (lastApplied: Int64, horizon: Int64, readable: Int64)?
-            for try await row in try await connection.query(start, logger: logger).decode((Int64, Int64, Int64).self) { first = row }
+            for try await row in try await connection.execute(PushStatements.Start(userID: userID, clientID: request.clientID), logger: logger) {
+                first = row
+            }
             guard let (lastApplied, horizon, readable) = first else {
                 throw FerryServerError(.internalError, "PostgreSQL answered the push's first query with no row")
             }
@@ -41,11 +39,7 @@ extension PostgresSyncStore {
             var allocated: [Int64] = []
             var xid: Int64?
             if !fresh.isEmpty {
-                let query: PostgresQuery = """
-                    SELECT array_agg(v ORDER BY v), pg_current_xact_id()::text::bigint
-                    FROM (SELECT nextval('ferry_versions') AS v FROM generate_series(1, \(fresh.count))) s
-                    """
-                for try await (versions, id) in try await connection.query(query, logger: logger).decode(([Int64], Int64).self) {
+                for try await (versions, id) in try await connection.execute(PushStatements.TakeVersions(count: Int64(fresh.count)), logger: logger) {
                     allocated = versions
                     xid = id
                 }
@@ -102,13 +96,9 @@ extension PostgresSyncStore {
         // The client's state first: a concurrent push of the same client
         // then fails with a serialization error (retried as a replay), never
         // with a duplicate key on the results.
-        try await connection.query(
-            """
-            INSERT INTO ferry_clients (user_id, client_id, last_mutation_id, xid, first_notice_xid, last_push_at)
-            VALUES (\(userID), \(clientID), \(plan.lastAppliedMutationID), \(xid), pg_snapshot_xmin(pg_current_snapshot())::text::bigint, \(now))
-            ON CONFLICT (user_id, client_id) DO UPDATE SET
-                last_mutation_id = excluded.last_mutation_id, xid = excluded.xid, last_push_at = excluded.last_push_at
-            """, logger: logger)
+        try await connection.run(
+            PushStatements.RecordClient(userID: userID, clientID: clientID, lastMutationID: plan.lastAppliedMutationID, xid: xid, now: now),
+            logger: logger)
         // In key order (the order every push locks rows in), each column of the statement built in one pass.
         var inserted = RowColumns(), updated = RowColumns()
         for key in plan.rows.keys.sorted() {
@@ -116,25 +106,10 @@ extension PostgresSyncStore {
             if existing.contains(key) { updated.append(key, row) } else { inserted.append(key, row) }
         }
         if !inserted.isEmpty {
-            try await connection.query(
-                """
-                INSERT INTO ferry_rows (scope, tbl, row_id, version, xid, deleted, client_id, changed_at, cells)
-                SELECT u.scope, u.tbl, u.row_id, u.version, \(xid), u.deleted, u.client_id, \(now), u.cells
-                FROM unnest(\(inserted.scopes)::text[], \(inserted.tables)::text[], \(inserted.rowIDs)::text[],
-                    \(inserted.versions)::int8[], \(inserted.deleted)::bool[], \(inserted.clientIDs)::text[], \(inserted.cells)::text[])
-                    AS u(scope, tbl, row_id, version, deleted, client_id, cells)
-                """, logger: logger)
+            try await connection.run(PushStatements.InsertRows(rows: inserted, xid: xid, now: now), logger: logger)
         }
         if !updated.isEmpty {
-            try await connection.query(
-                """
-                UPDATE ferry_rows r SET version = u.version, xid = \(xid), deleted = u.deleted, client_id = u.client_id,
-                    changed_at = \(now), cells = u.cells, collected = false
-                FROM unnest(\(updated.scopes)::text[], \(updated.tables)::text[], \(updated.rowIDs)::text[],
-                    \(updated.versions)::int8[], \(updated.deleted)::bool[], \(updated.clientIDs)::text[], \(updated.cells)::text[])
-                    AS u(scope, tbl, row_id, version, deleted, client_id, cells)
-                WHERE r.scope = u.scope AND r.tbl = u.tbl AND r.row_id = u.row_id
-                """, logger: logger)
+            try await connection.run(PushStatements.UpdateRows(rows: updated, xid: xid, now: now), logger: logger)
         }
         let history = plan.overwritten.sorted { $0.key < $1.key }.flatMap { key, values in values.map { (key, $0) } }
         if !history.isEmpty {
@@ -182,24 +157,18 @@ extension PostgresSyncStore {
         // A push of new rows is one run: one row, not one per mutation.
         let (runs, others) = AppliedRun.split(plan.results)
         if !runs.isEmpty {
-            try await connection.query(
-                """
-                INSERT INTO ferry_applied_runs (user_id, client_id, first_mutation_id, last_mutation_id, first_version, version, xid)
-                SELECT \(userID), \(clientID), u.first, u.last, u.first_version, \(plan.version), \(xid)
-                FROM unnest(\(runs.map(\.firstMutationID))::int8[], \(runs.map(\.lastMutationID))::int8[], \(runs.map(\.firstVersion))::int8[])
-                    AS u(first, last, first_version)
-                """, logger: logger)
+            try await connection.run(
+                PushStatements.InsertRuns(userID: userID, clientID: clientID, runs: runs, version: plan.version, xid: xid), logger: logger)
         }
         if !others.isEmpty {
-            try await connection.query(
-                """
-                INSERT INTO ferry_results (user_id, client_id, mutation_id, version, xid, result)
-                SELECT \(userID), \(clientID), u.mutation_id, \(plan.version), \(xid), u.result
-                FROM unnest(\(others.map(\.mutationID))::int8[], \(try others.map(StoreCoding.resultJSON))::text[]) AS u(mutation_id, result)
-                """, logger: logger)
+            try await connection.run(
+                PushStatements.InsertResults(
+                    userID: userID, clientID: clientID, mutationIDs: others.map(\.mutationID), results: try others.map(StoreCoding.resultJSON),
+                    version: plan.version, xid: xid),
+                logger: logger)
         }
         for payload in ChangeNotice.payloads(xid: xid, scopes: Array(plan.changedScopes)) {
-            try await connection.query("SELECT pg_notify(\(PostgresSchema.channel), \(payload))", logger: logger)
+            try await connection.run(PushStatements.Notify(payload: payload), logger: logger)
         }
     }
 
@@ -249,8 +218,8 @@ extension PostgresSyncStore {
         guard !keys.isEmpty else { return [:] }
         var rows: [RowKey: StoredRow] = [:]
         // In any order: reading takes no row locks (the write goes in key order).
-        for try await (scope, table, rowID, version, deleted, clientID, cells) in try await connection.query(rowsQuery(Array(keys)), logger: logger)
-            .decode((String, String, String, Int64, Bool, String, String).self)
+        for try await (scope, table, rowID, version, deleted, clientID, cells) in try await connection.execute(
+            PushStatements.LookUpRows(keys: Array(keys)), logger: logger)
         {
             rows[RowKey(scope: scope, table: table, rowID: rowID)] = StoredRow(
                 version: version, deleted: deleted, cells: try StoreCoding.cells(cells), clientID: clientID
@@ -293,15 +262,6 @@ extension PostgresSyncStore {
             }
         }
         return rows
-    }
-
-    /// The push's row lookup: one primary-key probe per key.
-    static func rowsQuery(_ keys: [RowKey]) -> PostgresQuery {
-        """
-        SELECT r.scope, r.tbl, r.row_id, r.version, r.deleted, r.client_id, r.cells
-        FROM unnest(\(keys.map(\.scope))::text[], \(keys.map(\.table))::text[], \(keys.map(\.rowID))::text[]) AS k(scope, tbl, row_id)
-        JOIN ferry_rows r ON r.scope = k.scope AND r.tbl = k.tbl AND r.row_id = k.row_id
-        """
     }
 
     static func lastMutationID(_ connection: PostgresConnection, userID: String, clientID: String, logger: Logger) async throws -> Int64 {
@@ -348,7 +308,7 @@ extension PostgresSyncStore {
         guard !scopes.isEmpty else { return }
         let xid = try await one(connection, "SELECT pg_current_xact_id()::text::bigint", as: Int64.self, logger: logger) ?? 0
         for payload in ChangeNotice.payloads(xid: xid, scopes: scopes.sorted()) {
-            try await connection.query("SELECT pg_notify(\(PostgresSchema.channel), \(payload))", logger: logger)
+            try await connection.run(PushStatements.Notify(payload: payload), logger: logger)
         }
     }
 

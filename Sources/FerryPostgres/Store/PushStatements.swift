@@ -1,0 +1,246 @@
+import FerryServer
+import PostgresNIO
+
+/// The statements every push runs, each prepared once per connection under
+/// a fixed name (`pg_prepared_statements` lists them). PostgreSQL parses and
+/// plans a prepared statement once, where it parsed and planned an unnamed
+/// one on every push, copying the push's arrays into the plan as it went.
+///
+/// ```swift
+/// for try await (last, horizon, readable) in try await connection.execute(
+///     PushStatements.Start(userID: "alice", clientID: "phone"), logger: logger) { … }
+/// ```
+enum PushStatements {
+    /// The client's last applied id, the horizon, and the oldest transaction
+    /// the snapshot (taken here) could not see.
+    struct Start: PostgresPreparedStatement {
+        static let name = "ferry_push_start"
+        static let sql = """
+            SELECT coalesce((SELECT last_mutation_id FROM ferry_clients WHERE user_id = $1 AND client_id = $2), 0),
+                coalesce((SELECT horizon_version FROM ferry_meta), 0), pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+            """
+        typealias Row = (Int64, Int64, Int64)
+        var userID: String
+        var clientID: String
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(userID)
+            bindings.append(clientID)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    }
+
+    /// `count` versions, in order, and the transaction's id.
+    struct TakeVersions: PostgresPreparedStatement {
+        static let name = "ferry_push_versions"
+        static let sql = """
+            SELECT array_agg(v ORDER BY v), pg_current_xact_id()::text::bigint
+            FROM (SELECT nextval('ferry_versions') AS v FROM generate_series(1::int8, $1::int8)) s
+            """
+        typealias Row = ([Int64], Int64)
+        var count: Int64
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 1)
+            bindings.append(count)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    }
+
+    /// The rows of `keys` as stored: one primary-key probe per key.
+    struct LookUpRows: PostgresPreparedStatement {
+        static let name = "ferry_push_rows"
+        static let sql = """
+            SELECT r.scope, r.tbl, r.row_id, r.version, r.deleted, r.client_id, r.cells
+            FROM unnest($1::text[], $2::text[], $3::text[]) AS k(scope, tbl, row_id)
+            JOIN ferry_rows r ON r.scope = k.scope AND r.tbl = k.tbl AND r.row_id = k.row_id
+            """
+        typealias Row = (String, String, String, Int64, Bool, String, String)
+        var keys: [RowKey]
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 3)
+            bindings.append(keys.map(\.scope))
+            bindings.append(keys.map(\.table))
+            bindings.append(keys.map(\.rowID))
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    }
+
+    /// The client's last applied id and the transaction that moved it.
+    struct RecordClient: PostgresPreparedStatement {
+        static let name = "ferry_push_client"
+        static let sql = """
+            INSERT INTO ferry_clients (user_id, client_id, last_mutation_id, xid, first_notice_xid, last_push_at)
+            VALUES ($1, $2, $3, $4, pg_snapshot_xmin(pg_current_snapshot())::text::bigint, $5)
+            ON CONFLICT (user_id, client_id) DO UPDATE SET
+                last_mutation_id = excluded.last_mutation_id, xid = excluded.xid, last_push_at = excluded.last_push_at
+            """
+        typealias Row = ()
+        var userID: String
+        var clientID: String
+        var lastMutationID: Int64
+        var xid: Int64
+        var now: Int64
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 5)
+            bindings.append(userID)
+            bindings.append(clientID)
+            bindings.append(lastMutationID)
+            bindings.append(xid)
+            bindings.append(now)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws {}
+    }
+
+    /// New rows, in the order given.
+    struct InsertRows: PostgresPreparedStatement {
+        static let name = "ferry_push_insert_rows"
+        static let sql = """
+            INSERT INTO ferry_rows (scope, tbl, row_id, version, xid, deleted, client_id, changed_at, cells)
+            SELECT u.scope, u.tbl, u.row_id, u.version, $8, u.deleted, u.client_id, $9, u.cells
+            FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::bool[], $6::text[], $7::text[])
+                AS u(scope, tbl, row_id, version, deleted, client_id, cells)
+            """
+        typealias Row = ()
+        var rows: RowColumns
+        var xid: Int64
+        var now: Int64
+
+        func makeBindings() -> PostgresBindings { rows.bindings(xid: xid, now: now) }
+        func decodeRow(_ row: PostgresRow) throws {}
+    }
+
+    /// Stored rows, in the order given.
+    struct UpdateRows: PostgresPreparedStatement {
+        static let name = "ferry_push_update_rows"
+        static let sql = """
+            UPDATE ferry_rows r SET version = u.version, xid = $8, deleted = u.deleted, client_id = u.client_id,
+                changed_at = $9, cells = u.cells, collected = false
+            FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::bool[], $6::text[], $7::text[])
+                AS u(scope, tbl, row_id, version, deleted, client_id, cells)
+            WHERE r.scope = u.scope AND r.tbl = u.tbl AND r.row_id = u.row_id
+            """
+        typealias Row = ()
+        var rows: RowColumns
+        var xid: Int64
+        var now: Int64
+
+        func makeBindings() -> PostgresBindings { rows.bindings(xid: xid, now: now) }
+        func decodeRow(_ row: PostgresRow) throws {}
+    }
+
+    /// Results kept as runs (``AppliedRun``).
+    struct InsertRuns: PostgresPreparedStatement {
+        static let name = "ferry_push_runs"
+        static let sql = """
+            INSERT INTO ferry_applied_runs (user_id, client_id, first_mutation_id, last_mutation_id, first_version, version, xid)
+            SELECT $1, $2, u.first, u.last, u.first_version, $6, $7
+            FROM unnest($3::int8[], $4::int8[], $5::int8[]) AS u(first, last, first_version)
+            """
+        typealias Row = ()
+        var userID: String
+        var clientID: String
+        var runs: [AppliedRun]
+        var version: Int64
+        var xid: Int64
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 7)
+            bindings.append(userID)
+            bindings.append(clientID)
+            bindings.append(runs.map(\.firstMutationID))
+            bindings.append(runs.map(\.lastMutationID))
+            bindings.append(runs.map(\.firstVersion))
+            bindings.append(version)
+            bindings.append(xid)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws {}
+    }
+
+    /// Results kept one by one, as the JSON the push answered.
+    struct InsertResults: PostgresPreparedStatement {
+        static let name = "ferry_push_results"
+        static let sql = """
+            INSERT INTO ferry_results (user_id, client_id, mutation_id, version, xid, result)
+            SELECT $1, $2, u.mutation_id, $5, $6, u.result
+            FROM unnest($3::int8[], $4::text[]) AS u(mutation_id, result)
+            """
+        typealias Row = ()
+        var userID: String
+        var clientID: String
+        var mutationIDs: [Int64]
+        var results: [String]
+        var version: Int64
+        var xid: Int64
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 6)
+            bindings.append(userID)
+            bindings.append(clientID)
+            bindings.append(mutationIDs)
+            bindings.append(results)
+            bindings.append(version)
+            bindings.append(xid)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws {}
+    }
+
+    /// Tells every instance's listener of a commit (``ChangeNotice``).
+    struct Notify: PostgresPreparedStatement {
+        static let name = "ferry_push_notify"
+        static let sql = "SELECT pg_notify($1, $2)"
+        typealias Row = ()
+        var payload: String
+
+        func makeBindings() -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 2)
+            bindings.append(PostgresSchema.channel)
+            bindings.append(payload)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws {}
+    }
+}
+
+extension PostgresConnection {
+    /// Runs a prepared statement whose rows, if any, say nothing, reading
+    /// them through. (PostgresNIO's `execute` that answers the command tag
+    /// traps on a statement that answered without rows.)
+    func run<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger) async throws where Statement.Row == () {
+        for try await _ in try await execute(statement, logger: logger) {}
+    }
+}
+
+extension RowColumns {
+    /// The seven columns, then the transaction id and the time: the
+    /// parameters of ``PushStatements/InsertRows`` and ``PushStatements/UpdateRows``.
+    fileprivate func bindings(xid: Int64, now: Int64) -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 9)
+        bindings.append(scopes)
+        bindings.append(tables)
+        bindings.append(rowIDs)
+        bindings.append(versions)
+        bindings.append(deleted)
+        bindings.append(clientIDs)
+        bindings.append(cells)
+        bindings.append(xid)
+        bindings.append(now)
+        return bindings
+    }
+}
