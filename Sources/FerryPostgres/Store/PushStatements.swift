@@ -2,7 +2,7 @@ import FerryServer
 import PostgresNIO
 
 /// The statements every push runs, each prepared once per connection under
-/// a fixed name (`pg_prepared_statements` lists them). PostgreSQL parses and
+/// a fixed name, `ferry_push_…`. PostgreSQL parses and
 /// plans a prepared statement once, where it parsed and planned an unnamed
 /// one on every push, copying the push's arrays into the plan as it went.
 ///
