@@ -125,26 +125,36 @@ struct PostgresStoreTests {
             #expect(pull.contains("Index Scan using ferry_rows_by_scope_position"))
             #expect(!pull.contains("Seq Scan"))
 
-            // A prepared statement: its plan is made once, for any keys (a generic plan).
+            // A prepared statement: its first five runs on a connection are planned for their keys,
+            // then PostgreSQL may keep one plan for any keys (a generic plan). Both probe the key.
             let keys = (1...200).map { RowKey(scope: "user:u\($0 % 100)", table: "note", rowID: "r\($0)") }
+            let custom = try await plan(PostgresQuery(unsafeSQL: PushStatements.LookUpRows.sql, binds: PushStatements.LookUpRows(keys: keys).makeBindings()))
             func literal(_ values: [String]) -> String { "'{" + values.joined(separator: ",") + "}'::text[]" }
-            let lookup = try await postgres.client.withConnection { connection in
+            let generic = try await postgres.client.withConnection { connection in
                 let logger = PostgresTestDatabase.logger
-                try await connection.query("SET plan_cache_mode = force_generic_plan", logger: logger)
-                try await connection.query(PostgresQuery(unsafeSQL: "PREPARE lookup AS " + PushStatements.LookUpRows.sql), logger: logger)
-                var lines: [String] = []
-                let explain = PostgresQuery(
-                    unsafeSQL: "EXPLAIN EXECUTE lookup(\(literal(keys.map(\.scope))), \(literal(keys.map(\.table))), \(literal(keys.map(\.rowID))))")
-                for try await line in try await connection.query(explain, logger: logger).decode(String.self) {
-                    lines.append(line)
+                do {
+                    try await connection.query("SET plan_cache_mode = force_generic_plan", logger: logger)
+                    try await connection.query(PostgresQuery(unsafeSQL: "PREPARE lookup AS " + PushStatements.LookUpRows.sql), logger: logger)
+                    var lines: [String] = []
+                    let explain = PostgresQuery(
+                        unsafeSQL: "EXPLAIN EXECUTE lookup(\(literal(keys.map(\.scope))), \(literal(keys.map(\.table))), \(literal(keys.map(\.rowID))))")
+                    for try await line in try await connection.query(explain, logger: logger).decode(String.self) {
+                        lines.append(line)
+                    }
+                    try await connection.query("DEALLOCATE lookup", logger: logger)
+                    try await connection.query("RESET plan_cache_mode", logger: logger)
+                    return lines.joined(separator: "\n")
+                } catch {
+                    // Not back into the pool with the setting or the statement.
+                    try? await connection.close()
+                    throw error
                 }
-                try await connection.query("DEALLOCATE lookup", logger: logger)
-                try await connection.query("RESET plan_cache_mode", logger: logger)
-                return lines.joined(separator: "\n")
             }
-            print("EXPLAIN push row lookup (generic):\n\(lookup)")
-            #expect(lookup.contains("ferry_rows_pkey"))
-            #expect(!lookup.contains("Seq Scan on ferry_rows"))
+            for (name, lookup) in [("custom", custom), ("generic", generic)] {
+                print("EXPLAIN push row lookup (\(name)):\n\(lookup)")
+                #expect(lookup.contains("ferry_rows_pkey"), "\(name)")
+                #expect(!lookup.contains("Seq Scan on ferry_rows"), "\(name)")
+            }
 
             let client = try await plan("SELECT last_mutation_id FROM ferry_clients WHERE user_id = \("u7") AND client_id = \("c")")
             #expect(client.contains("ferry_clients_pkey"))
@@ -161,6 +171,58 @@ struct PostgresStoreTests {
             #expect(runs.contains("ferry_applied_runs_pkey"))
             #expect(!runs.contains("Seq Scan"))
         }
+    }
+
+    /// A push of new rows runs without the row lookup (`NewRowPush`), and a
+    /// push that meets a stored row runs it; each statement is prepared once
+    /// on its connection. With a pool of one connection, the test reads what
+    /// that connection prepared, and how often each ran.
+    @Test func aPushOfNewRowsSkipsTheLookupAndStatementsArePreparedOnce() async throws {
+        let database = try await PostgresTestDatabase.create()
+        var configuration = try PostgresStoreConfiguration(url: database.url)
+        configuration.poolSize = 1
+        let store = PostgresSyncStore(configuration: configuration, logger: Self.quietLogger)
+        let running = Task { try await store.run() }
+        func prepared() async throws -> [String: Int64] {
+            try await store.client.withConnection { connection in
+                var runs: [String: Int64] = [:]
+                let query: PostgresQuery = "SELECT name, generic_plans + custom_plans FROM pg_prepared_statements WHERE name LIKE 'ferry_push_%'"
+                for try await (name, count) in try await connection.query(query, logger: PostgresTestDatabase.logger).decode((String, Int64).self) {
+                    runs[name] = count
+                }
+                return runs
+            }
+        }
+        do {
+            try await store.waitUntilReady()
+            for push in 1...3 {
+                let id = Int64(push)
+                _ = try await store.push(
+                    PushRequest(clientID: "c1", mutations: [Mutations.upsert(id, row: "new\(push)", ["title": "t"])]), userID: "alice", rules: Self.rules)
+            }
+            let afterNew = try await prepared()
+            #expect(afterNew["ferry_push_insert_rows"] == 3)
+            #expect(afterNew["ferry_push_start"] == 3)
+            #expect(afterNew["ferry_push_rows"] == nil, "no push of new rows read its rows")
+
+            // Another device creates a row that exists: the insert fails, and the retry reads.
+            let met = try await store.push(
+                PushRequest(clientID: "c2", mutations: [Mutations.upsert(1, row: "new1", ["body": "b"])]), userID: "alice", rules: Self.rules)
+            #expect(met.response.results.map(\.status) == [.merged])
+            let afterMet = try await prepared()
+            #expect(afterMet["ferry_push_rows"] == 1)
+            #expect(afterMet["ferry_push_insert_rows"] == 4, "the failed insert ran once")
+            #expect(afterMet["ferry_push_update_rows"] == 1)
+            #expect(afterMet["ferry_push_start"] == 5, "two attempts")
+        } catch {
+            try? await store.close()
+            _ = try? await running.value
+            try? await database.drop()
+            throw error
+        }
+        try await store.close()
+        _ = try? await running.value
+        try await database.drop()
     }
 
     /// The schema records its version; a database migrated by a newer Ferry

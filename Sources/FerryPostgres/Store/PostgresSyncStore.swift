@@ -217,9 +217,7 @@ public final class PostgresSyncStore: SyncStore {
                     } catch {
                         do {
                             try await connection.query("ROLLBACK", logger: logger)
-                            // PostgresNIO keeps a statement whose preparation failed failing on its
-                            // connection; after an error a retry would not cure, the connection goes.
-                            if error is PSQLError, !Self.isRetryable(error) { try? await connection.close() }
+                            if PushStatements.mayHaveFailedPreparing(error) { try? await connection.close() }
                         } catch {
                             // The pool drops a closed connection rather than reuse one mid-transaction.
                             try? await connection.close()

@@ -2,15 +2,32 @@ import FerryServer
 import PostgresNIO
 
 /// The statements every push runs, each prepared once per connection under
-/// a fixed name, `ferry_push_…`. PostgreSQL parses and
-/// plans a prepared statement once, where it parsed and planned an unnamed
-/// one on every push, copying the push's arrays into the plan as it went.
+/// a fixed name, `ferry_push_…`. PostgreSQL parses a prepared statement
+/// once, and after five runs settles on one plan for any parameters, where
+/// it parsed and planned an unnamed one on every push, copying the push's
+/// arrays into the plan as it went.
 ///
 /// ```swift
 /// for try await (last, horizon, readable) in try await connection.execute(
 ///     PushStatements.Start(userID: "alice", clientID: "phone"), logger: logger) { … }
 /// ```
 enum PushStatements {
+    /// Each statement's text, as PostgresNIO names it in an error.
+    static let texts: Set<String> = [
+        Start.sql, TakeVersions.sql, LookUpRows.sql, RecordClient.sql, InsertRows.sql, UpdateRows.sql, InsertRuns.sql,
+        InsertResults.sql, Notify.sql,
+    ]
+
+    /// Whether `error` came from one of these statements and may have come
+    /// from preparing it: PostgresNIO then answers that error to every later
+    /// use of the statement on the connection, so the connection must go.
+    /// A serialization failure or a duplicate key comes from running one,
+    /// never from preparing it.
+    static func mayHaveFailedPreparing(_ error: any Error) -> Bool {
+        guard let error = error as? PSQLError, let sql = error.query?.sql, texts.contains(sql) else { return false }
+        return !["40001", "23505"].contains(error.serverInfo?[.sqlState] ?? "")
+    }
+
     /// The client's last applied id, the horizon, and the oldest transaction
     /// the snapshot (taken here) could not see.
     struct Start: PostgresPreparedStatement {

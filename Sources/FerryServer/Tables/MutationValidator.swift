@@ -21,6 +21,12 @@ public enum ValidationVerdict: Sendable, Hashable {
 
 /// An app's server-side rule for one table.
 ///
+/// A store may ask it more than once about one mutation: when it retries a
+/// transaction, and when it first plans a push of new rows as if none were
+/// stored (``ProposedMutation/currentValues`` `nil`) and then plans it again
+/// with the rows it found. Only the last answer counts, so it decides from
+/// what it is given and has no effects of its own.
+///
 /// ```swift
 /// let titleRequired = MutationValidator { proposed in
 ///     if case .text(let title)? = proposed.mutation.columns["title"], title.isEmpty {
