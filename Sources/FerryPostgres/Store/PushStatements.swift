@@ -92,7 +92,7 @@ enum PushStatements {
     }
 
     /// The client's last applied id and the transaction that moved it.
-    struct RecordClient: PostgresPreparedStatement {
+    struct RecordClient: PushWrite {
         static let name = "ferry_push_client"
         static let sql = """
             INSERT INTO ferry_clients (user_id, client_id, last_mutation_id, xid, first_notice_xid, last_push_at)
@@ -100,7 +100,6 @@ enum PushStatements {
             ON CONFLICT (user_id, client_id) DO UPDATE SET
                 last_mutation_id = excluded.last_mutation_id, xid = excluded.xid, last_push_at = excluded.last_push_at
             """
-        typealias Row = ()
         var userID: String
         var clientID: String
         var lastMutationID: Int64
@@ -116,12 +115,10 @@ enum PushStatements {
             bindings.append(now)
             return bindings
         }
-
-        func decodeRow(_ row: PostgresRow) throws {}
     }
 
     /// New rows, in the order given.
-    struct InsertRows: PostgresPreparedStatement {
+    struct InsertRows: PushWrite {
         static let name = "ferry_push_insert_rows"
         static let sql = """
             INSERT INTO ferry_rows (scope, tbl, row_id, version, xid, deleted, client_id, changed_at, cells)
@@ -129,17 +126,15 @@ enum PushStatements {
             FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::bool[], $6::text[], $7::text[])
                 AS u(scope, tbl, row_id, version, deleted, client_id, cells)
             """
-        typealias Row = ()
         var rows: RowColumns
         var xid: Int64
         var now: Int64
 
         func makeBindings() -> PostgresBindings { rows.bindings(xid: xid, now: now) }
-        func decodeRow(_ row: PostgresRow) throws {}
     }
 
     /// Stored rows, in the order given.
-    struct UpdateRows: PostgresPreparedStatement {
+    struct UpdateRows: PushWrite {
         static let name = "ferry_push_update_rows"
         static let sql = """
             UPDATE ferry_rows r SET version = u.version, xid = $8, deleted = u.deleted, client_id = u.client_id,
@@ -148,24 +143,21 @@ enum PushStatements {
                 AS u(scope, tbl, row_id, version, deleted, client_id, cells)
             WHERE r.scope = u.scope AND r.tbl = u.tbl AND r.row_id = u.row_id
             """
-        typealias Row = ()
         var rows: RowColumns
         var xid: Int64
         var now: Int64
 
         func makeBindings() -> PostgresBindings { rows.bindings(xid: xid, now: now) }
-        func decodeRow(_ row: PostgresRow) throws {}
     }
 
     /// Results kept as runs (``AppliedRun``).
-    struct InsertRuns: PostgresPreparedStatement {
+    struct InsertRuns: PushWrite {
         static let name = "ferry_push_runs"
         static let sql = """
             INSERT INTO ferry_applied_runs (user_id, client_id, first_mutation_id, last_mutation_id, first_version, version, xid)
             SELECT $1, $2, u.first, u.last, u.first_version, $6, $7
             FROM unnest($3::int8[], $4::int8[], $5::int8[]) AS u(first, last, first_version)
             """
-        typealias Row = ()
         var userID: String
         var clientID: String
         var runs: [AppliedRun]
@@ -183,19 +175,16 @@ enum PushStatements {
             bindings.append(xid)
             return bindings
         }
-
-        func decodeRow(_ row: PostgresRow) throws {}
     }
 
     /// Results kept one by one, as the JSON the push answered.
-    struct InsertResults: PostgresPreparedStatement {
+    struct InsertResults: PushWrite {
         static let name = "ferry_push_results"
         static let sql = """
             INSERT INTO ferry_results (user_id, client_id, mutation_id, version, xid, result)
             SELECT $1, $2, u.mutation_id, $5, $6, u.result
             FROM unnest($3::int8[], $4::text[]) AS u(mutation_id, result)
             """
-        typealias Row = ()
         var userID: String
         var clientID: String
         var mutationIDs: [Int64]
@@ -213,15 +202,12 @@ enum PushStatements {
             bindings.append(xid)
             return bindings
         }
-
-        func decodeRow(_ row: PostgresRow) throws {}
     }
 
     /// Tells every instance's listener of a commit (``ChangeNotice``).
-    struct Notify: PostgresPreparedStatement {
+    struct Notify: PushWrite {
         static let name = "ferry_push_notify"
         static let sql = "SELECT pg_notify($1, $2)"
-        typealias Row = ()
         var payload: String
 
         func makeBindings() -> PostgresBindings {
@@ -230,9 +216,14 @@ enum PushStatements {
             bindings.append(payload)
             return bindings
         }
-
-        func decodeRow(_ row: PostgresRow) throws {}
     }
+}
+
+/// A push statement whose rows, if any, say nothing.
+protocol PushWrite: PostgresPreparedStatement where Row == () {}
+
+extension PushWrite {
+    func decodeRow(_ row: PostgresRow) throws {}
 }
 
 extension PostgresConnection {
