@@ -178,23 +178,17 @@ struct PostgresStoreTests {
     /// on its connection. With a pool of one connection, the test reads what
     /// that connection prepared, and how often each ran.
     @Test func aPushOfNewRowsSkipsTheLookupAndStatementsArePreparedOnce() async throws {
-        let database = try await PostgresTestDatabase.create()
-        var configuration = try PostgresStoreConfiguration(url: database.url)
-        configuration.poolSize = 1
-        let store = PostgresSyncStore(configuration: configuration, logger: Self.quietLogger)
-        let running = Task { try await store.run() }
-        func prepared() async throws -> [String: Int64] {
-            try await store.client.withConnection { connection in
-                var runs: [String: Int64] = [:]
-                let query: PostgresQuery = "SELECT name, generic_plans + custom_plans FROM pg_prepared_statements WHERE name LIKE 'ferry_push_%'"
-                for try await (name, count) in try await connection.query(query, logger: PostgresTestDatabase.logger).decode((String, Int64).self) {
-                    runs[name] = count
+        try await withOwnStore(setting: \.poolSize, to: 1) { store, _ in
+            func prepared() async throws -> [String: Int64] {
+                try await store.client.withConnection { connection in
+                    var runs: [String: Int64] = [:]
+                    let query: PostgresQuery = "SELECT name, generic_plans + custom_plans FROM pg_prepared_statements WHERE name LIKE 'ferry_push_%'"
+                    for try await (name, count) in try await connection.query(query, logger: PostgresTestDatabase.logger).decode((String, Int64).self) {
+                        runs[name] = count
+                    }
+                    return runs
                 }
-                return runs
             }
-        }
-        do {
-            try await store.waitUntilReady()
             for push in 1...3 {
                 let id = Int64(push)
                 _ = try await store.push(
@@ -214,15 +208,7 @@ struct PostgresStoreTests {
             #expect(afterMet["ferry_push_insert_rows"] == 4, "the failed insert ran once")
             #expect(afterMet["ferry_push_update_rows"] == 1)
             #expect(afterMet["ferry_push_start"] == 5, "two attempts")
-        } catch {
-            try? await store.close()
-            _ = try? await running.value
-            try? await database.drop()
-            throw error
         }
-        try await store.close()
-        _ = try? await running.value
-        try await database.drop()
     }
 
     /// The schema records its version; a database migrated by a newer Ferry
@@ -298,13 +284,7 @@ struct PostgresStoreTests {
     /// A request stuck behind a lock someone holds answers 503 within the
     /// lock timeout instead of hanging, and the store works once it is free.
     @Test func aStuckRequestAnswersUnavailableInsteadOfHanging() async throws {
-        let database = try await PostgresTestDatabase.create()
-        var configuration = try PostgresStoreConfiguration(url: database.url)
-        configuration.lockTimeout = .milliseconds(300)
-        let store = PostgresSyncStore(configuration: configuration, logger: Self.quietLogger)
-        let running = Task { try await store.run() }
-        do {
-            try await store.waitUntilReady()
+        try await withOwnStore(setting: \.lockTimeout, to: .milliseconds(300)) { store, database in
             let push = PushRequest(clientID: "c1", mutations: [Mutations.upsert(1, ["t": "a"])])
             try await database.withConnection { holder in
                 try await holder.query("BEGIN", logger: PostgresTestDatabase.logger)
@@ -331,6 +311,24 @@ struct PostgresStoreTests {
                 return shown
             }
             #expect(limits == ["30s", "300ms"])
+        }
+    }
+
+    /// Runs `body` with a store of its own on a new database, its
+    /// configuration's `setting` set to `value`; the store is closed and the
+    /// database dropped whatever `body` does.
+    func withOwnStore<Value>(
+        setting: WritableKeyPath<PostgresStoreConfiguration, Value>, to value: Value,
+        _ body: (PostgresSyncStore, PostgresTestDatabase) async throws -> Void
+    ) async throws {
+        let database = try await PostgresTestDatabase.create()
+        var configuration = try PostgresStoreConfiguration(url: database.url)
+        configuration[keyPath: setting] = value
+        let store = PostgresSyncStore(configuration: configuration, logger: Self.quietLogger)
+        let running = Task { try await store.run() }
+        do {
+            try await store.waitUntilReady()
+            try await body(store, database)
         } catch {
             try? await store.close()
             _ = try? await running.value

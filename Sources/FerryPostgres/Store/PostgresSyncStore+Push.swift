@@ -44,17 +44,17 @@ extension PostgresSyncStore {
                     xid = id
                 }
             }
-            var plan = try rules.plan(
-                request, userID: userID, lastApplied: lastApplied, rows: rows,
-                version: (allocated.first ?? 1) - 1, allocated: allocated, horizon: horizon
-            )
-            if unread && !NewRowPush.isChecked(plan, fresh: fresh) {
-                // Some row assumed absent would not be inserted, so nothing would check it.
-                rows = try await load()
-                plan = try rules.plan(
+            func planned(with rows: [RowKey: StoredRow]) throws -> PushPlan {
+                try rules.plan(
                     request, userID: userID, lastApplied: lastApplied, rows: rows,
                     version: (allocated.first ?? 1) - 1, allocated: allocated, horizon: horizon
                 )
+            }
+            var plan = try planned(with: rows)
+            if unread && !NewRowPush.isChecked(plan, fresh: fresh) {
+                // Some row assumed absent would not be inserted, so nothing would check it.
+                rows = try await load()
+                plan = try planned(with: rows)
             }
             // The notices' ids, taken before they are written, so the reply can name them.
             var noticeIDs: [Int64] = []
