@@ -11,7 +11,9 @@ import GRDB
 /// database file (same SQLite build, same pragmas): `item` is synced and
 /// written by Ferry's apply path (one transaction, capture off, savepoints
 /// of 100 rows, `ferry_rows` versions, the cursor); `plain_item` is not
-/// synced and written by plain GRDB upserts.
+/// synced and written by plain GRDB upserts. Scenario 2's other plain
+/// writes go to `plain_item_saved` and `plain_item_each`, so each table
+/// holds the rows of the rounds before, as `item` does.
 public struct DeviceApplyBenchmark: Sendable {
     public var pageRows = 1000
     public var rounds = 15
@@ -27,7 +29,7 @@ public struct DeviceApplyBenchmark: Sendable {
     static func schema() -> FerrySchema {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
-            for table in ["item", "plain_item"] {
+            for table in ["item", "plain_item", "plain_item_saved", "plain_item_each"] {
                 try db.execute(
                     sql: """
                         CREATE TABLE \(table) (id TEXT PRIMARY KEY NOT NULL, name TEXT NOT NULL, qty INTEGER NOT NULL, price REAL, note TEXT);
@@ -60,12 +62,14 @@ public struct DeviceApplyBenchmark: Sendable {
         return PullPage(scope: "user:bench", changes: changes, cursor: "c\(version)", hasMore: false, reset: false)
     }
 
-    static let upsertSQL = """
-        INSERT INTO plain_item (id, name, qty, price, note) VALUES (?, ?, ?, ?, ?)
+    static func upsertSQL(_ table: String) -> String {
+        """
+        INSERT INTO \(table) (id, name, qty, price, note) VALUES (?, ?, ?, ?, ?)
         ON CONFLICT(id) DO UPDATE SET name = excluded.name, qty = excluded.qty, price = excluded.price, note = excluded.note
         """
+    }
 
-    static func upsert(_ change: RowChange, _ db: Database) throws {
+    static func upsert(_ change: RowChange, into table: String = "plain_item", _ db: Database) throws {
         let v = change.values
         func sql(_ value: ColumnValue?) -> (any DatabaseValueConvertible)? {
             switch value {
@@ -76,7 +80,7 @@ public struct DeviceApplyBenchmark: Sendable {
             case .null, nil: nil
             }
         }
-        try db.cachedStatement(sql: upsertSQL).execute(arguments: [change.rowID, sql(v["name"]), sql(v["qty"]), sql(v["price"]), sql(v["note"])])
+        try db.cachedStatement(sql: upsertSQL(table)).execute(arguments: [change.rowID, sql(v["name"]), sql(v["qty"]), sql(v["price"]), sql(v["note"])])
     }
 
     /// Copies the WAL into the database file, untimed, before each timed
@@ -96,7 +100,8 @@ public struct DeviceApplyBenchmark: Sendable {
         var ferry: [Duration] = [], perRow: [Duration] = [], single: [Duration] = [], savepoints: [Duration] = []
         var version: Int64 = 0
         for round in 0..<rounds {
-            // New rows each round, so every side inserts pages of fresh rows.
+            // New rows each round, so every side inserts pages of fresh rows into a table holding the
+            // rounds before (each plain side has a table of its own, as Ferry's side has `item`).
             let ids = (round * pageRows)..<((round + 1) * pageRows)
             let page = Self.page(ids, generation: round, firstVersion: version)
             version += Int64(pageRows)
@@ -108,28 +113,27 @@ public struct DeviceApplyBenchmark: Sendable {
             try Self.checkpoint(writer)
             perRow.append(
                 try clock.measure {
-                    for change in page.changes { try writer.write { db in try Self.upsert(change, db) } }
+                    for change in page.changes { try writer.write { db in try Self.upsert(change, into: "plain_item_each", db) } }
                 })
-            try writer.write { db in try db.execute(sql: "DELETE FROM plain_item") }
             try Self.checkpoint(writer)
             single.append(
                 try clock.measure {
                     try writer.write { db in for change in page.changes { try Self.upsert(change, db) } }
                 })
-            try writer.write { db in try db.execute(sql: "DELETE FROM plain_item") }
             try Self.checkpoint(writer)
             savepoints.append(
                 try clock.measure {
                     try writer.write { db in
                         for start in stride(from: 0, to: page.changes.count, by: 100) {
                             try db.inSavepoint {
-                                for change in page.changes[start..<min(start + 100, page.changes.count)] { try Self.upsert(change, db) }
+                                for change in page.changes[start..<min(start + 100, page.changes.count)] {
+                                    try Self.upsert(change, into: "plain_item_saved", db)
+                                }
                                 return .commit
                             }
                         }
                     }
                 })
-            try writer.write { db in try db.execute(sql: "DELETE FROM plain_item") }
         }
         let f = median(ferry), one = median(single), each = median(perRow), saved = median(savepoints)
         let label = "apply a pulled page of \(pageRows) rows (median of \(rounds))"

@@ -7,9 +7,10 @@ import GRDB
 /// with capture off (nothing echoes into the outbox), the scope's cursor
 /// saved in the same transaction.
 ///
-/// Rows apply in groups of ``groupSize``, each in a savepoint. When a group
-/// fails, its rows are applied one by one and the failing ones are set aside
-/// in `ferry_set_aside` with the error, so one bad row (a constraint, a type
+/// A page's rows apply together in one savepoint. When that fails, they
+/// apply in groups of ``groupSize``, each in a savepoint, and a group that
+/// fails applies row by row; the rows that fail alone are set aside in
+/// `ferry_set_aside` with the error, so one bad row (a constraint, a type
 /// mismatch) never costs the page. Set-aside rows are retried after each
 /// later page of their scope (a parent row may arrive after its child).
 struct PageApplier {
@@ -39,6 +40,7 @@ struct PageApplier {
         var movedCursor = false
     }
 
+    /// The rows of a group tried on its own once its page failed to apply whole.
     static let groupSize = 100
 
     /// What one page's rows share: the upsert statements per table, column
@@ -147,35 +149,10 @@ struct PageApplier {
             if context.recovering {
                 (context.known, context.stamps) = try Self.knownVersions(of: page.changes, db)
             }
-            var start = 0
-            while start < page.changes.count {
-                let group = page.changes[start..<min(start + Self.groupSize, page.changes.count)]
-                start += Self.groupSize
-                do {
-                    report.add(try applyTogether(group, scope: page.scope, refetching: refetching, pending: pending, context: context, db))
-                } catch  where NoSpace.means(error) {
-                    // Not a bad row: the page cannot be stored at all until space returns.
-                    throw error
-                } catch {
-                    for change in group {
-                        do {
-                            report.add(
-                                try applyTogether(
-                                    [change], scope: page.scope, refetching: refetching, pending: pending,
-                                    context: context, db))
-                        } catch  where NoSpace.means(error) {
-                            throw error
-                        } catch {
-                            let row = SetAsideRow(
-                                table: change.table, rowID: change.rowID, scope: page.scope,
-                                version: change.version, reason: String(describing: error))
-                            try setAside(change, row, now: now, refetching: refetching, db)
-                            context.setAsideRows = true
-                            report.setAside.append(row)
-                        }
-                    }
-                }
-            }
+            report.add(
+                try applyInRuns(
+                    page.changes[...], sizes: [Self.groupSize, 1], scope: page.scope, refetching: refetching,
+                    pending: pending, context: context, now: now, db))
             if context.setAsideRows {
                 // A retried row the page also brought is known at the page's version now.
                 for (key, version, _) in context.versions { context.known[key] = max(context.known[key] ?? version, version) }
@@ -250,6 +227,41 @@ struct PageApplier {
     }
 
     // MARK: - One row
+
+    /// Applies `changes` in one savepoint; when that fails, in runs of the
+    /// next of `sizes` (largest first, ending with 1), each in a savepoint
+    /// and tried the same way; a row that fails alone is set aside.
+    private func applyInRuns(
+        _ changes: ArraySlice<RowChange>, sizes: ArraySlice<Int>, scope: String, refetching: Bool,
+        pending: [RowKey: RowRebase.Pending], context: PageContext, now: Int64, _ db: Database
+    ) throws -> Report {
+        do {
+            return try applyTogether(changes, scope: scope, refetching: refetching, pending: pending, context: context, db)
+        } catch  where NoSpace.means(error) {
+            // Not a bad row: the page cannot be stored at all until space returns.
+            throw error
+        } catch {
+            let smaller = sizes.drop { $0 >= changes.count }
+            guard let size = smaller.first else {
+                // A single row (the sizes end with 1).
+                guard let change = changes.first else { throw error }
+                let row = SetAsideRow(
+                    table: change.table, rowID: change.rowID, scope: scope, version: change.version,
+                    reason: String(describing: error))
+                try setAside(change, row, now: now, refetching: refetching, db)
+                context.setAsideRows = true
+                return Report(setAside: [row])
+            }
+            var report = Report()
+            for start in stride(from: changes.startIndex, to: changes.endIndex, by: size) {
+                report.add(
+                    try applyInRuns(
+                        changes[start..<min(start + size, changes.endIndex)], sizes: smaller.dropFirst(), scope: scope,
+                        refetching: refetching, pending: pending, context: context, now: now, db))
+            }
+            return report
+        }
+    }
 
     /// Applies `changes` in one savepoint, all of them or none (the error
     /// is thrown); what they record joins the page's once they commit.
@@ -351,7 +363,10 @@ struct PageApplier {
     /// holds of the rows are read and returned, to leave the older rows as
     /// they are (``RowRebase``; the applier moves them on past each row it
     /// applies, so a row twice in the savepoint meets the first one's
-    /// version); then every version is recorded where it is newer.
+    /// version); then every version is recorded where it is newer. (Read
+    /// after the statement, a row twice would meet the second's version,
+    /// and a pulled row may carry only some columns: the first's would be
+    /// lost.)
     ///
     /// In the savepoint, so a row that fails to write (and is set aside)
     /// records no version. A recovering refetch records after the rows
