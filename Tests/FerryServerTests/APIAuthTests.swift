@@ -176,8 +176,22 @@ import Testing
             #expect(retry.status == .ok)
             let results = try retry.decode(PushResponse.self).results
             #expect(results.map(\.status) == [.applied] && results.map(\.replayed) == [true])
-            let next = PushRequest(clientID: "w1", mutations: [Mutations.upsert(2, row: "r", scope: "team:x", ["t": "again"])])
+            // The applied mutation again, with a new one in a scope walt may write: answered.
+            let mixed = PushRequest(
+                clientID: "w1",
+                mutations: push.mutations + [Mutations.upsert(2, row: "own", scope: "user:walt", ["t": "mine"])])
+            let mixedReply = try await client.send(.post, "/v1/push", token: walt, body: mixed)
+            #expect(mixedReply.status == .ok)
+            #expect(try mixedReply.decode(PushResponse.self).results.map(\.replayed) == [true, false])
+            // A new mutation in the scope walt may only read: refused, with one he may write beside it.
+            let next = PushRequest(
+                clientID: "w1",
+                mutations: [
+                    Mutations.upsert(3, row: "own2", scope: "user:walt", ["t": "mine"]),
+                    Mutations.upsert(4, row: "r", scope: "team:x", ["t": "again"]),
+                ])
             #expect(try await client.send(.post, "/v1/push", token: walt, body: next).status == .forbidden)
+            #expect(try await server.store.lastAppliedMutationID(userID: "walt", clientID: "w1") == 2)
         }
     }
     /// A verified token is remembered (no HMAC check per request), and

@@ -158,6 +158,12 @@ struct PostgresStoreTests {
 
             let client = try await plan("SELECT last_mutation_id FROM ferry_clients WHERE user_id = \("u7") AND client_id = \("c")")
             #expect(client.contains("ferry_clients_pkey"))
+            // The pull's head: the client by its key, and its results and runs (read when its last push is not yet below the horizon) by theirs.
+            let head = try await plan(PostgresQuery(unsafeSQL: PullStatements.Head.sql, binds: PullStatements.Head(userID: "u7", clientID: "c").makeBindings()))
+            print("EXPLAIN pull head:\n\(head)")
+            #expect(head.contains("ferry_clients_pkey"))
+            #expect(head.contains("ferry_results_pkey") && head.contains("ferry_applied_runs_pkey"))
+            #expect(!head.contains("Seq Scan on ferry_clients") && !head.contains("Seq Scan on ferry_results") && !head.contains("Seq Scan on ferry_applied_runs"))
             let replay = try await plan(
                 """
                 SELECT mutation_id, result FROM ferry_results
@@ -182,7 +188,7 @@ struct PostgresStoreTests {
             func prepared() async throws -> [String: Int64] {
                 try await store.client.withConnection { connection in
                     var runs: [String: Int64] = [:]
-                    let query: PostgresQuery = "SELECT name, generic_plans + custom_plans FROM pg_prepared_statements WHERE name LIKE 'ferry_push_%'"
+                    let query: PostgresQuery = "SELECT name, generic_plans + custom_plans FROM pg_prepared_statements WHERE name LIKE 'ferry_pu%'"
                     for try await (name, count) in try await connection.query(query, logger: PostgresTestDatabase.logger).decode((String, Int64).self) {
                         runs[name] = count
                     }
@@ -208,6 +214,14 @@ struct PostgresStoreTests {
             #expect(afterMet["ferry_push_insert_rows"] == 4, "the failed insert ran once")
             #expect(afterMet["ferry_push_update_rows"] == 1)
             #expect(afterMet["ferry_push_start"] == 5, "two attempts")
+
+            // A pull's horizon, last applied id and notice start come from one prepared statement.
+            for _ in 1...2 {
+                let pulled = try await store.pull(PullRequest(clientID: "c1", scopes: [.init(scope: "user:alice")]), userID: "alice", limit: 10)
+                #expect(pulled.lastAppliedMutationID == 3)
+                #expect(pulled.pages.first?.changes.count == 3)
+            }
+            #expect(try await prepared()["ferry_pull_head"] == 2)
         }
     }
 

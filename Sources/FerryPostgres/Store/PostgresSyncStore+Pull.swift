@@ -5,38 +5,31 @@ import PostgresNIO
 
 extension PostgresSyncStore {
     /// Reads one page per scope and the client's last applied id from one
-    /// `REPEATABLE READ` snapshot, taking only changes of transactions below
+    /// `REPEATABLE READ` snapshot (its head in one statement,
+    /// ``PullStatements/Head``), taking only changes of transactions below
     /// the snapshot's `xmin`: every transaction there has ended, so no
     /// change can later appear behind a cursor.
     public func pullEncoded(_ request: PullRequest, userID: String, limit: Int, notices withNotices: Bool) async throws -> EncodedPullResponse {
         let maxPageBytes = configuration.maxPageBytes
         let logger = self.logger
         return try await transaction(.snapshot) { connection, cursors in
-            let horizonQuery: PostgresQuery = """
-                SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint, horizon_xid, horizon_seq FROM ferry_meta
-                """
-            var readable: Int64 = 0
-            var horizon = ChangePosition.start
-            for try await (xmin, horizonXID, horizonSeq) in try await connection.query(horizonQuery, logger: logger).decode((Int64, Int64, Int64).self) {
-                readable = xmin
-                horizon = ChangePosition(major: horizonXID, minor: horizonSeq)
+            var head: PullStatements.Head.Row?
+            for try await row in try await connection.execute(PullStatements.Head(userID: userID, clientID: request.clientID), logger: logger) {
+                head = row
             }
-            let lastApplied = try await Self.lastMutationID(
-                connection, userID: userID, clientID: request.clientID, readableBelow: readable, logger: logger
-            )
             // Every transaction below `readable` has ended: pages reach that far.
+            let readable = head?.readable ?? 0
             var assembler = PullAssembler(
                 clientID: request.clientID, userID: userID, limit: limit, maxPageBytes: maxPageBytes, cursors: cursors,
-                horizon: horizon, end: ChangePosition(major: readable)
+                horizon: head.map { ChangePosition(major: $0.horizonXID, minor: $0.horizonSeq) } ?? .start,
+                end: ChangePosition(major: readable)
             )
             // A client that never pushed starts its notices now; one that did, where they stood then (NULL: the beginning).
             assembler.noticeStart = ChangePosition(major: readable)
-            let firstNotice: PostgresQuery = """
-                SELECT first_notice_xid FROM ferry_clients WHERE user_id = \(userID) AND client_id = \(request.clientID)
-                """
-            for try await first in try await connection.query(firstNotice, logger: logger).decode(Int64?.self) {
-                assembler.noticeStart = first.map { ChangePosition(major: $0) } ?? .start
+            if let head, head.pushed {
+                assembler.noticeStart = head.firstNotice.map { ChangePosition(major: $0) } ?? .start
             }
+            let lastApplied = head?.lastApplied ?? 0
             var pages: [EncodedPullPage] = []
             for followed in request.scopes {
                 let start = try assembler.start(of: followed)
@@ -143,24 +136,5 @@ extension PostgresSyncStore {
                 ))
         }
         return rows
-    }
-
-    /// The client's last applied id as of the pull horizon, so it agrees
-    /// with the rows the page can return: a push that committed but is not
-    /// below the horizon yet does not count.
-    private static func lastMutationID(
-        _ connection: PostgresConnection, userID: String, clientID: String, readableBelow readable: Int64, logger: Logger
-    ) async throws -> Int64 {
-        let query: PostgresQuery = """
-            SELECT CASE WHEN c.xid < \(readable) THEN c.last_mutation_id
-                ELSE COALESCE(GREATEST(
-                    (SELECT max(r.mutation_id) FROM ferry_results r
-                        WHERE r.user_id = c.user_id AND r.client_id = c.client_id AND r.xid < \(readable)),
-                    (SELECT a.last_mutation_id FROM ferry_applied_runs a
-                        WHERE a.user_id = c.user_id AND a.client_id = c.client_id AND a.xid < \(readable)
-                        ORDER BY a.first_mutation_id DESC LIMIT 1)), 0) END
-            FROM ferry_clients c WHERE c.user_id = \(userID) AND c.client_id = \(clientID)
-            """
-        return try await one(connection, query, as: Int64.self, logger: logger) ?? 0
     }
 }

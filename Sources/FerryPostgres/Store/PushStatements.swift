@@ -18,13 +18,14 @@ enum PushStatements {
         InsertResults.sql, Notify.sql,
     ]
 
-    /// Whether `error` came from one of these statements and may have come
-    /// from preparing it: PostgresNIO then answers that error to every later
-    /// use of the statement on the connection, so the connection must go.
-    /// A serialization failure or a duplicate key comes from running one,
-    /// never from preparing it.
+    /// Whether `error` came from one of these statements (or
+    /// ``PullStatements``') and may have come from preparing it: PostgresNIO
+    /// then answers that error to every later use of the statement on the
+    /// connection, so the connection must go. A serialization failure or a
+    /// duplicate key comes from running one, never from preparing it.
     static func mayHaveFailedPreparing(_ error: any Error) -> Bool {
-        guard let error = error as? PSQLError, let sql = error.query?.sql, texts.contains(sql) else { return false }
+        guard let error = error as? PSQLError, let sql = error.query?.sql, texts.contains(sql) || PullStatements.texts.contains(sql)
+        else { return false }
         return !["40001", "23505"].contains(error.serverInfo?[.sqlState] ?? "")
     }
 

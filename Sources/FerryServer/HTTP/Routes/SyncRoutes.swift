@@ -12,13 +12,7 @@ extension SyncAPI {
         let userID = try context.requireUser()
         let push = try await request.decodeJSON(PushRequest.self, schema: "PushRequest", schemas: schemas, limits: limits)
         try MutationCheck(tables: configuration.tables).check(push)
-        // Mutations the store already applied are only acknowledged again,
-        // even if the user has since lost write access: a resend after a
-        // lost reply must not turn an applied edit into a refused one.
-        let applied = push.mutations.isEmpty ? 0 : try await store.lastAppliedMutationID(userID: userID, clientID: push.clientID)
-        for scope in Set(push.mutations.filter { $0.mutationID > applied }.map(\.scope)).sorted() {
-            try await require(.write, in: scope, for: userID, grants: context.tokenGrants)
-        }
+        try await requireWrite(for: push, userID: userID, grants: context.tokenGrants)
         span.attributes["ferry.mutations"] = push.mutations.count
         span.attributes["ferry.client"] = push.clientID
         var rules = PushRules(tables: configuration.tables, maxClockDrift: configuration.maxClockDrift, now: configuration.now())
@@ -28,6 +22,31 @@ extension SyncAPI {
         }
         metrics.recordPush(receipt.response)
         return JSONResponse.make(json: try StoreCoding.pushResponseJSON(receipt.response))
+    }
+
+    /// Requires write access in every scope with a mutation the store has
+    /// not applied. Mutations it already applied are only acknowledged
+    /// again, even if the user has since lost write access: a resend after
+    /// a lost reply must not turn an applied edit into a refused one.
+    ///
+    /// Which mutations were applied is read only when a scope is refused:
+    /// the usual push, writable everywhere, needs no read of the store
+    /// before its own transaction.
+    private func requireWrite(for push: PushRequest, userID: String, grants: [String: ScopeRole]) async throws {
+        var refused: [(scope: String, error: FerryServerError)] = []
+        for scope in Set(push.mutations.map(\.scope)).sorted() {
+            do {
+                try await require(.write, in: scope, for: userID, grants: grants)
+            } catch let error as FerryServerError where error.code == .forbidden {
+                refused.append((scope, error))
+            }
+        }
+        guard !refused.isEmpty else { return }
+        let applied = try await store.lastAppliedMutationID(userID: userID, clientID: push.clientID)
+        let unapplied = Set(push.mutations.filter { $0.mutationID > applied }.map(\.scope))
+        if let first = refused.first(where: { unapplied.contains($0.scope) }) {
+            throw first.error
+        }
     }
 
     func pull(_ request: Request, context: FerryRequestContext) async throws -> Response {
