@@ -5,7 +5,7 @@ import PostgresNIO
 extension PostgresSyncStore {
     public func membership(of userID: String, in scope: String) async throws -> ScopeMembership? {
         let logger = self.logger
-        return try await transaction(.snapshot) { connection, _ in
+        return try await transaction(.oneStatement) { connection, _ in
             let query: PostgresQuery = """
                 SELECT s.owner, m.role FROM ferry_scopes s
                 LEFT JOIN ferry_members m ON m.scope = s.scope AND m.user_id = \(userID)
@@ -21,23 +21,25 @@ extension PostgresSyncStore {
         }
     }
 
+    /// The scope's owner and members, in one statement (a live page of a
+    /// shared scope reads them once it has its rows).
     public func readers(of scope: String) async throws -> ScopeReaders? {
         let logger = self.logger
-        return try await transaction(.snapshot) { connection, _ in
-            var owner: String??
-            for try await (found, ) in try await connection.query(
-                "SELECT owner FROM ferry_scopes WHERE scope = \(scope)", logger: logger
-            ).decode((String?,).self) {
-                owner = .some(found)
-            }
-            guard let owner else { return nil }
+        return try await transaction(.oneStatement) { connection, _ in
+            let query: PostgresQuery = """
+                SELECT s.owner, m.user_id, m.role FROM ferry_scopes s
+                LEFT JOIN ferry_members m ON m.scope = s.scope
+                WHERE s.scope = \(scope)
+                """
+            var found = false
+            var owner: String?
             var members: [String: ScopeRole] = [:]
-            for try await (user, role) in try await connection.query(
-                "SELECT user_id, role FROM ferry_members WHERE scope = \(scope)", logger: logger
-            ).decode((String, String).self) {
-                if let role = ScopeRole(rawValue: role) { members[user] = role }
+            for try await (scopeOwner, user, role) in try await connection.query(query, logger: logger).decode((String?, String?, String?).self) {
+                found = true
+                owner = scopeOwner
+                if let user, let role = role.flatMap(ScopeRole.init(rawValue:)) { members[user] = role }
             }
-            return ScopeReaders(scope: scope, owner: owner, members: members)
+            return found ? ScopeReaders(scope: scope, owner: owner, members: members) : nil
         }
     }
 
