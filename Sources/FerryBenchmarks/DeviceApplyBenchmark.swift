@@ -9,8 +9,8 @@ import GRDB
 ///
 /// Both sides write the same rows into the same kind of table in the same
 /// database file (same SQLite build, same pragmas): `item` is synced and
-/// written by Ferry's apply path (one transaction, capture off, savepoints
-/// of 100 rows, `ferry_rows` versions, the cursor); `plain_item` is not
+/// written by Ferry's apply path (one transaction, capture off, a savepoint
+/// a page, `ferry_rows` versions, the cursor); `plain_item` is not
 /// synced and written by plain GRDB upserts. Scenario 2's other plain
 /// writes go to `plain_item_saved` and `plain_item_each`, so each table
 /// holds the rows of the rounds before, as `item` does.

@@ -1,11 +1,19 @@
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+    private let streamSocket = Int32(SOCK_STREAM.rawValue)
+#else
+    import Darwin
+    private let streamSocket = SOCK_STREAM
+#endif
+
 /// A bash block of README.md, run as written: the one place the README
 /// tests read it, start it and clean up after it.
 ///
 /// ```swift
 /// let lines = try ReadmeScript.block("tour")             // between <!-- tour --> and <!-- end of tour -->
-/// let (status, output) = try ReadmeScript.run(lines, ports: ["8091": 23456])
+/// let (status, output) = try ReadmeScript.run(lines, ports: ["8091": try ReadmeScript.freePorts(1)[0]])
 /// ```
 public enum ReadmeScript {
     /// The lines of the bash block between `<!-- name -->` and `<!-- end of name -->`.
@@ -24,7 +32,9 @@ public enum ReadmeScript {
     /// background (`NAME=$!`) is killed when it exits, however it exits
     /// (SIGKILL: a child of the test process may start with SIGTERM blocked).
     ///
-    /// - Returns: the exit status and everything the script printed.
+    /// - Returns: the exit status and everything the script printed; when
+    ///   it failed, each `*.log` file it wrote after that (a server's log
+    ///   says why it did not answer).
     public static func run(_ lines: [String], ports: [String: Int], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
         var script = "set -e\n"
         var started: [String] = []
@@ -48,8 +58,35 @@ public enum ReadmeScript {
         process.standardOutput = output
         process.standardError = output
         try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        var text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
+        if process.terminationStatus != 0, let files = FileManager.default.enumerator(at: scratch.url, includingPropertiesForKeys: nil) {
+            for case let file as URL in files where file.pathExtension == "log" {
+                text += "\n--- \(file.lastPathComponent) ---\n" + ((try? String(contentsOf: file, encoding: .utf8)) ?? "(unreadable)")
+            }
+        }
         return (process.terminationStatus, text)
+    }
+
+    /// `count` distinct loopback ports the kernel gave out just now and took
+    /// back: free when asked, where a random guess may fall on one a test
+    /// beside this one listens on or connects from.
+    public static func freePorts(_ count: Int) throws -> [Int] {
+        var sockets: [Int32] = []
+        defer { for socket in sockets { close(socket) } }
+        return try (0..<count).map { _ in
+            let handle = socket(AF_INET, streamSocket, 0)
+            guard handle >= 0 else { throw CocoaError(.featureUnsupported, userInfo: [NSLocalizedDescriptionKey: "socket() failed: \(errno)"]) }
+            sockets.append(handle)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let named = withUnsafeMutablePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(handle, $0, length) == 0 && getsockname(handle, $0, &length) == 0 }
+            }
+            guard named else { throw CocoaError(.featureUnsupported, userInfo: [NSLocalizedDescriptionKey: "bind() failed: \(errno)"]) }
+            return Int(UInt16(bigEndian: address.sin_port))
+        }
     }
 }

@@ -34,8 +34,9 @@ enum KnownVersions {
         ).execute(arguments: [table, rowID, version])
     }
 
-    /// Records the versions and stamps of a page's rows, in one statement
-    /// per 250 rows; a stamp goes with the newest version only.
+    /// Records the versions and stamps of `versions` in one statement (its
+    /// callers send at most 250 rows); a stamp goes with the newest
+    /// version only.
     static func remember(_ versions: ArraySlice<(RowKey, Int64, Int64?)>, _ db: Database) throws {
         guard !versions.isEmpty else { return }
         let tuples = SQLText.parameters(rows: versions.count, width: 4)

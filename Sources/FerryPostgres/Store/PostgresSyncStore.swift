@@ -200,8 +200,9 @@ public final class PostgresSyncStore: SyncStore {
         case oneStatement = ""
     }
 
-    /// Runs `body` in a transaction, retried on serialization failures and
-    /// deadlocks; database outages become `FerryServerError` `unavailable`.
+    /// Runs `body` in a transaction (none for ``Isolation/oneStatement``),
+    /// retried on serialization failures and deadlocks; database outages
+    /// become `FerryServerError` `unavailable`.
     func transaction<T: Sendable>(
         _ isolation: Isolation,
         _ body: @escaping @Sendable (PostgresConnection, PullCursorCodec) async throws -> T

@@ -149,10 +149,12 @@ struct PageApplier {
             if context.recovering {
                 (context.known, context.stamps) = try Self.knownVersions(of: page.changes, db)
             }
-            report.add(
-                try applyInRuns(
-                    page.changes[...], sizes: [Self.groupSize, 1], scope: page.scope, refetching: refetching,
-                    pending: pending, context: context, now: now, db))
+            if !page.changes.isEmpty {
+                report.add(
+                    try applyInRuns(
+                        page.changes[...], sizes: [Self.groupSize, 1], scope: page.scope, refetching: refetching,
+                        pending: pending, context: context, now: now, db))
+            }
             if context.setAsideRows {
                 // A retried row the page also brought is known at the page's version now.
                 for (key, version, _) in context.versions { context.known[key] = max(context.known[key] ?? version, version) }
@@ -384,7 +386,9 @@ struct PageApplier {
         }
         guard !everyRow else { return nil }
         let held = try Self.knownVersions(of: changes, db).versions
-        try KnownVersions.remember(versions[...], db)
+        for chunk in Self.chunks(versions) {
+            try KnownVersions.remember(chunk, db)
+        }
         return held
     }
 
