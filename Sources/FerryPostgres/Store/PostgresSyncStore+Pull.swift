@@ -5,8 +5,8 @@ import PostgresNIO
 
 extension PostgresSyncStore {
     /// Reads one page per scope and the client's last applied id from one
-    /// `REPEATABLE READ` snapshot (its head in one statement,
-    /// ``PullStatements/Head``), taking only changes of transactions below
+    /// `REPEATABLE READ` snapshot (its head in one prepared statement,
+    /// `ferry_pull_head`), taking only changes of transactions below
     /// the snapshot's `xmin`: every transaction there has ended, so no
     /// change can later appear behind a cursor.
     public func pullEncoded(_ request: PullRequest, userID: String, limit: Int, notices withNotices: Bool) async throws -> EncodedPullResponse {
