@@ -20,7 +20,7 @@ enum PullStatements {
     /// The last applied id agrees with the rows the page can return: a
     /// push that committed but is not below the readable horizon yet does
     /// not count; its results and runs below it do.
-    struct Head: PostgresPreparedStatement {
+    struct Head: ClientStatement {
         static let name = "ferry_pull_head"
         static let sql = """
             SELECT h.readable, m.horizon_xid, m.horizon_seq,
@@ -40,13 +40,6 @@ enum PullStatements {
         typealias Row = (readable: Int64, horizonXID: Int64, horizonSeq: Int64, lastApplied: Int64, pushed: Bool, firstNotice: Int64?)
         var userID: String
         var clientID: String
-
-        func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 2)
-            bindings.append(userID)
-            bindings.append(clientID)
-            return bindings
-        }
 
         func decodeRow(_ row: PostgresRow) throws -> Row {
             let (readable, horizonXID, horizonSeq, lastApplied, pushed, firstNotice) = try row.decode((Int64, Int64, Int64, Int64, Bool, Int64?).self)

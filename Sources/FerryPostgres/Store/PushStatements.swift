@@ -31,7 +31,7 @@ enum PushStatements {
 
     /// The client's last applied id, the horizon, and the oldest transaction
     /// the snapshot (taken here) could not see.
-    struct Start: PostgresPreparedStatement {
+    struct Start: ClientStatement {
         static let name = "ferry_push_start"
         static let sql = """
             SELECT coalesce((SELECT last_mutation_id FROM ferry_clients WHERE user_id = $1 AND client_id = $2), 0),
@@ -40,13 +40,6 @@ enum PushStatements {
         typealias Row = (Int64, Int64, Int64)
         var userID: String
         var clientID: String
-
-        func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 2)
-            bindings.append(userID)
-            bindings.append(clientID)
-            return bindings
-        }
 
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
@@ -217,6 +210,21 @@ enum PushStatements {
             bindings.append(payload)
             return bindings
         }
+    }
+}
+
+/// A statement of one client, bound by its user and its id (`$1`, `$2`).
+protocol ClientStatement: PostgresPreparedStatement {
+    var userID: String { get }
+    var clientID: String { get }
+}
+
+extension ClientStatement {
+    func makeBindings() -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 2)
+        bindings.append(userID)
+        bindings.append(clientID)
+        return bindings
     }
 }
 
