@@ -37,9 +37,12 @@ final class BodyCompression: Sendable {
         serverCompresses.withLockedValue { $0 = false }
     }
 
+    /// At zlib's fastest level, as the server compresses its answers: a
+    /// push is repetitive JSON, and level 1 keeps most of the saving at a
+    /// fraction of the default level's time (BENCHMARKS.md, the drain).
     static func gzip(_ body: ByteBuffer) throws -> ByteBuffer {
         var input = body
-        return try input.compress(with: .gzip())
+        return try input.compress(with: .gzip(configuration: ZlibConfiguration(compressionLevel: 1)))
     }
 
     /// `body` as its `Content-Encoding` says, decoded, at most `limit`

@@ -55,7 +55,36 @@ public struct Outbox: Sendable {
     /// ``nextBatch(limit:)`` inside a write transaction the caller holds
     /// (the sync engine runs it through the async write).
     func takeBatch(limit: Int, _ db: Database) throws -> [PendingMutation] {
-        let coalesced = OutboxCoalescer.coalesce(try Self.pendingEntries(db, limit: limit))
+        try freeze(OutboxCoalescer.coalesce(try Self.pendingEntries(db, limit: limit)), limit: limit, db)
+    }
+
+    /// The batch after `inFlight`, taken while `inFlight` is still on the
+    /// wire (its reply not yet recorded), so the two sides of a long drain
+    /// overlap: the device freezes this batch while the server applies that
+    /// one. It is pushed only after `inFlight`'s reply is recorded, so
+    /// mutation ids still rise from push to push.
+    ///
+    /// It is the prefix of what ``takeBatch(limit:_:)`` would take once
+    /// `inFlight` settled, up to the first row `inFlight` holds: that row's
+    /// next edit is based on the version `inFlight`'s reply brings, so it
+    /// waits for the reply. A batch that would cancel a row out (inserted
+    /// and deleted before any push) is not taken ahead at all: empty, and
+    /// the next batch is taken as usual. Whatever is taken ahead is handed
+    /// out like any batch: a reply that never comes, or a batch never sent,
+    /// leaves it pending with its ids, and the next batch sends it first.
+    func takeBatch(limit: Int, after inFlight: [PendingMutation], _ db: Database) throws -> [PendingMutation] {
+        let sent = Set(inFlight.flatMap(\.entrySeqs))
+        let coalesced = OutboxCoalescer.coalesce(try Self.pendingEntries(db, limit: limit, skipping: sent))
+        guard coalesced.discarded.isEmpty else { return [] }
+        let waiting = Set(inFlight.map { RowKey(table: $0.table, rowID: $0.rowID) })
+        let free = coalesced.mutations.prefix { !waiting.contains(RowKey(table: $0.table, rowID: $0.rowID)) }
+        return try freeze(.init(mutations: Array(free), discarded: []), limit: limit, db)
+    }
+
+    /// Gives coalesced mutations their ids (those handed out before keep
+    /// theirs) and freezes their payloads: what both ways of taking a batch
+    /// end with.
+    private func freeze(_ coalesced: OutboxCoalescer.Result, limit: Int, _ db: Database) throws -> [PendingMutation] {
         if !coalesced.discarded.isEmpty {
             try Self.saveHighestStamp(db)
             // A row made and removed here before any push may exist on the
@@ -389,7 +418,9 @@ public struct Outbox: Sendable {
     /// The first `limit` pending entries, plus every later entry of a
     /// mutation already handed out among them: a mutation id must always be
     /// resent whole, or the server would drop its other half as a duplicate.
-    static func pendingEntries(_ db: Database, limit: Int?) throws -> [OutboxEntry] {
+    /// Entries in `skipping` (a batch still on the wire) are passed over, as
+    /// if settled.
+    static func pendingEntries(_ db: Database, limit: Int?, skipping: Set<Int64> = []) throws -> [OutboxEntry] {
         let pending = OutboxRecord.all().filter(state: .pending).order(OutboxRecord.Columns.seq)
         let first = try db.cachedStatement(
             sql: """
@@ -397,8 +428,12 @@ public struct Outbox: Sendable {
                 ORDER BY seq LIMIT ?
                 """)
         var entries: [OutboxEntry] = []
-        let rows = try Row.fetchCursor(first, arguments: [limit ?? -1])
-        while let row = try rows.next() { entries.append(try OutboxRecord.entry(at: row)) }
+        let rows = try Row.fetchCursor(first, arguments: [limit.map { $0 + skipping.count } ?? -1])
+        while let row = try rows.next() {
+            let entry = try OutboxRecord.entry(at: row)
+            if !skipping.contains(entry.seq) { entries.append(entry) }
+        }
+        if let limit, entries.count > limit { entries.removeLast(entries.count - limit) }
         let handedOut = Set(entries.compactMap(\.mutationID))
         if limit != nil, let last = entries.last, !handedOut.isEmpty {
             entries +=

@@ -30,6 +30,9 @@ struct SyncRun {
     var cursorsDue = false
     /// When the pending rows may be counted again for the status, while pushing.
     var pendingCountDue: ContinuousClock.Instant?
+    /// The next push's batch, taken while the last one was on the wire
+    /// (``PushAhead``). Any step but a push drops it.
+    var ahead: PushAhead?
 
     /// The event for a failed step, remembering the error.
     mutating func failure(_ error: any Error) -> SyncFailure {
@@ -86,6 +89,7 @@ extension SyncEngine {
         while true {
             try Task.checkCancellation()
             if case .pull = action {} else { run.dropPrefetch() }
+            if case .push = action {} else { run.ahead = nil }
             if case .push = action {
             } else {
                 run.drained = false
@@ -185,61 +189,108 @@ extension SyncEngine {
         }
         broadcaster.update { $0.phase = .pushing }
         let batchStart = ContinuousClock.now
-        let outbox = database.outbox
-        let readCursors = run.cursorsDue
-        let (batch, settled, cursors) = try await database.write { db in
-            (try outbox.takeBatch(limit: limit, db), try SettledNotices.pending(db), readCursors ? try ScopeCursors.read(db) : nil)
+        let taken: TakenBatch
+        if let ahead = run.ahead, ahead.limit == limit, !run.cursorsDue {
+            taken = ahead.taken
+        } else {
+            let outbox = database.outbox
+            let readCursors = run.cursorsDue
+            let (batch, cursors) = try await database.write { db in
+                let batch = TakenBatch(
+                    mutations: try outbox.takeBatch(limit: limit, db), settled: try SettledNotices.pending(db),
+                    assignedUpTo: try FerryMeta.value(.lastMutationID, in: db) ?? 0)
+                return (batch, readCursors ? try ScopeCursors.read(db) : nil)
+            }
+            taken = batch
+            if let cursors {
+                run.cursors = cursors
+                run.cursorsDue = false
+            }
         }
-        if let cursors {
-            run.cursors = cursors
-            run.cursorsDue = false
-        }
+        run.ahead = nil
+        let batch = taken.mutations
         run.batch = batch
         run.summary.inDatabase += ContinuousClock.now - batchStart
         // In a push of their own: a server that cannot take them refuses that push, never the edits.
-        if !settled.isEmpty { try await sendSettled(settled, &run) }
+        if !taken.settled.isEmpty { try await sendSettled(taken.settled, &run) }
         guard !batch.isEmpty else { return .nothingToPush }
         let request = PushRequest(
             clientID: try await clientID(), mutations: batch.map(wire),
             seen: run.cursors.seen(among: configuration.scopes))
+        let (transport, token) = (self.transport, await credentials.token)
+        let sent = ContinuousClock.now
+        async let answer = transport.push(request, token: token)
+        // While the batch is on the wire: the next one (in a drain, the
+        // device's share of a batch overlaps the server's), and the pending
+        // count when it is due, as of this batch still pending.
+        let aheadStart = ContinuousClock.now
+        let ahead = limit == configuration.pushBatchSize ? await takeAhead(after: batch, limit: limit) : nil
+        let countDue = run.pendingCountDue.map { ContinuousClock.now >= $0 } ?? true
+        var pending = countDue ? try? await countPending(&run) : nil
+        run.summary.inDatabase += ContinuousClock.now - aheadStart
         let reply: PushResponse
         do {
-            reply = try await timed(&run.summary.waitingForServer) {
-                try await transport.push(request, token: credentials.token)
-            }
+            reply = try await answer
+            run.summary.waitingForServer += ContinuousClock.now - sent
         } catch {
+            run.summary.waitingForServer += ContinuousClock.now - sent
             return .pushFailed(size: batch.count, run.failure(error))
         }
         let recordStart = ContinuousClock.now
-        let report = try await run.recorder.record(reply, for: batch)
+        let report = try await run.recorder.record(reply, for: batch, assignedUpTo: taken.assignedUpTo)
         run.summary.inDatabase += ContinuousClock.now - recordStart
         if report.restoredFromBackup {
             _ = try await renewIfRestored(serverLastApplied: reply.lastAppliedMutationID)
             run.summary.identityRenewed = true
             return .pushed(size: batch.count, renewed: true)
         }
+        run.ahead = ahead
         run.summary.pushed += report.acknowledged
         run.summary.conflicts += report.conflicts
         run.summary.rejected += report.rejected
         let pushed = run.summary.pushed
         run.drained = report.drained
-        // Counting the pending rows reads all of them: after every batch of a long drain, that made the drain
-        // quadratic. Nothing left is zero without a count; else the count is taken at most once a second, and
-        // no sooner than twenty times its own time after the last (a count of 50k pending rows takes about
-        // 0.15 s: once a second, that was a tenth of the drain), and the sync's end counts again.
-        var pending: Int?
-        if report.drained {
-            pending = 0
-        } else if run.pendingCountDue.map({ ContinuousClock.now >= $0 }) ?? true {
-            let start = ContinuousClock.now
-            pending = try await database.read(Outbox.pendingCount)
-            run.pendingCountDue = .now + max(.seconds(1), (ContinuousClock.now - start) * 20)
-        }
+        if report.drained { pending = 0 }
         broadcaster.update {
             $0.pushed = pushed
             if let pending { $0.pendingCount = pending }
         }
         return .pushed(size: batch.count, renewed: false)
+    }
+
+    /// The batch after `batch`, taken while `batch` is on the wire
+    /// (``Outbox/takeBatch(limit:after:_:)``). A failure here fails nothing:
+    /// the next push takes its batch as usual.
+    private func takeAhead(after batch: [PendingMutation], limit: Int) async -> PushAhead? {
+        let outbox = database.outbox
+        do {
+            return try await database.write { db in
+                let next = try outbox.takeBatch(limit: limit, after: batch, db)
+                guard !next.isEmpty else { return nil }
+                return PushAhead(
+                    limit: limit,
+                    taken: TakenBatch(
+                        mutations: next, settled: try SettledNotices.pending(db),
+                        assignedUpTo: try FerryMeta.value(.lastMutationID, in: db) ?? 0))
+            }
+        } catch {
+            logger.debug("the next push batch was not taken ahead", metadata: ["error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// Counts the pending rows for the status while pushing. Counting reads
+    /// all of them: after every batch of a long drain, that made the drain
+    /// quadratic. So the count is taken at most once a second, and no sooner
+    /// than twenty times its own time after the last (a count of 50k pending
+    /// rows takes about 0.15 s: once a second, that was a tenth of the
+    /// drain); nothing left is zero without a count, and the sync's end
+    /// counts again.
+    private func countPending(_ run: inout SyncRun) async throws -> Int {
+        let start = ContinuousClock.now
+        let pending = try await database.read(Outbox.pendingCount)
+        run.pendingCountDue = .now + max(.seconds(1), (ContinuousClock.now - start) * 20)
+        return pending
     }
 
     /// Tells the server of conflicts settled here, in a push of their own

@@ -24,17 +24,22 @@ struct PushRecorder {
     let userScope: String
 
     /// Records a reply without blocking the caller, in one write transaction.
-    func record(_ response: PushResponse, for batch: [PendingMutation]) async throws -> Report {
+    /// `assignedUpTo` is the highest mutation id handed out when the batch
+    /// was taken (``TakenBatch/assignedUpTo``).
+    func record(_ response: PushResponse, for batch: [PendingMutation], assignedUpTo: Int64) async throws -> Report {
         let now = database.wallClock.nowMilliseconds()
         let recorder = self
-        return try await database.writeWithoutCapture { db in try recorder.record(response, for: batch, now: now, db) }
+        return try await database.writeWithoutCapture { db in
+            try recorder.record(response, for: batch, assignedUpTo: assignedUpTo, now: now, db)
+        }
     }
 
-    private func record(_ response: PushResponse, for batch: [PendingMutation], now: Int64, _ db: Database) throws -> Report {
+    private func record(
+        _ response: PushResponse, for batch: [PendingMutation], assignedUpTo: Int64, now: Int64, _ db: Database
+    ) throws -> Report {
         do {
             var report = Report()
-            let lastAssigned: Int64 = try FerryMeta.value(.lastMutationID, in: db) ?? 0
-            if response.lastAppliedMutationID > lastAssigned {
+            if response.lastAppliedMutationID > assignedUpTo {
                 report.restoredFromBackup = true
                 return report
             }

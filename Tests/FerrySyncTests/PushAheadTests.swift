@@ -1,0 +1,167 @@
+@testable import Ferry
+import FerryProtocol
+import FerryTesting
+import Foundation
+import GRDB
+import Testing
+import FerryTestSupport
+
+/// A push batch taken while the one before it is on the wire
+/// (`Outbox.takeBatch(limit:after:_:)`, `PushAhead`): it skips the batch in
+/// flight, stops at that batch's rows, and loses nothing when it is dropped.
+@Suite(.postgresTurns) struct PushAheadTests {
+    let directory: TemporaryDirectory
+
+    init() throws {
+        directory = try TemporaryDirectory()
+    }
+
+    private static func notes(_ count: Int, in database: FerryDatabase) throws {
+        try database.write { db in
+            for n in 0..<count { try db.execute(sql: "INSERT INTO note(id, title) VALUES (?, 'x')", arguments: ["n\(n)"]) }
+        }
+    }
+
+    @Test func aBatchTakenAheadSkipsTheBatchOnTheWireAndStopsAtItsRows() throws {
+        let database = try FerryDatabase(writer: DatabaseQueue(), schema: SyncSchema.schema())
+        try Self.notes(6, in: database)
+        let inFlight = try database.write { db in try database.outbox.takeBatch(limit: 3, db) }
+        #expect(inFlight.map(\.rowID) == ["n0", "n1", "n2"])
+        #expect(inFlight.map(\.mutationID) == [1, 2, 3])
+        // Written while the batch is on the wire: an edit of a row in it, then a new row.
+        try database.write { db in
+            try db.execute(sql: "UPDATE note SET title = 'y' WHERE id = 'n1'")
+            try db.execute(sql: "INSERT INTO note(id, title) VALUES ('n6', 'x')")
+        }
+
+        let ahead = try database.write { db in try database.outbox.takeBatch(limit: 10, after: inFlight, db) }
+        #expect(ahead.map(\.rowID) == ["n3", "n4", "n5"], "up to n1's edit, which waits for the reply")
+        #expect(ahead.map(\.mutationID) == [4, 5, 6])
+
+        // The reply settles the batch on the wire; the batch taken ahead is dropped, not sent.
+        try database.write { db in
+            try Outbox.settle(inFlight.flatMap(\.entrySeqs), state: .acknowledged, reason: nil, now: 0, in: db)
+        }
+        let next = try database.write { db in try database.outbox.takeBatch(limit: 10, db) }
+        #expect(next.map(\.rowID) == ["n3", "n4", "n5", "n1", "n6"])
+        #expect(next.map(\.mutationID) == [4, 5, 6, 7, 8], "what was taken ahead goes first, with its ids")
+        #expect(next[0].values == ahead[0].values)
+    }
+
+    @Test func aRowThatCancelsOutIsNotTakenAhead() throws {
+        let database = try FerryDatabase(writer: DatabaseQueue(), schema: SyncSchema.schema())
+        try Self.notes(2, in: database)
+        let inFlight = try database.write { db in try database.outbox.takeBatch(limit: 1, db) }
+        try database.write { db in
+            try db.execute(sql: "INSERT INTO note(id, title) VALUES ('gone', 'x')")
+            try db.execute(sql: "DELETE FROM note WHERE id = 'gone'")
+        }
+        #expect(try database.write { db in try database.outbox.takeBatch(limit: 10, after: inFlight, db) }.isEmpty)
+        #expect(try database.outbox.pendingCount() == 2, "nothing taken, nothing discarded: the next batch does it")
+        try database.write { db in
+            try Outbox.settle(inFlight.flatMap(\.entrySeqs), state: .acknowledged, reason: nil, now: 0, in: db)
+        }
+        #expect(try database.write { db in try database.outbox.takeBatch(limit: 10, db) }.map(\.rowID) == ["n1"])
+    }
+
+    /// Random local writes during a drain (between each batch's take, the
+    /// batch taken ahead and the reply), batches taken ahead or not, and
+    /// some dropped: a server applying what is pushed in order ends with the
+    /// device's rows, every push's ids rise past what it applied, and no
+    /// outbox entry goes out under two ids.
+    @Test(arguments: 0..<12 as Range<UInt64>)
+    func aDrainTakingAheadSendsEveryEditOnceAndInOrder(seed: UInt64) throws {
+        var random = SplitMix64(mixing: seed)
+        let database = try FerryDatabase(writer: DatabaseQueue(), schema: SyncSchema.schema())
+        let limit = Int.random(in: 1...6, using: &random)
+        func write(_ count: Int) throws {
+            try database.write { db in
+                for _ in 0..<count {
+                    let id = "n\(Int.random(in: 0..<12, using: &random))"
+                    let title = "t\(Int.random(in: 0..<1000, using: &random))"
+                    let exists = try Bool.fetchOne(db, sql: "SELECT 1 FROM note WHERE id = ?", arguments: [id]) ?? false
+                    if !exists {
+                        try db.execute(sql: "INSERT INTO note(id, title, body) VALUES (?, ?, 'b')", arguments: [id, title])
+                    } else if Int.random(in: 0..<5, using: &random) == 0 {
+                        try db.execute(sql: "DELETE FROM note WHERE id = ?", arguments: [id])
+                    } else if Bool.random(using: &random) {
+                        try db.execute(sql: "UPDATE note SET title = ? WHERE id = ?", arguments: [title, id])
+                    } else {
+                        try db.execute(sql: "UPDATE note SET body = ? WHERE id = ?", arguments: [title, id])
+                    }
+                }
+            }
+        }
+        try write(30)
+        var server: [String: [String: DatabaseValue]] = [:]
+        var lastApplied: Int64 = 0
+        var sentEntries: [Int64: Int64] = [:]
+        var rounds = 0
+        var inFlight = try database.write { db in try database.outbox.takeBatch(limit: limit, db) }
+        while !inFlight.isEmpty {
+            rounds += 1
+            try #require(rounds < 500)
+            if rounds < 40 { try write(Int.random(in: 0...2, using: &random)) }
+            let ahead =
+                Int.random(in: 0..<5, using: &random) > 0
+                ? try database.write { db in try database.outbox.takeBatch(limit: limit, after: inFlight, db) } : []
+            if rounds < 40 { try write(Int.random(in: 0...2, using: &random)) }
+            // The server applies the batch, in id order.
+            let ids = inFlight.compactMap(\.mutationID)
+            #expect(ids == ids.sorted() && ids.count == inFlight.count)
+            #expect(ids.first.map { $0 > lastApplied } ?? false, "a push's ids rise past what the server applied")
+            for mutation in inFlight {
+                for seq in mutation.entrySeqs {
+                    #expect(sentEntries.updateValue(mutation.mutationID!, forKey: seq).map { $0 == mutation.mutationID } ?? true)
+                }
+                switch mutation.operation {
+                case .delete: server[mutation.rowID] = nil
+                case .upsert where mutation.columns == nil: server[mutation.rowID] = mutation.values
+                case .upsert: server[mutation.rowID, default: [:]].merge(mutation.values) { $1 }
+                }
+                lastApplied = mutation.mutationID!
+            }
+            try database.write { db in
+                try Outbox.settle(inFlight.flatMap(\.entrySeqs), state: .acknowledged, reason: nil, now: 0, in: db)
+            }
+            inFlight =
+                !ahead.isEmpty && Int.random(in: 0..<6, using: &random) > 0
+                ? ahead : try database.write { db in try database.outbox.takeBatch(limit: limit, db) }
+        }
+        let device = try database.read { db in
+            try Row.fetchAll(db, sql: "SELECT id, title, body FROM note").reduce(into: [String: [String: DatabaseValue]]()) {
+                $0[$1["id"]] = ["id": $1["id"], "title": $1["title"], "body": $1["body"]]
+            }
+        }
+        #expect(server.mapValues { $0.filter { ["id", "title", "body"].contains($0.key) } } == device)
+        #expect(try database.outbox.pendingCount() == 0)
+    }
+
+    /// The engine takes batches ahead in a long drain (batches of 50 here);
+    /// a row edited again after its batch was taken waits for that batch's
+    /// reply, and another device ends with every row as written.
+    @Test(arguments: StoreKind.available)
+    func aDrainInManyBatchesArrivesWhole(kind: StoreKind) async throws {
+        try await SyncServer.with(kind) { server in
+            let writer = try await Device.make("writer", user: "alice", server: server, directory: directory) { $0.pushBatchSize = 50 }
+            let reader = try await Device.make("reader", user: "alice", server: server, directory: directory)
+            try await writer.database.write { db in
+                for n in 0..<520 {
+                    try db.execute(sql: "INSERT INTO note(id, title) VALUES (?, ?)", arguments: ["n\(n)", "first \(n)"])
+                    // Rows of earlier batches edited again, further down the outbox.
+                    if n % 7 == 0, n >= 60 {
+                        try db.execute(sql: "UPDATE note SET body = ? WHERE id = ?", arguments: ["again \(n)", "n\(n - 60)"])
+                    }
+                }
+            }
+            let summary = try await writer.engine.sync()
+            #expect(summary.pushed == 520 + 66 && summary.conflicts == 0 && summary.rejected == 0)
+            #expect(try writer.database.outbox.pendingCount() == 0)
+            try await reader.engine.sync()
+            let query = "SELECT id, title, body FROM note ORDER BY id"
+            let written = try await writer.database.read { db in try Row.fetchAll(db, sql: query) }
+            #expect(written.count == 520)
+            #expect(try await reader.database.read { db in try Row.fetchAll(db, sql: query) } == written)
+        }
+    }
+}
