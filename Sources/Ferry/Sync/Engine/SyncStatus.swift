@@ -88,7 +88,10 @@ public struct SyncSummary: Sendable, Hashable {
     public var retries = 0
     /// Time spent waiting for the server (requests in flight).
     public var waitingForServer: Duration = .zero
-    /// Time spent in the local database (batches, replies, pages).
+    /// Time spent in the local database (batches, replies, pages). In a
+    /// push of several batches, the next batch is taken while the last one
+    /// is in flight, so the two times overlap: their sum can exceed the
+    /// sync's.
     public var inDatabase: Duration = .zero
     /// Followed scopes the server refused to pull (the user is no longer a
     /// member, say); the others were pulled.
