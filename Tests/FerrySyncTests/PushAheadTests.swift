@@ -64,6 +64,53 @@ import FerryTestSupport
         #expect(try database.write { db in try database.outbox.takeBatch(limit: 10, db) }.map(\.rowID) == ["n1"])
     }
 
+    /// A reply that refuses a mutation forgets the ids taken ahead: the
+    /// batch is taken again, with the edits made since in it.
+    @Test func aReplyThatIsNotAPlainAcknowledgementForgetsTheBatchTakenAhead() async throws {
+        let database = try FerryDatabase(writer: DatabaseQueue(), schema: SyncSchema.schema())
+        try Self.notes(4, in: database)
+        let inFlight = try await database.write { db in try database.outbox.takeBatch(limit: 2, db) }
+        let ahead = try await database.write { db in try database.outbox.takeBatch(limit: 2, after: inFlight, db) }
+        #expect(ahead.map(\.mutationID) == [3, 4])
+        try await database.write { db in try db.execute(sql: "UPDATE note SET title = 'since' WHERE id = 'n2'") }
+
+        let recorder = PushRecorder(database: database, userScope: "user:alice")
+        let refused = PushResponse(
+            lastAppliedMutationID: 2,
+            results: [
+                MutationResult(mutationID: 1, status: .applied, version: 1),
+                MutationResult(mutationID: 2, status: .rejected, reason: "no"),
+            ])
+        let report = try await recorder.record(refused, for: inFlight, assignedUpTo: 2)
+        #expect(report.forgotLaterIDs && report.rejected == 1)
+        let next = try await database.write { db in try database.outbox.takeBatch(limit: 10, db) }
+        #expect(next.map(\.rowID) == ["n2", "n3"])
+        #expect(next.map(\.mutationID) == [3, 4])
+        #expect(next[0].values["title"] == "since".databaseValue, "taken again, as the row stands now")
+
+        // A plain acknowledgement keeps what was taken ahead.
+        let later = try await database.write { db in try database.outbox.takeBatch(limit: 1, after: next, db) }
+        #expect(later.isEmpty)
+        let plain = PushResponse(
+            lastAppliedMutationID: 4,
+            results: [MutationResult(mutationID: 3, status: .applied, version: 2), MutationResult(mutationID: 4, status: .applied, version: 3)])
+        #expect(try await !recorder.record(plain, for: next, assignedUpTo: 4).forgotLaterIDs)
+    }
+
+    /// A server that applied more than the batch's ids for this client (a
+    /// copy of this database syncs elsewhere under the same id) sees a new
+    /// identity, with the ids taken ahead numbered again, not settled.
+    @Test func aRestoredCopyFoundByAReplyForgetsTheBatchTakenAhead() async throws {
+        let database = try FerryDatabase(writer: DatabaseQueue(), schema: SyncSchema.schema())
+        try Self.notes(4, in: database)
+        let inFlight = try await database.write { db in try database.outbox.takeBatch(limit: 2, db) }
+        _ = try await database.write { db in try database.outbox.takeBatch(limit: 2, after: inFlight, db) }
+        let recorder = PushRecorder(database: database, userScope: "user:alice")
+        let report = try await recorder.record(PushResponse(lastAppliedMutationID: 3, results: []), for: inFlight, assignedUpTo: 2)
+        #expect(report.restoredFromBackup && report.forgotLaterIDs)
+        #expect(try await database.read { db in try ClientIdentity.isRestoredCopy(serverLastApplied: 3, in: db) })
+    }
+
     /// Random local writes during a drain (between each batch's take, the
     /// batch taken ahead and the reply), batches taken ahead or not, and
     /// some dropped: a server applying what is pushed in order ends with the

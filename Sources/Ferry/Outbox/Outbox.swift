@@ -65,13 +65,16 @@ public struct Outbox: Sendable {
     /// mutation ids still rise from push to push.
     ///
     /// It is the prefix of what ``takeBatch(limit:_:)`` would take once
-    /// `inFlight` settled, up to the first row `inFlight` holds: that row's
-    /// next edit is based on the version `inFlight`'s reply brings, so it
-    /// waits for the reply. A batch that would cancel a row out (inserted
-    /// and deleted before any push) is not taken ahead at all: empty, and
-    /// the next batch is taken as usual. Whatever is taken ahead is handed
-    /// out like any batch: a reply that never comes, or a batch never sent,
-    /// leaves it pending with its ids, and the next batch sends it first.
+    /// `inFlight` settled, up to the first row `inFlight` holds: the reply
+    /// may change what that row's next edit carries (a refused row's next
+    /// edit goes whole) or remove the row, so the edit waits for it. A batch
+    /// that would cancel a row out (inserted and deleted before any push) is
+    /// not taken ahead at all: empty, and the next batch is taken as usual.
+    /// Whatever is taken ahead is handed out like any batch: a reply that
+    /// never comes, or a batch never sent, leaves it pending with its ids,
+    /// and the next batch sends it first. A reply that is not a plain
+    /// acknowledgement (conflicts, refusals, a restored copy) forgets its
+    /// ids instead (`PushRecorder`), and its edits are taken again.
     func takeBatch(limit: Int, after inFlight: [PendingMutation], _ db: Database) throws -> [PendingMutation] {
         let sent = Set(inFlight.flatMap(\.entrySeqs))
         let coalesced = OutboxCoalescer.coalesce(try Self.pendingEntries(db, limit: limit, skipping: sent))

@@ -14,8 +14,8 @@ public struct SyncConfiguration: Sendable, Hashable {
     /// Shared scopes to follow besides the user's own.
     public var sharedScopes: [String]
     /// Mutations per push request (the server accepts up to 1,000 by default).
-    /// A push of several batches takes each next batch while the last one is
-    /// in flight, and sends it once the last one's reply is recorded.
+    /// A push of several full batches takes each next batch while the last
+    /// one is in flight, and sends it once the last one's reply is recorded.
     public var pushBatchSize: Int
     /// Rows per pulled page (the server caps it at 5,000 by default).
     public var pullPageSize: Int

@@ -244,7 +244,7 @@ extension SyncEngine {
             run.summary.identityRenewed = true
             return .pushed(size: batch.count, renewed: true)
         }
-        run.ahead = ahead
+        run.ahead = report.forgotLaterIDs ? nil : ahead
         run.summary.pushed += report.acknowledged
         run.summary.conflicts += report.conflicts
         run.summary.rejected += report.rejected

@@ -18,7 +18,10 @@ struct TakenBatch: Sendable {
 /// waiting for the other. It is sent only after N's reply is recorded, and
 /// only by the push that follows that reply with the same limit; any other
 /// step drops it. Dropping loses nothing: its mutations are handed out in the
-/// outbox, and the next batch taken sends them first, with the same ids.
+/// outbox, and the next batch taken sends them first, with the same ids. A
+/// reply with conflicts or refusals, or from a server that applied more than
+/// this copy sent, forgets those ids instead (``PushRecorder``): never sent,
+/// the edits are taken again as they stand after the reply.
 struct PushAhead: Sendable {
     /// The limit it was taken with: a push with another takes its own batch.
     let limit: Int

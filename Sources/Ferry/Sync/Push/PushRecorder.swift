@@ -17,6 +17,10 @@ struct PushRecorder {
         /// Nothing is left to push: no outbox entry pending, no settlement
         /// unsent. A push right after would take an empty batch.
         var drained = false
+        /// Ids handed out after the batch was taken (a batch taken ahead,
+        /// ``PushAhead``) were forgotten: the reply was not a plain
+        /// acknowledgement, and that batch is to be taken again.
+        var forgotLaterIDs = false
     }
 
     let database: FerryDatabase
@@ -41,6 +45,9 @@ struct PushRecorder {
             var report = Report()
             if response.lastAppliedMutationID > assignedUpTo {
                 report.restoredFromBackup = true
+                // Ids handed out since (a batch taken ahead) were never sent: forgotten, so the renewal that
+                // follows sees only what this copy sent, and renumbers those edits under its new id.
+                report.forgotLaterIDs = try Self.forgetLaterIDs(assignedUpTo, db)
                 return report
             }
             let acknowledgedBefore: Int64 = try FerryMeta.value(.lastAcknowledged, in: db) ?? 0
@@ -87,9 +94,23 @@ struct PushRecorder {
             for start in stride(from: 0, to: seen.count, by: 250) {
                 try KnownVersions.remember(seen[start..<min(start + 250, seen.count)], db)
             }
+            if report.conflicts > 0 || report.rejected > 0 {
+                // A batch taken ahead froze its rows before this reply changed the outbox and the rows it
+                // settles (a refused row's next edit goes whole; a lost update deletes its row, and a foreign
+                // key may cascade): never sent, its ids are forgotten and its edits taken again, as they are now.
+                report.forgotLaterIDs = try Self.forgetLaterIDs(assignedUpTo, db)
+            }
             report.drained = try Outbox.nothingToPush(db)
             return report
         }
+    }
+
+    /// Forgets the ids handed out after `assignedUpTo`, if any were.
+    private static func forgetLaterIDs(_ assignedUpTo: Int64, _ db: Database) throws -> Bool {
+        let lastAssigned: Int64 = try FerryMeta.value(.lastMutationID, in: db) ?? 0
+        guard lastAssigned > assignedUpTo else { return false }
+        try Outbox.forgetHandedOut(after: assignedUpTo, in: db)
+        return true
     }
 
     /// Sets a mutation aside that the server refused outright (a 4xx for it
