@@ -3,6 +3,7 @@ import FerryProtocol
 import FerryTesting
 import Foundation
 import GRDB
+import Synchronization
 import Testing
 import FerryTestSupport
 
@@ -184,13 +185,34 @@ import FerryTestSupport
         #expect(try database.outbox.pendingCount() == 0)
     }
 
-    /// The engine takes batches ahead in a long drain (batches of 50 here);
-    /// a row edited again after its batch was taken waits for that batch's
-    /// reply, and another device ends with every row as written.
+    /// The engine takes batches ahead in a long drain (batches of 50 here):
+    /// while a push is on the wire, more than its 50 mutations are handed
+    /// out. A row edited again after its batch was taken waits for that
+    /// batch's reply, and another device ends with every row as written.
     @Test(arguments: StoreKind.available)
     func aDrainInManyBatchesArrivesWhole(kind: StoreKind) async throws {
         try await SyncServer.with(kind) { server in
-            let writer = try await Device.make("writer", user: "alice", server: server, directory: directory) { $0.pushBatchSize = 50 }
+            let path = directory.path("writer.sqlite")
+            let mostHandedOut = Mutex(0)
+            let watch: @Sendable (PushRequest) async throws -> Void = { request in
+                guard !request.mutations.isEmpty else { return }
+                // The batch after this one is taken while this one is sent.
+                try await Task.sleep(for: .milliseconds(100))
+                var configuration = Configuration()
+                configuration.readonly = true
+                let count = try await DatabaseQueue(path: path, configuration: configuration).read { db in
+                    try Int.fetchOne(
+                        db,
+                        sql: """
+                            SELECT count(DISTINCT mutation_id) FROM ferry_outbox
+                            WHERE \(OutboxRecord.State.pending.condition) AND mutation_id IS NOT NULL
+                            """) ?? 0
+                }
+                mostHandedOut.withLock { $0 = max($0, count) }
+            }
+            let writer = try await Device.make(
+                "writer", user: "alice", server: server, directory: directory, configure: { $0.pushBatchSize = 50 },
+                transport: { ForwardingTransport($0, willPush: watch) })
             let reader = try await Device.make("reader", user: "alice", server: server, directory: directory)
             try await writer.database.write { db in
                 for n in 0..<520 {
@@ -203,6 +225,7 @@ import FerryTestSupport
             }
             let summary = try await writer.engine.sync()
             #expect(summary.pushed == 520 + 66 && summary.conflicts == 0 && summary.rejected == 0)
+            #expect(mostHandedOut.withLock { $0 } > 50, "a batch was taken ahead")
             #expect(try writer.database.outbox.pendingCount() == 0)
             try await reader.engine.sync()
             let query = "SELECT id, title, body FROM note ORDER BY id"
