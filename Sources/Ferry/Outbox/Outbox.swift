@@ -81,6 +81,7 @@ public struct Outbox: Sendable {
         guard coalesced.discarded.isEmpty else { return [] }
         let waiting = Set(inFlight.map { RowKey(table: $0.table, rowID: $0.rowID) })
         let free = coalesced.mutations.prefix { !waiting.contains(RowKey(table: $0.table, rowID: $0.rowID)) }
+        guard !free.isEmpty else { return [] }
         return try freeze(.init(mutations: Array(free), discarded: []), limit: limit, db)
     }
 

@@ -224,7 +224,10 @@ extension SyncEngine {
         // device's share of a batch overlaps the server's), and the pending
         // count when it is due, as of this batch still pending.
         let aheadStart = ContinuousClock.now
-        let ahead = limit == configuration.pushBatchSize ? await takeAhead(after: batch, limit: limit) : nil
+        // A batch short of its limit took every pending edit: nothing is left to take ahead (a live edit's
+        // push pays no second write transaction).
+        let full = limit == configuration.pushBatchSize && batch.count == limit
+        let ahead = full ? await takeAhead(after: batch, limit: limit) : nil
         let countDue = run.pendingCountDue.map { ContinuousClock.now >= $0 } ?? true
         var pending = countDue ? try? await countPending(&run) : nil
         run.summary.inDatabase += ContinuousClock.now - aheadStart
