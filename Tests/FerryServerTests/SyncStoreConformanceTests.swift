@@ -166,6 +166,36 @@ import FerryTestSupport
         }
     }
 
+    /// A different edit sent under ids the store applied (a second copy of
+    /// the client's database, syncing beside the first) is refused with
+    /// `clientIDReused`, naming the first that differs, and changes nothing;
+    /// the first copy's own resend is still a replay.
+    @Test(arguments: StoreKind.available) func aDifferentEditUnderAnAppliedIDIsRefusedNotDropped(_ kind: StoreKind) async throws {
+        try await StoreUnderTest.with(kind) { server in
+            let stamp = Mutations.stamp
+            let original = PushRequest(
+                clientID: "c1", mutations: (1...3).map { Mutations.upsert($0, row: "r\($0)", ["t": "original"], hlc: stamp) })
+            _ = try await server.store.push(original, userID: "alice", rules: Self.rules)
+            let after = try await server.digest()
+            // The copy holds mutation 1 (handed out before it was made); 2 and 3 are its own.
+            let copy = PushRequest(
+                clientID: "c1",
+                mutations: [original.mutations[0]]
+                    + (2...4).map { Mutations.upsert($0, row: "copy\($0)", ["t": "copy"], hlc: stamp) })
+            await #expect {
+                try await server.store.push(copy, userID: "alice", rules: Self.rules)
+            } throws: { error in
+                let error = error as? FerryServerError
+                return error?.code == .clientIDReused && error?.status == 409 && error?.differingMutationID == 2
+                    && error?.lastAppliedMutationID == 3
+            }
+            #expect(try await server.digest() == after)
+            let replay = try await server.store.push(original, userID: "alice", rules: Self.rules)
+            #expect(replay.response.results.map(\.replayed) == [true, true, true])
+            #expect(try await server.digest() == after)
+        }
+    }
+
     /// A push of more rows than one statement writes (a drain's batch):
     /// every row, every overwritten value's history and every result is
     /// stored, whatever statement of a multi-row write it fell in.

@@ -269,6 +269,25 @@ enum PostgresSchema {
                 FROM ferry_applied_runs, generate_series(first_mutation_id, last_mutation_id) AS m
                 """,
             ]),
+        Migration(
+            version: 10,
+            statements: [
+                // What each applied mutation said (MutationDigest), one row per push:
+                // eight bytes per mutation, first…last. A replay of those ids is
+                // checked against them: a different edit under an applied id is a
+                // second copy of the client's database, not a replay.
+                """
+                CREATE TABLE ferry_mutation_digests (
+                    user_id text NOT NULL,
+                    client_id text NOT NULL,
+                    first_mutation_id bigint NOT NULL,
+                    last_mutation_id bigint NOT NULL,
+                    version bigint NOT NULL,
+                    digests bytea NOT NULL,
+                    PRIMARY KEY (user_id, client_id, first_mutation_id)
+                )
+                """
+            ]),
     ]
 
     static var latestVersion: Int { migrations.map(\.version).max() ?? 0 }

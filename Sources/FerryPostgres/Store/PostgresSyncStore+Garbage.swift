@@ -68,6 +68,11 @@ extension PostgresSyncStore {
                 """, logger: logger)
             try await connection.query(
                 """
+                DELETE FROM ferry_mutation_digests d WHERE d.version < \(horizon) AND d.last_mutation_id < (
+                    SELECT c.last_mutation_id FROM ferry_clients c WHERE c.user_id = d.user_id AND c.client_id = d.client_id)
+                """, logger: logger)
+            try await connection.query(
+                """
                 UPDATE ferry_meta SET horizon_version = \(horizon), horizon_xid = \(position.major), horizon_seq = \(position.minor)
                 """, logger: logger)
             return GarbageReport(horizon: horizon, tombstonesRemoved: removed)

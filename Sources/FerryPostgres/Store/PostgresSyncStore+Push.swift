@@ -44,10 +44,13 @@ extension PostgresSyncStore {
                     xid = id
                 }
             }
+            let replayed = request.mutations.map(\.mutationID).filter { $0 <= lastApplied }
+            let digests = try await Self.recordedDigests(
+                connection, userID: userID, clientID: request.clientID, ids: replayed, logger: logger)
             func planned(with rows: [RowKey: StoredRow]) throws -> PushPlan {
                 try rules.plan(
                     request, userID: userID, lastApplied: lastApplied, rows: rows,
-                    version: (allocated.first ?? 1) - 1, allocated: allocated, horizon: horizon
+                    version: (allocated.first ?? 1) - 1, allocated: allocated, horizon: horizon, recorded: digests
                 )
             }
             var plan = try planned(with: rows)
@@ -97,7 +100,10 @@ extension PostgresSyncStore {
         // then fails with a serialization error (retried as a replay), never
         // with a duplicate key on the results.
         try await connection.run(
-            PushStatements.RecordClient(userID: userID, clientID: clientID, lastMutationID: plan.lastAppliedMutationID, xid: xid, now: now),
+            PushStatements.RecordClient(
+                userID: userID, clientID: clientID, lastMutationID: plan.lastAppliedMutationID, xid: xid, now: now,
+                firstMutationID: plan.results.first?.mutationID ?? plan.lastAppliedMutationID, version: plan.version,
+                digests: plan.digests),
             logger: logger)
         // In key order (the order every push locks rows in), each column of the statement built in one pass.
         var inserted = RowColumns(), updated = RowColumns()
@@ -194,6 +200,29 @@ extension PostgresSyncStore {
             runs.append(AppliedRun(firstMutationID: first, lastMutationID: last, firstVersion: version))
         }
         return (recorded, runs)
+    }
+
+    /// The digests stored for `ids` (``MutationDigest``), by id: from the
+    /// pushes that hold any of them. An id whose digest was collected, or
+    /// was applied before digests were kept, has none. No query when the
+    /// push replays nothing.
+    private static func recordedDigests(
+        _ connection: PostgresConnection, userID: String, clientID: String, ids: [Int64], logger: Logger
+    ) async throws -> [Int64: MutationDigest] {
+        guard let low = ids.min(), let high = ids.max() else { return [:] }
+        // An index range from the push that holds `low` (pushes never overlap), as for the runs.
+        let query: PostgresQuery = """
+            SELECT first_mutation_id, digests FROM ferry_mutation_digests
+            WHERE user_id = \(userID) AND client_id = \(clientID) AND first_mutation_id <= \(high) AND last_mutation_id >= \(low)
+                AND first_mutation_id >= coalesce((
+                    SELECT max(first_mutation_id) FROM ferry_mutation_digests
+                    WHERE user_id = \(userID) AND client_id = \(clientID) AND first_mutation_id <= \(low)), \(low))
+            """
+        var digests: [Int64: MutationDigest] = [:]
+        for try await (first, bytes) in try await connection.query(query, logger: logger).decode((Int64, ByteBuffer).self) {
+            digests.merge(MutationDigest.unpacked(bytes.readableBytesView, firstID: first)) { a, _ in a }
+        }
+        return digests
     }
 
     /// The runs of a client's results that hold any id in `low…high`: an

@@ -85,10 +85,15 @@ enum PushStatements {
         func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 
-    /// The client's last applied id and the transaction that moved it.
+    /// The client's last applied id and the transaction that moved it, with
+    /// the digests of the mutations applied (``MutationDigest``), in the
+    /// same round trip.
     struct RecordClient: PushWrite {
         static let name = "ferry_push_client"
         static let sql = """
+            WITH digests AS (
+                INSERT INTO ferry_mutation_digests (user_id, client_id, first_mutation_id, last_mutation_id, version, digests)
+                VALUES ($1, $2, $6, $3, $7, $8))
             INSERT INTO ferry_clients (user_id, client_id, last_mutation_id, xid, first_notice_xid, last_push_at)
             VALUES ($1, $2, $3, $4, pg_snapshot_xmin(pg_current_snapshot())::text::bigint, $5)
             ON CONFLICT (user_id, client_id) DO UPDATE SET
@@ -99,14 +104,22 @@ enum PushStatements {
         var lastMutationID: Int64
         var xid: Int64
         var now: Int64
+        /// The first mutation applied now: the digests are of it and those after, to `lastMutationID`.
+        var firstMutationID: Int64
+        /// The store's version after the push (for collecting the digests with the results).
+        var version: Int64
+        var digests: [MutationDigest]
 
         func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 5)
+            var bindings = PostgresBindings(capacity: 8)
             bindings.append(userID)
             bindings.append(clientID)
             bindings.append(lastMutationID)
             bindings.append(xid)
             bindings.append(now)
+            bindings.append(firstMutationID)
+            bindings.append(version)
+            bindings.append(ByteBuffer(bytes: MutationDigest.packed(digests)))
             return bindings
         }
     }

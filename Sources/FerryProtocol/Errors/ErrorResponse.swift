@@ -21,6 +21,12 @@ public struct ErrorResponse: Sendable, Hashable, Codable, Error {
         /// A mutation id skipped ahead of the last applied one (409); resend
         /// from `lastAppliedMutationID + 1`.
         case mutationGap
+        /// A mutation at or below the client's last applied id is not the
+        /// one the server applied under that id (409): another copy of the
+        /// client's database (a restored backup on a second device) pushed
+        /// under the same client id. Take a new client id; the mutations
+        /// before `differingMutationID` were applied.
+        case clientIDReused
         /// The server lost the history the push's ``PushRequest/seen``
         /// cursor came from (409): it was restored from a backup or wiped.
         /// Pull first (the pages say ``PullPage/lostHistory``), then push.
@@ -48,12 +54,16 @@ public struct ErrorResponse: Sendable, Hashable, Codable, Error {
     public var code: Code
     /// A sentence a person can act on.
     public var message: String
-    /// For `mutationGap`: the last id applied for this client.
+    /// For `mutationGap` and `clientIDReused`: the last id applied for this client.
     public var lastAppliedMutationID: Int64?
+    /// For `clientIDReused`: the first mutation of the push that differs
+    /// from the one applied under its id.
+    public var differingMutationID: Int64?
 
-    public init(code: Code, message: String, lastAppliedMutationID: Int64? = nil) {
+    public init(code: Code, message: String, lastAppliedMutationID: Int64? = nil, differingMutationID: Int64? = nil) {
         self.code = code
         self.message = message
         self.lastAppliedMutationID = lastAppliedMutationID
+        self.differingMutationID = differingMutationID
     }
 }

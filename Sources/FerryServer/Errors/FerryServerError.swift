@@ -16,13 +16,20 @@ public struct FerryServerError: Error, Sendable, Hashable, CustomStringConvertib
     public var message: String
     /// For `mutationGap`: the last id the server applied for the client.
     public var lastAppliedMutationID: Int64?
+    /// For `clientIDReused`: the first mutation of the push that is not
+    /// the one applied under its id.
+    public var differingMutationID: Int64?
     /// For `tooManyRequests` from a rate limit: when to try again (`Retry-After`).
     public var retryAfter: Duration?
 
-    public init(_ code: Code, _ message: String, lastAppliedMutationID: Int64? = nil, retryAfter: Duration? = nil) {
+    public init(
+        _ code: Code, _ message: String, lastAppliedMutationID: Int64? = nil, differingMutationID: Int64? = nil,
+        retryAfter: Duration? = nil
+    ) {
         self.code = code
         self.message = message
         self.lastAppliedMutationID = lastAppliedMutationID
+        self.differingMutationID = differingMutationID
         self.retryAfter = retryAfter
     }
 
@@ -34,7 +41,7 @@ public struct FerryServerError: Error, Sendable, Hashable, CustomStringConvertib
         case .forbidden: 403
         case .notFound: 404
         case .methodNotAllowed: 405
-        case .alreadyExists, .mutationGap, .historyLost, .uploadOffsetMismatch: 409
+        case .alreadyExists, .mutationGap, .clientIDReused, .historyLost, .uploadOffsetMismatch: 409
         case .payloadTooLarge: 413
         case .rangeNotSatisfiable: 416
         case .hashMismatch: 422
@@ -47,7 +54,8 @@ public struct FerryServerError: Error, Sendable, Hashable, CustomStringConvertib
 
     /// The wire form.
     public var response: ErrorResponse {
-        ErrorResponse(code: code, message: message, lastAppliedMutationID: lastAppliedMutationID)
+        ErrorResponse(
+            code: code, message: message, lastAppliedMutationID: lastAppliedMutationID, differingMutationID: differingMutationID)
     }
 
     public var description: String { "\(code.rawValue): \(message)" }

@@ -47,6 +47,10 @@ package struct PushPlan: Sendable {
     package var results: [MutationResult]
     /// Ids at or below the last applied id: acknowledged without effect.
     package var replayedIDs: [Int64]
+    /// The digest of each mutation applied now (``results``' ids, in order,
+    /// from the last applied id before the push plus one): stored, so a
+    /// later replay of these ids is checked against them.
+    package var digests: [MutationDigest] = []
     /// The final state of every row that changed.
     package var rows: [RowKey: StoredRow]
     /// Values overwritten, per row that had any, to append to its history.

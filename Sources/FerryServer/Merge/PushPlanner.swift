@@ -12,6 +12,10 @@ package struct PushPlanner: Sendable {
     package enum Refusal: Error, Equatable {
         /// A fresh mutation id does not follow the last applied one.
         case gap(lastApplied: Int64, found: Int64)
+        /// A mutation at or below the last applied id is not the one
+        /// applied under its id (``MutationDigest``): another copy of the
+        /// client's database pushed under the same client id.
+        case differentReplay(lastApplied: Int64, mutationID: Int64)
     }
 
     /// Plans `mutations` (strictly increasing ids, checked by the caller).
@@ -24,6 +28,9 @@ package struct PushPlanner: Sendable {
     ///   - allocated: the versions to give changed rows, in increasing order,
     ///     for a store whose counter is a database sequence (at least one per
     ///     fresh mutation). `nil` gives `version + 1`, `version + 2`, …
+    ///   - recorded: the digests stored for the mutations at or below
+    ///     `lastApplied` that the push sends again; an id with none (collected,
+    ///     or applied before digests were kept) is taken as a replay.
     ///   - nowMilliseconds: server wall time, for the drift limit.
     package func plan(
         userID: String,
@@ -34,9 +41,15 @@ package struct PushPlanner: Sendable {
         version: Int64,
         allocated: [Int64]? = nil,
         horizon: Int64 = 0,
+        recorded: [Int64: MutationDigest] = [:],
         nowMilliseconds: Int64
     ) throws(Refusal) -> PushPlan {
         let replayed = mutations.prefix { $0.mutationID <= lastApplied }
+        for mutation in replayed {
+            if let digest = recorded[mutation.mutationID], digest != MutationDigest(mutation) {
+                throw .differentReplay(lastApplied: lastApplied, mutationID: mutation.mutationID)
+            }
+        }
         let fresh = mutations.dropFirst(replayed.count)
         var expected = lastApplied + 1
         for mutation in fresh {
@@ -51,6 +64,7 @@ package struct PushPlanner: Sendable {
             version: version,
             results: [],
             replayedIDs: replayed.map(\.mutationID),
+            digests: fresh.map(MutationDigest.init),
             rows: [:],
             overwritten: [:],
             conflicts: [],

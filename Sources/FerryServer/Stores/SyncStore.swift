@@ -25,10 +25,11 @@ public struct PushRules: Sendable {
     }
 
     /// Plans a push under these rules (see ``PushPlanner``), turning a gap
-    /// into the `mutationGap` error a store answers with.
+    /// into the `mutationGap` error a store answers with, and a replay that
+    /// differs from what was applied (`recorded`) into `clientIDReused`.
     package func plan(
         _ request: PushRequest, userID: String, lastApplied: Int64, rows: [RowKey: StoredRow],
-        version: Int64, allocated: [Int64]? = nil, horizon: Int64
+        version: Int64, allocated: [Int64]? = nil, horizon: Int64, recorded: [Int64: MutationDigest] = [:]
     ) throws(FerryServerError) -> PushPlan {
         let span = startSpan("ferry.merge", context: serviceContext ?? .topLevel)
         span.attributes["ferry.mutations"] = request.mutations.count
@@ -36,7 +37,8 @@ public struct PushRules: Sendable {
         do {
             return try planner.plan(
                 userID: userID, clientID: request.clientID, mutations: request.mutations, lastApplied: lastApplied,
-                rows: rows, version: version, allocated: allocated, horizon: horizon, nowMilliseconds: nowMilliseconds
+                rows: rows, version: version, allocated: allocated, horizon: horizon, recorded: recorded,
+                nowMilliseconds: nowMilliseconds
             )
         } catch {
             switch error {
@@ -45,6 +47,12 @@ public struct PushRules: Sendable {
                     .mutationGap,
                     "mutation \(found) does not follow the last applied mutation \(last); resend from \(last + 1)",
                     lastAppliedMutationID: last
+                )
+            case .differentReplay(let last, let id):
+                throw FerryServerError(
+                    .clientIDReused,
+                    "mutation \(id) is not the mutation applied under that id for this client: another copy of this database pushed under the same client id; take a new client id and send the mutations from \(id) under it",
+                    lastAppliedMutationID: last, differingMutationID: id
                 )
             }
         }

@@ -104,6 +104,7 @@ extension SyncEngine {
             case .refetchGrownTables: event = try await refetchGrownTables(&run)
             case .push(let limit): event = try await push(limit: limit, &run)
             case .renumber(let lastApplied): event = try await renumber(after: lastApplied, &run)
+            case .renewIdentity(let applied): event = try await renewIdentity(appliedThrough: applied, &run)
             case .setAside(let reason): event = try await setAside(reason: reason, &run)
             case .probe: event = await probe()
             case .readBackRows: event = await readBackRows(&run)
@@ -316,6 +317,22 @@ extension SyncEngine {
         try await database.write { db in try Outbox.renumber(after: lastApplied, in: db) }
         // Pull (the recovery) before pushing again, as after `historyLost`.
         return lost ? .pushFailed(size: 0, .historyLost) : .renumbered
+    }
+
+    /// Takes a new client id after the server found another copy of this
+    /// database pushing under it (`clientIDReused`): the handed-out
+    /// mutations up to `appliedThrough` were applied, the rest go out again
+    /// under the new id.
+    private func renewIdentity(appliedThrough: Int64, _ run: inout SyncRun) async throws -> SyncStateMachine.Event {
+        let now = database.wallClock.nowMilliseconds()
+        let renewed = try await database.write { db in
+            try ClientIdentity.renew(appliedThrough: appliedThrough, now: now, in: db)
+        }
+        logger.warning(
+            "another copy of this database syncs under its client id; this one now syncs as a new client",
+            metadata: ["clientID": "\(renewed)"])
+        run.summary.identityRenewed = true
+        return .renumbered
     }
 
     /// A server that says it applied less for this client than it once

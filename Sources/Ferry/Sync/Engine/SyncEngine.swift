@@ -259,7 +259,7 @@ public actor SyncEngine {
         let now = database.wallClock.nowMilliseconds()
         let renewed: String? = try await database.write { db in
             guard try ClientIdentity.isRestoredCopy(serverLastApplied: serverLastApplied, in: db) else { return nil }
-            return try ClientIdentity.renew(serverLastApplied: serverLastApplied, now: now, in: db)
+            return try ClientIdentity.renew(appliedThrough: serverLastApplied, now: now, in: db)
         }
         if let renewed {
             logger.warning("the database is a restored older copy; it now syncs as a new client", metadata: ["clientID": "\(renewed)"])

@@ -2,13 +2,18 @@ import Foundation
 import GRDB
 
 /// The device's identity towards the server, and what happens when a
-/// database file turns out to be an older copy of itself.
+/// database file turns out to be a copy of itself.
 ///
 /// The server remembers the last mutation id it applied for each client. A
 /// file restored from a backup numbers its new edits from where the copy
 /// stood, and the server would take them for replays and drop them. When the
 /// server reports more applied mutations than this file ever handed out, the
 /// file takes a new client id and numbers its unsent edits from 1 again.
+///
+/// A copy that syncs beside its original (a backup restored onto a second
+/// phone while the first still syncs) may not be behind when it checks: the
+/// server then finds its edits differ from what it applied under their ids
+/// (`clientIDReused`), and the copy renews the same way.
 enum ClientIdentity {
     /// Whether the server's count proves the file is an older copy.
     static func isRestoredCopy(serverLastApplied: Int64, in db: Database) throws -> Bool {
@@ -17,14 +22,14 @@ enum ClientIdentity {
     }
 
     /// Gives the database a new client id. Mutations this copy had handed
-    /// out under ids the server has applied were applied (the original file
-    /// resent them with the same frozen values): they are settled, not sent
+    /// out under ids up to `appliedThrough` were applied (the original file
+    /// sent them with the same frozen values): they are settled, not sent
     /// again. Every other unsettled mutation is renumbered under the new id
     /// at the next push. Returns the new id.
     @discardableResult
-    static func renew(serverLastApplied: Int64, now: Int64, in db: Database) throws -> String {
+    static func renew(appliedThrough: Int64, now: Int64, in db: Database) throws -> String {
         let applied = try OutboxRecord.all().filter(state: .pending)
-            .filter(OutboxRecord.Columns.mutationID != nil && OutboxRecord.Columns.mutationID <= serverLastApplied)
+            .filter(OutboxRecord.Columns.mutationID != nil && OutboxRecord.Columns.mutationID <= appliedThrough)
             .select(OutboxRecord.Columns.seq, as: Int64.self).fetchAll(db)
         if !applied.isEmpty {
             try Outbox.settle(applied, state: .acknowledged, reason: nil, now: now, in: db)

@@ -13,6 +13,10 @@ enum SyncFailure: Equatable, Sendable {
     case unauthorized
     /// A push skipped ahead of the server: renumber after `lastApplied`.
     case gap(lastApplied: Int64)
+    /// Another copy of this database pushed under its client id: the
+    /// mutations before `differingMutationID` were applied, that one and
+    /// those after were not. Take a new identity.
+    case clientIDReused(differingMutationID: Int64)
     /// The server lost the history the push was made on: pull, then push.
     case historyLost
     /// The server refuses the request as sent (4xx): retrying as is cannot help.
@@ -34,6 +38,8 @@ enum SyncFailure: Equatable, Sendable {
                 self = .unauthorized
             case 409 where body?.code == .mutationGap:
                 self = .gap(lastApplied: body?.lastAppliedMutationID ?? 0)
+            case 409 where body?.code == .clientIDReused:
+                self = .clientIDReused(differingMutationID: body?.differingMutationID ?? 0)
             case 409 where body?.code == .historyLost:
                 self = .historyLost
             case 408, 429, 502, 503, 504:

@@ -45,6 +45,10 @@ struct SyncStateMachine {
         case push(limit: Int)
         /// Renumber the unsent mutations after the server's last applied id.
         case renumber(after: Int64)
+        /// Take a new client id: another copy of the database pushes under
+        /// this one. Mutations handed out up to `appliedThrough` were applied
+        /// (both copies hold them); every other is renumbered under the new id.
+        case renewIdentity(appliedThrough: Int64)
         /// Set the mutation of the last batch (a batch of one) aside, as rejected.
         case setAside(reason: String)
         /// Send an empty push: a server that answers it is not down, so a
@@ -123,6 +127,7 @@ struct SyncStateMachine {
     private var progressed = false
     private var refreshed = false
     private var gaps = 0
+    private var renewals = 0
     private var limit: Int
     /// Server errors the mutation at the head of the queue met pushed alone.
     private(set) var headFailures = 0
@@ -231,6 +236,11 @@ struct SyncStateMachine {
             // The server applied nothing past `lastApplied`: number the rest after it.
             gaps += 1
             return gaps <= 3 ? .renumber(after: lastApplied) : .fail(.refused)
+        case .clientIDReused(let differing):
+            // A second copy of the database syncs beside this one: its edits and these
+            // share ids. A new identity keeps these from being dropped as replays.
+            renewals += 1
+            return renewals <= 2 ? .renewIdentity(appliedThrough: differing - 1) : .fail(.refused)
         case .historyLost:
             // The server lost the history the edits were made on: pull first
             // (each scope's refetch marks what it lacks to go back whole), then push.
@@ -315,7 +325,7 @@ struct SyncStateMachine {
             guard !refreshed else { return .fail(.unauthorized) }
             refreshed = true
             return .refreshToken
-        case .gap, .historyLost, .refused:
+        case .gap, .clientIDReused, .historyLost, .refused:
             return .fail(.refused)
         case .fatal:
             return .fail(.fatal)

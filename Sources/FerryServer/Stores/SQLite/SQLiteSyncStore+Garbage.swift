@@ -49,6 +49,14 @@ extension SQLiteSyncStore {
                     """,
                 arguments: [horizon]
             )
+            try db.execute(
+                sql: """
+                    DELETE FROM mutation_digests WHERE version < ? AND last_mutation_id < (
+                        SELECT c.last_mutation_id FROM clients c
+                        WHERE c.user_id = mutation_digests.user_id AND c.client_id = mutation_digests.client_id)
+                    """,
+                arguments: [horizon]
+            )
             try db.execute(sql: "UPDATE store_meta SET value = ? WHERE key = 'horizon'", arguments: [horizon])
             db.afterNextTransaction { _ in known.withLock { $0.collected(horizon: horizon) } }
             return GarbageReport(horizon: horizon, tombstonesRemoved: removed)

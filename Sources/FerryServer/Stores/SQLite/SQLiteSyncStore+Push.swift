@@ -22,9 +22,11 @@ extension SQLiteSyncStore {
                     rows[key] = row
                 }
             }
+            let replayed = request.mutations.lazy.map(\.mutationID).filter { $0 <= lastApplied }
             var plan = try rules.plan(
                 request, userID: userID, lastApplied: lastApplied, rows: rows,
-                version: try Self.meta(db, "version"), horizon: try Self.meta(db, "horizon")
+                version: try Self.meta(db, "version"), horizon: try Self.meta(db, "horizon"),
+                recorded: try Self.recordedDigests(db, userID: userID, clientID: request.clientID, ids: Array(replayed))
             )
             let generation = cursors.history.current
             // AUTOINCREMENT numbers from the sequence: the ids the notices get, known before they are written.
@@ -161,6 +163,15 @@ extension SQLiteSyncStore {
             try binder.bind(plan.version)
             try binder.bind(StoreCoding.resultJSON(result))
         }
+        if let first = plan.results.first?.mutationID, let last = plan.results.last?.mutationID {
+            try Self.execute(
+                db,
+                sql: """
+                    INSERT INTO mutation_digests (user_id, client_id, first_mutation_id, last_mutation_id, version, digests)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [userID, clientID, first, last, plan.version, Data(MutationDigest.packed(plan.digests))])
+        }
         if !plan.results.isEmpty {
             try Self.execute(
                 db,
@@ -235,6 +246,31 @@ extension SQLiteSyncStore {
                 """, arguments: [userID, clientID, low, high]
         ).map { AppliedRun(firstMutationID: $0[0], lastMutationID: $0[1], firstVersion: $0[2]) }
         return (recorded, runs)
+    }
+
+    /// The digests stored for `ids` (``MutationDigest``), by id: from the
+    /// pushes that hold any of them. An id whose digest was collected, or
+    /// was applied before digests were kept, has none.
+    private static func recordedDigests(
+        _ db: Database, userID: String, clientID: String, ids: [Int64]
+    ) throws -> [Int64: MutationDigest] {
+        guard let low = ids.min(), let high = ids.max() else { return [:] }
+        // An index range from the push that holds `low` (pushes never overlap), as for the runs.
+        let pushes = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT first_mutation_id, digests FROM mutation_digests
+                WHERE user_id = ?1 AND client_id = ?2 AND first_mutation_id <= ?4 AND last_mutation_id >= ?3
+                    AND first_mutation_id >= coalesce((
+                        SELECT max(first_mutation_id) FROM mutation_digests
+                        WHERE user_id = ?1 AND client_id = ?2 AND first_mutation_id <= ?3), ?3)
+                """, arguments: [userID, clientID, low, high])
+        var digests: [Int64: MutationDigest] = [:]
+        for push in pushes {
+            let bytes: Data = push[1]
+            digests.merge(MutationDigest.unpacked(bytes, firstID: push[0])) { a, _ in a }
+        }
+        return digests
     }
 
     /// Which of `keys` the store may hold a row at (deleted ones too): one

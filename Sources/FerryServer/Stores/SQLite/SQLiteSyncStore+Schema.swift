@@ -226,6 +226,24 @@ extension SQLiteSyncStore {
                     FROM expanded;
                     """)
         }
+        migrator.registerMigration("server.v8.mutation-digests") { db in
+            try db.execute(
+                sql: """
+                    -- What each applied mutation said (MutationDigest), one row per push:
+                    -- eight bytes per mutation, first…last. A replay of those ids is
+                    -- checked against them: a different edit under an applied id is a
+                    -- second copy of the client's database, not a replay.
+                    CREATE TABLE mutation_digests (
+                        user_id TEXT NOT NULL,
+                        client_id TEXT NOT NULL,
+                        first_mutation_id INTEGER NOT NULL,
+                        last_mutation_id INTEGER NOT NULL,
+                        version INTEGER NOT NULL,
+                        digests BLOB NOT NULL,
+                        PRIMARY KEY (user_id, client_id, first_mutation_id)
+                    ) WITHOUT ROWID;
+                    """)
+        }
         return migrator
     }
 }
