@@ -730,12 +730,14 @@ import FerryTestSupport
 
     @Test(arguments: StoreKind.available) func theStoreSurvivesReopening(_ kind: StoreKind) async throws {
         try await StoreUnderTest.with(kind) { server in
-            _ = try await server.store.push(PushRequest(clientID: "c1", mutations: [Mutations.upsert(1, ["t": "a"])]), userID: "alice", rules: Self.rules)
+            let push = PushRequest(clientID: "c1", mutations: [Mutations.upsert(1, ["t": "a"])])
+            _ = try await server.store.push(push, userID: "alice", rules: Self.rules)
             let cursor = try await pullAll(server.store).cursor
             let reopened = try await server.reopened()
             let page = try await pullAll(reopened.store, cursor: cursor)
             #expect(!page.reset && page.changes.isEmpty)
-            let replay = try await reopened.store.push(PushRequest(clientID: "c1", mutations: [Mutations.upsert(1, ["t": "a"])]), userID: "alice", rules: Self.rules)
+            // The same mutation sent again, as a device resends it (its stamp too).
+            let replay = try await reopened.store.push(push, userID: "alice", rules: Self.rules)
             #expect(replay.response.results.map(\.replayed) == [true])
             try await reopened.close()
         }

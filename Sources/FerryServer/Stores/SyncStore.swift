@@ -10,6 +10,10 @@ public struct PushRules: Sendable {
     public var maxClockDrift: Duration
     /// Server wall time now.
     public var now: Date
+    /// Whether a mutation at or below the client's last applied id must be
+    /// the one applied under its id (``MutationDigest``) to be a replay.
+    /// Off for a backend's writes, which a resend stamps anew.
+    package var comparesReplays = true
     /// The trace the push belongs to, for the merge's span: a store plans
     /// inside its database's own threads, where the task's context is not.
     package var serviceContext: ServiceContext?
@@ -37,8 +41,8 @@ public struct PushRules: Sendable {
         do {
             return try planner.plan(
                 userID: userID, clientID: request.clientID, mutations: request.mutations, lastApplied: lastApplied,
-                rows: rows, version: version, allocated: allocated, horizon: horizon, recorded: recorded,
-                nowMilliseconds: nowMilliseconds
+                rows: rows, version: version, allocated: allocated, horizon: horizon,
+                recorded: comparesReplays ? recorded : [:], nowMilliseconds: nowMilliseconds
             )
         } catch {
             switch error {

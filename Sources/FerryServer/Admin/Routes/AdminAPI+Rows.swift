@@ -49,7 +49,9 @@ extension AdminAPI {
         let now = configuration.now()
         let push = writer.push(bases: bases, now: PushRules(now: now).nowMilliseconds)
         try MutationCheck(tables: configuration.tables).check(push)
-        let rules = PushRules(tables: configuration.tables, maxClockDrift: configuration.maxClockDrift, now: now)
+        var rules = PushRules(tables: configuration.tables, maxClockDrift: configuration.maxClockDrift, now: now)
+        // A resend is stamped and based anew: only its size is compared (the request id is its identity).
+        rules.comparesReplays = false
         let receipt = try await store.push(push, userID: writer.userID, rules: rules)
         metrics.recordPush(receipt.response)
         return JSONResponse.make(BackendWriteResponse(results: receipt.response.results))
