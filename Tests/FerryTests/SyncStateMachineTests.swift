@@ -74,6 +74,29 @@ import Testing
         }
     }
 
+    /// Another copy of the database pushed under its client id: a new
+    /// identity, settling what came before the mutation that differs, then
+    /// the push goes on; a third time in one sync stops it.
+    @Test func aReusedClientIDRenewsTheIdentityAndGoesOnPushing() {
+        var m = machine()
+        #expect(pushing(&m) == .push(limit: 8))
+        #expect(m.handle(.pushFailed(size: 8, .clientIDReused(differingMutationID: 5))) == .renewIdentity(appliedThrough: 4))
+        #expect(m.handle(.renumbered) == .push(limit: 8))
+        #expect(m.handle(.pushFailed(size: 8, .clientIDReused(differingMutationID: 1))) == .renewIdentity(appliedThrough: 0))
+        #expect(m.handle(.renumbered) == .push(limit: 8))
+        #expect(m.handle(.pushFailed(size: 8, .clientIDReused(differingMutationID: 1))) == .fail(.refused))
+    }
+
+    /// A copy behind the server with mutations already numbered sends only
+    /// those first, for the server to compare; then batches grow back.
+    @Test func aCopyBehindTheServerSendsWhatItHandedOutFirst() {
+        var m = machine(identityChecked: false)
+        #expect(m.start() == .checkIdentity)
+        #expect(m.handle(.identityChecked(renewed: false, verifying: 3)) == .refetchGrownTables)
+        #expect(m.handle(.tablesRefetched) == .push(limit: 3))
+        #expect(m.handle(.pushed(size: 3, renewed: true)) == .push(limit: 3))
+    }
+
     @Test func transientFailuresBackOffRestartTheCycleAndGiveUpAfterTheAttempts() {
         var m = machine(attempts: 3)
         _ = pushing(&m)

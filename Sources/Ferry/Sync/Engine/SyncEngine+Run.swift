@@ -156,13 +156,14 @@ extension SyncEngine {
 
     private func checkIdentity(_ run: inout SyncRun) async -> SyncStateMachine.Event {
         do {
-            let (renewed, serverLastApplied) = try await checkIdentity()
-            let lost = renewed ? false : try await recoverIfHistoryLost(serverLastApplied: serverLastApplied, &run)
+            let (renewed, serverLastApplied, verifying) = try await checkIdentity()
+            let lost =
+                renewed || verifying > 0 ? false : try await recoverIfHistoryLost(serverLastApplied: serverLastApplied, &run)
             // The recovery started every scope over, and pulls next: from the cursors it left.
             if lost { run.cursorsDue = true }
             identityChecked = true
             if renewed { run.summary.identityRenewed = true }
-            return .identityChecked(renewed: renewed, historyLost: lost)
+            return .identityChecked(renewed: renewed, historyLost: lost, verifying: verifying)
         } catch {
             return .failed(run.failure(error))
         }
@@ -244,7 +245,10 @@ extension SyncEngine {
         let report = try await run.recorder.record(reply, for: batch, assignedUpTo: taken.assignedUpTo)
         run.summary.inDatabase += ContinuousClock.now - recordStart
         if report.restoredFromBackup {
-            _ = try await renewIfRestored(serverLastApplied: reply.lastAppliedMutationID)
+            // Settled only what this batch carried: a mutation handed out but not in it (a narrowed
+            // push) was never compared, and goes out again under the new id.
+            let sent = batch.compactMap(\.mutationID).max() ?? 0
+            _ = try await renewIfRestored(serverLastApplied: reply.lastAppliedMutationID, appliedThrough: sent)
             run.summary.identityRenewed = true
             return .pushed(size: batch.count, renewed: true)
         }
@@ -410,7 +414,7 @@ extension SyncEngine {
             }
             return .pullFailed(asked: asked, failed, hasCursor: hasCursor, hasNoticeCursor: hasNoticeCursor)
         }
-        let renewed = try await renewIfRestored(serverLastApplied: reply.lastAppliedMutationID)
+        let renewed = try await renewIfRestored(serverLastApplied: reply.lastAppliedMutationID, appliedThrough: nil)
         if renewed { run.summary.identityRenewed = true }
         if !renewed, let next = PullPrefetch.nextRequest(after: reply, of: request, cursors: run.cursors) {
             let transport = self.transport, credentials = self.credentials

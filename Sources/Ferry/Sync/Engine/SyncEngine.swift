@@ -250,16 +250,33 @@ public actor SyncEngine {
     /// Asks the server how far it got with this client id (an empty push)
     /// before numbering new mutations, so a database file restored from an
     /// older copy takes a new identity before it sends.
-    func checkIdentity() async throws -> (renewed: Bool, serverLastApplied: Int64) {
+    ///
+    /// A copy holding mutations it handed out before it was made does not
+    /// renew yet: it sends those first (`verifying` of them), under the old
+    /// id, and the server compares each with what it applied under that id.
+    /// Settling them unseen would drop an edit the copy numbered after the
+    /// original moved on.
+    func checkIdentity() async throws -> (renewed: Bool, serverLastApplied: Int64, verifying: Int) {
         let reply = try await transport.push(PushRequest(clientID: try await clientID(), mutations: []), token: credentials.token)
-        return (try await renewIfRestored(serverLastApplied: reply.lastAppliedMutationID), reply.lastAppliedMutationID)
+        let serverLastApplied = reply.lastAppliedMutationID
+        let verifying = try await database.read { db in
+            try ClientIdentity.isRestoredCopy(serverLastApplied: serverLastApplied, in: db) ? try ClientIdentity.handedOut(db) : 0
+        }
+        guard verifying == 0 else { return (false, serverLastApplied, verifying) }
+        return (try await renewIfRestored(serverLastApplied: serverLastApplied, appliedThrough: nil), serverLastApplied, 0)
     }
 
-    func renewIfRestored(serverLastApplied: Int64) async throws -> Bool {
+    /// Takes a new identity if the server has applied more than this file
+    /// ever handed out, settling the handed-out mutations up to
+    /// `appliedThrough` (those the server answered as replays). With `nil`
+    /// (no push answered), a file holding handed-out mutations does not
+    /// renew: its next push sends them for the server to compare.
+    func renewIfRestored(serverLastApplied: Int64, appliedThrough: Int64?) async throws -> Bool {
         let now = database.wallClock.nowMilliseconds()
         let renewed: String? = try await database.write { db in
             guard try ClientIdentity.isRestoredCopy(serverLastApplied: serverLastApplied, in: db) else { return nil }
-            return try ClientIdentity.renew(appliedThrough: serverLastApplied, now: now, in: db)
+            if appliedThrough == nil, try ClientIdentity.handedOut(db) > 0 { return nil }
+            return try ClientIdentity.renew(appliedThrough: min(appliedThrough ?? 0, serverLastApplied), now: now, in: db)
         }
         if let renewed {
             logger.warning("the database is a restored older copy; it now syncs as a new client", metadata: ["clientID": "\(renewed)"])

@@ -21,6 +21,15 @@ enum ClientIdentity {
         return serverLastApplied > lastAssigned
     }
 
+    /// How many mutations the file has handed out (numbered, frozen) and
+    /// not yet settled.
+    static func handedOut(_ db: Database) throws -> Int {
+        try Int.fetchOne(
+            db,
+            sql: "SELECT count(DISTINCT mutation_id) FROM ferry_outbox WHERE \(OutboxRecord.State.pending.condition) AND mutation_id IS NOT NULL"
+        ) ?? 0
+    }
+
     /// Gives the database a new client id. Mutations this copy had handed
     /// out under ids up to `appliedThrough` were applied (the original file
     /// sent them with the same frozen values): they are settled, not sent

@@ -12,7 +12,8 @@ struct PushRecorder {
         var conflicts = 0
         var rejected = 0
         /// The server has applied more mutations for this client than it
-        /// ever made: the database was restored from an older copy.
+        /// ever made: the database was restored from an older copy. The
+        /// batch's results were recorded (replays the server compared).
         var restoredFromBackup = false
         /// Nothing is left to push: no outbox entry pending, no settlement
         /// unsent. A push right after would take an empty batch.
@@ -48,7 +49,8 @@ struct PushRecorder {
                 // Ids handed out since (a batch taken ahead) were never sent: forgotten, so the renewal that
                 // follows sees only what this copy sent, and renumbers those edits under its new id.
                 report.forgotLaterIDs = try Self.forgetLaterIDs(assignedUpTo, db)
-                return report
+                // The batch itself was answered as replays the server compared with what it applied
+                // (a differing one is refused, `clientIDReused`): settled as answered, below.
             }
             let acknowledgedBefore: Int64 = try FerryMeta.value(.lastAcknowledged, in: db) ?? 0
             if response.lastAppliedMutationID > acknowledgedBefore {

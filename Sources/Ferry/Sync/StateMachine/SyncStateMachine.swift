@@ -87,7 +87,10 @@ struct SyncStateMachine {
     enum Event: Sendable {
         /// `historyLost`: the server applied less than it acknowledged; every
         /// scope was started over as a recovery, pulled before any push.
-        case identityChecked(renewed: Bool, historyLost: Bool = false)
+        /// `verifying`: the file is a copy behind the server holding that many
+        /// handed-out mutations; the first push sends only those, for the
+        /// server to compare with what it applied.
+        case identityChecked(renewed: Bool, historyLost: Bool = false, verifying: Int = 0)
         case tablesRefetched
         /// A batch of `size` mutations was acknowledged; `renewed` when the
         /// reply showed the database is a restored copy (it took a new identity).
@@ -156,8 +159,9 @@ struct SyncStateMachine {
 
     mutating func handle(_ event: Event) -> Action {
         switch event {
-        case .identityChecked(let renewed, let historyLost):
+        case .identityChecked(let renewed, let historyLost, let verifying):
             identityChecked = true
+            if verifying > 0 { limit = min(limit, verifying) }
             self.renewed = self.renewed || renewed
             if historyLost {
                 phase = .pulling
