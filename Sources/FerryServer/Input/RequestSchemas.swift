@@ -28,6 +28,10 @@ struct RequestSchemas: Sendable {
 
     private let nodes: [String: SchemaNode]
 
+    /// The one-pass reader for push bodies, with the limits this document
+    /// states (``PushBodyReader``); `nil` if the document states none.
+    let pushReader: PushBodyReader?
+
     init(document: OpenAPIDocument) throws {
         guard case .object(let root) = try StrictJSON.parse(Array(document.data)),
             case .object(let components)? = root["components"],
@@ -37,6 +41,11 @@ struct RequestSchemas: Sendable {
         }
         var compiler = SchemaCompiler(schemas: schemas)
         nodes = try schemas.keys.reduce(into: [:]) { $0[$1] = try compiler.component($1) }
+        if let mutations = nodes["PushRequest"]?.properties["mutations"]?.maxItems, let columns = nodes["Columns"]?.maxProperties {
+            pushReader = PushBodyReader(maxMutations: mutations, maxColumns: columns)
+        } else {
+            pushReader = nil
+        }
     }
 
     /// Checks `value` against the component schema `name`.

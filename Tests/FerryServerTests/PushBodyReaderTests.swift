@@ -1,0 +1,199 @@
+@testable import FerryServer
+import FerryProtocol
+import Foundation
+import Testing
+
+/// The one-pass push reader (``PushBodyReader``) reads what Ferry clients
+/// send, and never accepts a body the general path (``StrictJSON``, the
+/// schema check, the strict decode) refuses, nor reads one differently.
+@Suite struct PushBodyReaderTests {
+    static let schemas = try! RequestSchemas(document: try! OpenAPIDocument.bundled())
+
+    /// The general path's answer: the request, or `nil` for a refusal.
+    static func general(_ bytes: [UInt8], _ schemas: RequestSchemas = schemas) -> PushRequest? {
+        guard let value = try? StrictJSON.parse(bytes), (try? schemas.validate(value, as: "PushRequest")) != nil else { return nil }
+        return try? PushRequest(strict: value)
+    }
+
+    static func fast(_ bytes: [UInt8], _ schemas: RequestSchemas = schemas) -> PushRequest? {
+        schemas.pushReader?.read(bytes)
+    }
+
+    static let requests: [PushRequest] = {
+        let stamp = HLCTimestamp(wallMilliseconds: 1_700_000_000_000, counter: 7)
+        let values: [String: ColumnValue] = [
+            "n": .null, "low": .integer(.min), "high": .integer(.max), "zero": .integer(0), "plain": .text("a plain note"),
+            "accents": .text("héllo ✓ 😀 naïve"), "empty": .text(""), "tenth": .real(0.1), "negzero": .real(-0.0),
+            "small": .real(1e-5), "big": .real(1.7976931348623157e308), "inf": .real(.infinity), "ninf": .real(-.infinity),
+            "whole": .real(3), "_under": .integer(-42),
+        ]
+        let upsert = Mutation(
+            mutationID: 1, table: "item", rowID: "row-1", scope: "user:bench", operation: .upsert, columns: values,
+            baseVersion: nil, hlc: stamp)
+        var based = upsert
+        based.mutationID = 2
+        based.baseVersion = 0
+        based.rowID = "!~{}[]:,'`"
+        based.columns = ["x": .integer(1)]
+        var delete = upsert
+        delete.mutationID = 3
+        delete.operation = .delete
+        delete.columns = [:]
+        delete.baseVersion = 9_007_199_254_740_993
+        delete.scope = "team:a.b@c+d-e_f"
+        return [
+            PushRequest(clientID: "c", mutations: []),
+            PushRequest(clientID: "550e8400-e29b-41d4-a716-446655440000", mutations: [upsert, based, delete]),
+            PushRequest(
+                clientID: "c_1", mutations: [upsert],
+                seen: PushRequest.Seen(scope: "user:bench", cursor: "YzJ8ZXBvY2h8dXNlcjpiZW5jaHwxfDB8Zw.mac")),
+            PushRequest(
+                clientID: "c",
+                mutations: (1...1000).map { id in
+                    var mutation = upsert
+                    mutation.mutationID = Int64(id)
+                    mutation.rowID = "row-\(id)"
+                    return mutation
+                }),
+        ]
+    }()
+
+    @Test func whatAFerryClientSendsIsReadInOnePass() throws {
+        #expect(Self.schemas.pushReader?.maxMutations == 1000)
+        #expect(Self.schemas.pushReader?.maxColumns == 256)
+        for request in Self.requests {
+            let bytes = Array(request.jsonText().utf8)
+            #expect(Self.fast(bytes) == request)
+            #expect(Self.general(bytes) == request)
+            // With spaces and line breaks between every token, too.
+            let spaced = Array(request.jsonText().replacingOccurrences(of: ",\"", with: " ,\n\t\"").utf8)
+            #expect(Self.fast(Array(" \n".utf8) + spaced + Array("\r\n".utf8)) == request)
+        }
+    }
+
+    /// Each of these the reader leaves to the general path, which accepts
+    /// the first group and refuses the second, as before.
+    @Test func itLeavesTheRestToTheGeneralPath() {
+        let mutation = #"{"mutationID":1,"table":"note","rowID":"r","scope":"user:a","operation":"upsert","columns":{"t":"x"},"hlc":1}"#
+        func body(_ mutation: String) -> String { #"{"clientID":"c","mutations":[\#(mutation)]}"# }
+        let accepted = [
+            body(mutation.replacingOccurrences(of: #""x""#, with: #""line\nbreak""#)),
+            body(mutation.replacingOccurrences(of: #""x""#, with: #""a\/b""#)),
+            body(mutation.replacingOccurrences(of: #""r""#, with: #""r\u0041""#)),
+            body(mutation.replacingOccurrences(of: #""x""#, with: #"{"blob":"AAE="}"#)),
+            #"{"clientID":"c","mutations":[],"settled":[{"scope":"user:a","id":"n1"}]}"#,
+            body(mutation.replacingOccurrences(of: #""t""#, with: #""\u0074""#)),
+        ]
+        let refused = [
+            #"{"clientID":"c","mutations":[],"x":1}"#,
+            #"{"clientID":"c","clientID":"d","mutations":[]}"#,
+            #"{"mutations":[]}"#,
+            body(mutation.replacingOccurrences(of: #""mutationID":1"#, with: #""mutationID":1.0"#)),
+            body(mutation.replacingOccurrences(of: #""mutationID":1"#, with: #""mutationID":-0"#)),
+            body(mutation.replacingOccurrences(of: #""mutationID":1"#, with: #""mutationID":01"#)),
+            body(mutation.replacingOccurrences(of: #""hlc":1"#, with: #""hlc":9223372036854775808"#)),
+            body(mutation.replacingOccurrences(of: #""hlc":1"#, with: #""hlc":1e3"#)),
+            body(mutation.replacingOccurrences(of: #""hlc":1"#, with: #""hlc":-1"#)),
+            body(mutation.replacingOccurrences(of: #""upsert""#, with: #""delete""#)),
+            body(mutation.replacingOccurrences(of: #""upsert""#, with: #""merge""#)),
+            body(mutation.replacingOccurrences(of: #""t":"x""#, with: #""t":"x","t":"y""#)),
+            body(mutation.replacingOccurrences(of: #""t":"x""#, with: #""1t":"x""#)),
+            body(mutation.replacingOccurrences(of: #""x""#, with: #"{"real":"1.50"}"#.replacingOccurrences(of: "1.50", with: "01.5"))),
+            body(mutation.replacingOccurrences(of: #""x""#, with: #"{"real":"nan"}"#)),
+            body(mutation.replacingOccurrences(of: #""x""#, with: #"true"#)),
+            body(mutation.replacingOccurrences(of: #""r""#, with: #""a b""#)),
+            body(mutation.replacingOccurrences(of: #""r""#, with: "\"\(String(repeating: "r", count: 129))\"")),
+            body(mutation.replacingOccurrences(of: #""note""#, with: #""9note""#)),
+            body(mutation.replacingOccurrences(of: #""user:a""#, with: #""user/a""#)),
+            body(mutation.replacingOccurrences(of: #","hlc":1"#, with: "")),
+            body(mutation) + " x",
+            #"{"clientID":"c","mutations":[],"seen":{"scope":"user:a"}}"#,
+            #"{"clientID":"c","mutations":[],"seen":null}"#,
+            "{\"clientID\":\"c\",\"mutations\":[],\"seen\":{\"scope\":\"user:a\",\"cursor\":\"\u{1}\"}}",
+            "[]", "", "{",
+        ]
+        for text in accepted + refused {
+            #expect(Self.fast(Array(text.utf8)) == nil, "\(text)")
+        }
+        for text in accepted { #expect(Self.general(Array(text.utf8)) != nil, "\(text)") }
+        for text in refused { #expect(Self.general(Array(text.utf8)) == nil, "\(text)") }
+        // Bytes that are not UTF-8 in a value.
+        var invalid = Array(body(mutation).utf8)
+        invalid[invalid.firstIndex(of: UInt8(ascii: "x"))!] = 0xC3
+        #expect(Self.fast(invalid) == nil)
+        #expect(Self.general(invalid) == nil)
+    }
+
+    /// The limits the configuration writes into the document hold here too.
+    @Test func theConfiguredLimitsHold() throws {
+        var limits = ServerLimits()
+        limits.maxMutationsPerPush = 2
+        limits.maxColumnsPerMutation = 1
+        let schemas = try RequestSchemas(document: try OpenAPIDocument.bundled(limits: limits))
+        func mutation(_ id: Int, _ columns: String) -> String {
+            #"{"mutationID":\#(id),"table":"note","rowID":"r\#(id)","scope":"user:a","operation":"upsert","columns":\#(columns),"hlc":1}"#
+        }
+        let two = Array(#"{"clientID":"c","mutations":[\#(mutation(1, #"{"a":1}"#)),\#(mutation(2, #"{"a":2}"#))]}"#.utf8)
+        let three = Array(#"{"clientID":"c","mutations":[\#(mutation(1, "{}")),\#(mutation(2, "{}")),\#(mutation(3, "{}"))]}"#.utf8)
+        let wide = Array(#"{"clientID":"c","mutations":[\#(mutation(1, #"{"a":1,"b":2}"#))]}"#.utf8)
+        #expect(Self.fast(two, schemas)?.mutations.count == 2)
+        for bytes in [three, wide] {
+            #expect(Self.fast(bytes, schemas) == nil)
+            #expect(Self.general(bytes, schemas) == nil)
+        }
+    }
+
+    /// Damaged bodies, from one to three random edits of real ones: the
+    /// reader gives a request only where the general path gives the same.
+    @Test func itNeverAcceptsWhatTheGeneralPathRefuses() {
+        var random = SplitMix64(seed: 0x5EED_F00D)
+        let seeds =
+            Self.requests.prefix(3).map { Array($0.jsonText().utf8) } + [
+                Array(
+                    #" { "clientID" : "c" , "mutations" : [ { "hlc" : 0 , "columns" : { "a" : { "real" : "-1.5e+10" } , "b" : null } , "operation" : "upsert" , "scope" : "s" , "rowID" : "r" , "table" : "t" , "mutationID" : 1 , "baseVersion" : null } ] } "#
+                        .utf8)
+            ]
+        let alphabet = Array(#"{}[],:"\ -.eE+0123456789nulltruefalsexyzabc_"#.utf8) + [0x00, 0x1F, 0x7F, 0x80, 0xC3, 0xA9, 0xFF, 0x0A]
+        let numbers = ["0", "-0", "-1", "01", "1.0", "1e2", "9223372036854775807", "9223372036854775808", "-9223372036854775808"]
+        var readFast = 0, agreed = 0
+        for _ in 0..<20_000 {
+            var bytes = seeds[Int(random.next() % UInt64(seeds.count))]
+            for _ in 0...(random.next() % 3) where !bytes.isEmpty {
+                let at = Int(random.next() % UInt64(bytes.count))
+                let byte = alphabet[Int(random.next() % UInt64(alphabet.count))]
+                switch random.next() % 5 {
+                case 0: bytes[at] = byte
+                case 1 where UInt8(ascii: "0")...UInt8(ascii: "9") ~= bytes[at]:
+                    // A number for a digit: the edges of what each field allows.
+                    bytes.replaceSubrange(at...at, with: numbers[Int(random.next() % UInt64(numbers.count))].utf8)
+                case 2: bytes.remove(at: at)
+                case 3: bytes.insert(byte, at: at)
+                default:
+                    let end = min(bytes.count, at + 1 + Int(random.next() % 12))
+                    bytes.insert(contentsOf: bytes[at..<end], at: at)
+                }
+            }
+            guard let fast = Self.fast(bytes) else { continue }
+            readFast += 1
+            let general = Self.general(bytes)
+            #expect(general == fast, "\(String(decoding: bytes, as: UTF8.self))")
+            if general == fast { agreed += 1 }
+        }
+        // Enough damaged bodies stay valid (a digit for a digit, a letter in a name) to test the agreement.
+        #expect(readFast > 500)
+        #expect(agreed == readFast)
+    }
+}
+
+/// A small seeded generator, so a failure repeats.
+private struct SplitMix64 {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
