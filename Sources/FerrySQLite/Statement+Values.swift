@@ -103,25 +103,16 @@ package struct StatementBinder {
     /// changed to the next write of the row.
     package mutating func bind(_ text: String) throws {
         var text = text
-        try text.withUTF8 { try bind(utf8: $0) }
-    }
-
-    /// Text from its UTF-8 bytes, cut at a NUL as ``bind(_:)-(String)``
-    /// cuts a string: JSON written into a buffer the caller reuses from row
-    /// to row, with no string made of it.
-    ///
-    /// ```swift
-    /// try json.withUnsafeReadableBytes { try binder.bind(utf8: $0.assumingMemoryBound(to: UInt8.self)) }
-    /// ```
-    package mutating func bind(utf8 bytes: UnsafeBufferPointer<UInt8>) throws {
-        let length = bytes.firstIndex(of: 0) ?? bytes.count
-        // An empty buffer may have no address, which SQLite would bind as NULL.
-        guard let address = bytes.baseAddress, length > 0 else {
-            return try check(sqlite3_bind_text(statement.sqliteStatement, next, "", 0, transient))
-        }
         try check(
-            address.withMemoryRebound(to: CChar.self, capacity: length) {
-                sqlite3_bind_text(statement.sqliteStatement, next, $0, CInt(length), transient)
+            text.withUTF8 { bytes in
+                let length = bytes.firstIndex(of: 0) ?? bytes.count
+                // An empty buffer may have no address, which SQLite would bind as NULL.
+                guard let address = bytes.baseAddress, length > 0 else {
+                    return sqlite3_bind_text(statement.sqliteStatement, next, "", 0, transient)
+                }
+                return address.withMemoryRebound(to: CChar.self, capacity: length) {
+                    sqlite3_bind_text(statement.sqliteStatement, next, $0, CInt(length), transient)
+                }
             })
     }
 

@@ -2,7 +2,6 @@ import FerryProtocol
 import FerrySQLite
 import Foundation
 import GRDB
-import NIOCore
 
 extension SQLiteSyncStore {
     public func push(_ request: PushRequest, userID: String, rules: PushRules) async throws -> PushReceipt {
@@ -66,9 +65,7 @@ extension SQLiteSyncStore {
         now: Int64, generation: String
     ) throws {
         func json(_ value: some Encodable) throws -> String { try StoreCoding.json(value) }
-        // A drain writes a row and a result per mutation: in statements of up to a hundred rows, bound directly,
-        // each row's cells written into one buffer reused from row to row.
-        var cells = ByteBuffer()
+        // A drain writes a row and a result per mutation: in statements of up to a hundred rows, bound directly.
         try db.execute(
             rows: plan.rows, width: 8,
             sql: "INSERT INTO rows (scope, tbl, row_id, version, deleted, client_id, changed_at, cells) VALUES",
@@ -86,9 +83,7 @@ extension SQLiteSyncStore {
             try binder.bind(row.deleted ? 1 : 0)
             try binder.bind(row.clientID)
             try binder.bind(now)
-            cells.clear()
-            StoreCoding.writeCellsJSON(row.cells, into: &cells)
-            try cells.withUnsafeReadableBytes { try binder.bind(utf8: $0.assumingMemoryBound(to: UInt8.self)) }
+            try binder.bind(StoreCoding.cellsJSON(row.cells))
         }
         let overwritten = plan.overwritten.flatMap { key, values in values.map { (key, $0) } }
         try db.execute(
