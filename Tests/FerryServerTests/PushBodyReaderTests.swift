@@ -1,5 +1,6 @@
 @testable import FerryServer
 import FerryProtocol
+import FerryTesting
 import Foundation
 import Testing
 
@@ -182,18 +183,5 @@ import Testing
         // Enough damaged bodies stay valid (a digit for a digit, a letter in a name) to test the agreement.
         #expect(readFast > 500)
         #expect(agreed == readFast)
-    }
-}
-
-/// A small seeded generator, so a failure repeats.
-private struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
