@@ -64,7 +64,7 @@ extension Request {
         let bytes = Array(buffer.readableBytesView)
         // A push as every Ferry client sends it is read in one pass; anything else the general way, which
         // accepts it too or says where it breaks a rule.
-        if T.self == PushRequest.self, let push = schemas.pushReader?.read(bytes) { return push as! T }
+        if T.self == PushRequest.self, schema == "PushRequest", let push = schemas.pushReader?.read(bytes) { return push as! T }
         let value: JSONValue
         do {
             value = try StrictJSON.parse(bytes)

@@ -29,7 +29,8 @@ struct RequestSchemas: Sendable {
     private let nodes: [String: SchemaNode]
 
     /// The one-pass reader for push bodies, with the limits this document
-    /// states (``PushBodyReader``); `nil` if the document states none.
+    /// states (``PushBodyReader``); `nil` if it states none, or a negative
+    /// one (then every body goes the general way, which refuses it).
     let pushReader: PushBodyReader?
 
     init(document: OpenAPIDocument) throws {
@@ -41,7 +42,9 @@ struct RequestSchemas: Sendable {
         }
         var compiler = SchemaCompiler(schemas: schemas)
         nodes = try schemas.keys.reduce(into: [:]) { $0[$1] = try compiler.component($1) }
-        if let mutations = nodes["PushRequest"]?.properties["mutations"]?.maxItems, let columns = nodes["Columns"]?.maxProperties {
+        if let mutations = nodes["PushRequest"]?.properties["mutations"]?.maxItems, let columns = nodes["Columns"]?.maxProperties,
+            mutations >= 0, columns >= 0
+        {
             pushReader = PushBodyReader(maxMutations: mutations, maxColumns: columns)
         } else {
             pushReader = nil
