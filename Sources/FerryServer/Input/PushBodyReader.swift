@@ -193,7 +193,7 @@ struct PushBodyReader: Sendable {
             case UInt8(ascii: "{"):
                 index += 1
                 skipSpace()
-                guard plainString() == "real", consumeColon(), let text = plainString(), Self.realLiteral.matches(text),
+                guard plainString() == "real", consumeColon(), let text = plainString(), Self.isRealLiteral(text),
                     let real = Double(text), !real.isNaN
                 else { return nil }
                 skipSpace()
@@ -349,7 +349,32 @@ struct PushBodyReader: Sendable {
 
         static func isDigit(_ byte: UInt8) -> Bool { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) }
 
-        /// How a real is written: the document's pattern, matched as the general path matches it.
-        static let realLiteral = DecimalPattern(DecimalPattern.source)!
+        /// `-?(inf|(0|[1-9][0-9]*)(\.[0-9]+)?(e[+-]?[0-9]+)?)`: how a real is written.
+        static func isRealLiteral(_ text: String) -> Bool {
+            var bytes = text.utf8[...]
+            if bytes.first == UInt8(ascii: "-") { bytes = bytes.dropFirst() }
+            if bytes.elementsEqual("inf".utf8) { return true }
+            func digits() -> Int {
+                let count = bytes.prefix(while: isDigit).count
+                bytes = bytes.dropFirst(count)
+                return count
+            }
+            guard let first = bytes.first, isDigit(first) else { return false }
+            if first == UInt8(ascii: "0") {
+                bytes = bytes.dropFirst()
+            } else {
+                _ = digits()
+            }
+            if bytes.first == UInt8(ascii: ".") {
+                bytes = bytes.dropFirst()
+                guard digits() > 0 else { return false }
+            }
+            if bytes.first == UInt8(ascii: "e") {
+                bytes = bytes.dropFirst()
+                if bytes.first == UInt8(ascii: "+") || bytes.first == UInt8(ascii: "-") { bytes = bytes.dropFirst() }
+                guard digits() > 0 else { return false }
+            }
+            return bytes.isEmpty
+        }
     }
 }
