@@ -123,17 +123,15 @@ extension PostgresSyncStore {
     private static func page(
         _ connection: PostgresConnection, scope: String, after position: ChangePosition, below readable: Int64,
         withTombstones: Bool, limit: Int, logger: Logger
-    ) async throws -> [PageQueryRow] {
+    ) async throws -> EncodedRows {
         let query = pageQuery(scope: scope, after: position, below: readable, withTombstones: withTombstones, limit: limit)
-        var rows: [PageQueryRow] = []
+        var rows = EncodedRows()
         for try await (table, rowID, version, deleted, cells, xid) in try await connection.query(query, logger: logger)
             .decode((String, String, Int64, Bool, String, Int64).self)
         {
-            rows.append(
-                PageQueryRow(
-                    table: table, rowID: rowID, version: version, deleted: deleted, cells: cells,
-                    position: ChangePosition(major: xid, minor: version)
-                ))
+            try rows.append(
+                table: table, rowID: rowID, version: version, deleted: deleted, cells: cells,
+                position: ChangePosition(major: xid, minor: version))
         }
         return rows
     }

@@ -1,26 +1,5 @@
 import FerryProtocol
 
-/// One row a store's page query read: what the page sends, and its place in
-/// the store's change order.
-package struct PageQueryRow: Sendable {
-    package var table: String
-    package var rowID: String
-    package var version: Int64
-    package var deleted: Bool
-    /// The stored `cells` column.
-    package var cells: String
-    package var position: ChangePosition
-
-    package init(table: String, rowID: String, version: Int64, deleted: Bool, cells: String, position: ChangePosition) {
-        self.table = table
-        self.rowID = rowID
-        self.version = version
-        self.deleted = deleted
-        self.cells = cells
-        self.position = position
-    }
-}
-
 /// One conflict notice a store's notice query read.
 package struct NoticeQueryRow: Sendable {
     package var id: Int64
@@ -55,7 +34,7 @@ package struct NoticeQueryRow: Sendable {
 ///                               cursors: codec, horizon: horizon, end: end)
 /// for followed in request.scopes {
 ///     let start = try assembler.start(of: followed)
-///     let rows = …      // the page query: limit + 1 rows after start.rows
+///     let rows = …      // the page query: limit + 1 rows after start.rows, as `EncodedRows`
 ///     let notices = …   // the notice query: limit + 1 notices after start.notices
 ///     pages.append(try assembler.page(followed.scope, start: start, rows: rows, notices: notices))
 /// }
@@ -128,13 +107,16 @@ package struct PullAssembler: Sendable {
     /// A page from scratch that holds every row counts them itself for
     /// ``EncodedPullPage/estimatedRows``; one with more to come leaves the
     /// count to the store (``needsEstimate(_:start:)``).
-    package func page(_ scope: String, start: Start, rows: [PageQueryRow], notices: [NoticeQueryRow]) throws -> EncodedPullPage {
-        let (changes, hasMore) = try EncodedRow.page(rows, limit: limit, maxBytes: maxPageBytes)
-        let position = hasMore ? rows[changes.count - 1].position : end
+    package func page(_ scope: String, start: Start, rows: consuming EncodedRows, notices: [NoticeQueryRow]) throws -> EncodedPullPage {
+        // The first rows that fit `limit` rows and `maxPageBytes` of cells (at least one).
+        let kept = StoreCoding.pageLength(sizes: rows.cellSizes, limit: limit, maxBytes: maxPageBytes)
+        let hasMore = rows.count > kept
+        let position = hasMore ? rows.positions[kept - 1] : end
+        rows.keepFirst(kept)
         let delivered = try self.notices(notices, after: start.notices)
         return EncodedPullPage(
             scope: scope,
-            rows: changes,
+            rows: rows,
             cursor: cursors.encode(
                 PullCursor(epoch: cursors.epoch, scope: scope, position: position.major, subposition: position.minor), reusing: start.cursor),
             hasMore: hasMore || delivered.hasMore,
@@ -143,7 +125,7 @@ package struct PullAssembler: Sendable {
             notices: delivered.notices,
             noticeCursor: NoticeCursor.text(delivered.position, epoch: cursors.epoch),
             settledNotices: delivered.settled,
-            estimatedRows: start.rows.isFromScratch && !hasMore ? changes.count : nil
+            estimatedRows: start.rows.isFromScratch && !hasMore ? kept : nil
         )
     }
 

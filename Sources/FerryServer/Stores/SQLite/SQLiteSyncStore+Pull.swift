@@ -1,4 +1,5 @@
 import FerryProtocol
+import FerrySQLite
 import Foundation
 import GRDB
 
@@ -41,7 +42,7 @@ extension SQLiteSyncStore {
             // Without a notice cursor, where notices start is read from the file.
             guard followed.notices != nil, let start = try? assembler.start(of: followed), case .after(let position) = start.rows,
                 last.row <= position.major, last.notice <= start.notices.minor,
-                let page = try? assembler.page(followed.scope, start: start, rows: [], notices: [])
+                let page = try? assembler.page(followed.scope, start: start, rows: EncodedRows(), notices: [])
             else { return nil }
             pages.append(page)
         }
@@ -108,26 +109,28 @@ extension SQLiteSyncStore {
             })
     }
 
-    /// The page query: rows of `scope` changed after `version`, read by
-    /// column index from a cached statement (no name lookup or row copy per row).
-    private static func page(_ db: Database, scope: String, after version: Int64, withTombstones: Bool, limit: Int) throws -> [PageQueryRow] {
-        let cursor = try Row.fetchCursor(
-            db.cachedStatement(
-                sql: """
-                    SELECT tbl, row_id, version, deleted, cells FROM rows
-                    WHERE scope = ? AND version > ? AND (deleted = 0 OR ?)
-                    ORDER BY version LIMIT ?
-                    """),
-            arguments: [scope, version, withTombstones, limit]
-        )
-        var rows: [PageQueryRow] = []
-        rows.reserveCapacity(limit)
-        while let row = try cursor.next() {
-            let version: Int64 = row[2]
-            rows.append(
-                PageQueryRow(
-                    table: row[0], rowID: row[1], version: version, deleted: row[3], cells: row[4], position: ChangePosition(major: version)
-                ))
+    /// The page query: rows of `scope` changed after `version`, each
+    /// written into the page's JSON straight from the statement's column
+    /// bytes as it is read (``EncodedRows``, `Statement.forEachRow`).
+    private static func page(_ db: Database, scope: String, after version: Int64, withTombstones: Bool, limit: Int) throws -> EncodedRows {
+        let statement = try db.cachedStatement(
+            sql: """
+                SELECT tbl, row_id, version, deleted, cells FROM rows
+                WHERE scope = ? AND version > ? AND (deleted = 0 OR ?)
+                ORDER BY version LIMIT ?
+                """)
+        try statement.bind { binder in
+            try binder.bind(scope)
+            try binder.bind(version)
+            try binder.bind(withTombstones ? 1 : 0)
+            try binder.bind(Int64(limit))
+        }
+        var rows = EncodedRows(reservingRows: limit, bytes: min(limit, 1000) * 192)
+        try statement.forEachRow { row in
+            let version = row.int64(at: 2)
+            try rows.append(
+                table: row.text(at: 0), rowID: row.text(at: 1), version: version, deleted: row.bool(at: 3), cells: row.text(at: 4),
+                position: ChangePosition(major: version))
         }
         return rows
     }
