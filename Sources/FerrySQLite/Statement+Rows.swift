@@ -15,15 +15,16 @@ extension Statement {
     /// try statement.bind { binder in try binder.bind(owner) }
     /// try statement.forEachRow { row in
     ///     print(row.int64(at: 0), row.text(at: 1).count)   // bytes valid only inside the call
+    ///     return true                                      // false: no more rows
     /// }
     /// ```
     ///
-    /// The statement is reset and its values let go when the rows end or
-    /// `body` throws.
+    /// The statement is reset and its values let go when the rows end,
+    /// `body` returns `false`, or `body` throws.
     ///
     /// - Throws: what `body` throws, or a `DatabaseError` when SQLite
     ///   fails a step.
-    package func forEachRow(_ body: (StatementRow) throws -> Void) throws {
+    package func forEachRow(_ body: (StatementRow) throws -> Bool) throws {
         let handle = sqliteStatement
         defer {
             sqlite3_reset(handle)
@@ -33,7 +34,7 @@ extension Statement {
         while true {
             let code = sqlite3_step(handle)
             switch code {
-            case SQLITE_ROW: try body(row)
+            case SQLITE_ROW: if try !body(row) { return }
             case SQLITE_DONE: return
             default:
                 let message = sqlite3_errmsg(sqlite3_db_handle(handle)).map { String(cString: $0) }

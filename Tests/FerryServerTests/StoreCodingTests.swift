@@ -67,24 +67,28 @@ import Testing
         return rows
     }
 
-    /// A page keeps the rows that fit its limits and drops the rest whole:
-    /// what it sends is exactly the first rows, each as it was written.
-    @Test func aPageKeepsItsFirstRowsWhole() throws {
-        let cells = (0..<5).map { StoreCoding.cellsJSON(["t": StoredCell(value: .text(String(repeating: "x", count: 10 * $0)), version: Int64($0), hlc: .zero, clientID: "c")]) }
-        let all = try Self.rows(cells.enumerated().map { ("note", "r\($0.offset)", Int64($0.offset + 1), false, $0.element) })
-        #expect(all.count == 5 && all.cellSizes == cells.map(\.utf8.count))
-        for kept in 0...5 {
-            var rows = all
-            rows.keepFirst(kept)
-            let decoded = try rows.decoded()
-            #expect(decoded == Array(try all.decoded().prefix(kept)))
-            #expect(rows.count == kept && rows.positions.map(\.major) == (0..<kept).map { Int64($0 + 1) })
+    /// A page keeps the rows that fit its limits, by the rule
+    /// `StoreCoding.pageLength` states, always its first row; a row past
+    /// them is not written and only says that more follow.
+    @Test(arguments: [(5, Int.max), (3, Int.max), (1, Int.max), (5, 150), (5, 1), (0, Int.max)])
+    func aPageKeepsTheRowsThatFitItsLimits(limit: Int, maxBytes: Int) throws {
+        let cells = (0..<5).map {
+            StoreCoding.cellsJSON(["t": StoredCell(value: .text(String(repeating: "x", count: 10 * $0)), version: Int64($0), hlc: .zero, clientID: "c")])
         }
-        // A page taken after some were dropped goes on from the last kept row.
-        var rows = all
-        rows.keepFirst(2)
-        try rows.append(table: "note", rowID: "late", version: 9, deleted: true, cells: "{}", position: ChangePosition(major: 9))
-        #expect(try rows.decoded().map(\.rowID) == ["r0", "r1", "late"])
+        let all = try Self.rows(cells.enumerated().map { ("note", "r\($0.offset)", Int64($0.offset + 1), false, $0.element) })
+        var rows = EncodedRows(limit: limit, maxBytes: maxBytes)
+        var accepted: [Bool] = []
+        for (index, cell) in cells.enumerated() {
+            accepted.append(
+                try rows.append(
+                    table: "note", rowID: "r\(index)", version: Int64(index + 1), deleted: false, cells: cell,
+                    position: ChangePosition(major: Int64(index + 1))))
+        }
+        let kept = max(1, StoreCoding.pageLength(sizes: cells.map(\.utf8.count), limit: limit, maxBytes: maxBytes))
+        #expect(rows.count == kept && rows.hasMore == (kept < cells.count))
+        #expect(accepted == cells.indices.map { $0 < kept })
+        #expect(try rows.decoded() == Array(try all.decoded().prefix(kept)))
+        #expect(rows.lastPosition == ChangePosition(major: Int64(kept)))
     }
 
     /// A page's values are cut out of the stored cells without decoding

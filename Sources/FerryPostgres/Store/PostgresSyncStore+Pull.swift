@@ -35,7 +35,7 @@ extension PostgresSyncStore {
                 let start = try assembler.start(of: followed)
                 let rows = try await Self.page(
                     connection, scope: followed.scope, after: start.rows.position, below: readable,
-                    withTombstones: !start.rows.isFromScratch, limit: assembler.queryLimit, logger: logger
+                    withTombstones: !start.rows.isFromScratch, limit: assembler.queryLimit, into: assembler.pageRows(), logger: logger
                 )
                 let notices =
                     withNotices
@@ -122,10 +122,11 @@ extension PostgresSyncStore {
 
     private static func page(
         _ connection: PostgresConnection, scope: String, after position: ChangePosition, below readable: Int64,
-        withTombstones: Bool, limit: Int, logger: Logger
+        withTombstones: Bool, limit: Int, into rows: EncodedRows, logger: Logger
     ) async throws -> EncodedRows {
         let query = pageQuery(scope: scope, after: position, below: readable, withTombstones: withTombstones, limit: limit)
-        var rows = EncodedRows()
+        // Rows past the page's limits are read to the query's end but not written (`append` refuses them).
+        var rows = rows
         for try await (table, rowID, version, deleted, cells, xid) in try await connection.query(query, logger: logger)
             .decode((String, String, Int64, Bool, String, Int64).self)
         {

@@ -5,11 +5,17 @@ import NIOCore
 /// A page's rows as the JSON objects its `changes` array sends, written
 /// into one buffer as the store's page query reads them: each row's values
 /// cut straight out of its stored `cells` (`WireValues`), with no string,
-/// row value or array per row. A store appends what its query reads, one
-/// more row than a page holds; `PullAssembler` keeps the rows that fit.
+/// row value or array per row.
+///
+/// The rows hold to the page's limits as they come: at most `limit` rows
+/// and `maxBytes` bytes of cells, but always the first row, so a page
+/// advances (`StoreCoding.pageLength(sizes:limit:maxBytes:)`'s rule). A
+/// row past them is not written; it only tells that more follow
+/// (``hasMore``), and the store's query stops there. A store's query reads
+/// one row more than a page holds for that.
 ///
 /// ```swift
-/// var rows = EncodedRows()
+/// var rows = EncodedRows(limit: 500, maxBytes: 8 << 20)
 /// try rows.append(table: "note", rowID: "n1", version: 7, deleted: false, cells: cells, position: ChangePosition(major: 7))
 /// rows.count          // 1
 /// try rows.decoded()  // [RowChange(table: "note", rowID: "n1", version: 7, …)]
@@ -17,39 +23,46 @@ import NIOCore
 public struct EncodedRows: Sendable {
     /// The rows' objects, comma-separated, as they stand inside `changes: [ … ]`.
     private(set) var bytes = ByteBuffer()
-    /// Where each row's object ends in `bytes`.
-    private var ends: [Int] = []
-    /// Each row's place in the store's change order.
-    private(set) var positions: [ChangePosition] = []
-    /// Each row's stored cells, in bytes: what the page's byte limit counts.
-    private(set) var cellSizes: [Int] = []
+    public private(set) var count = 0
+    /// A row was offered past the limits: the page has more to come.
+    public private(set) var hasMore = false
+    /// The place of the last row kept, in the store's change order.
+    private(set) var lastPosition: ChangePosition?
+    /// The bytes of cells of the rows kept: what the page's byte limit counts.
+    private var cellBytes = 0
+    private let limit: Int
+    private let maxBytes: Int
     /// The values cut out of the row being written, before its object is.
     private var scratch: [UInt8] = []
     private let cutter = WireValues.Cutter()
 
-    public init() {}
-
-    /// Rows for a page of about `rows` rows of `bytes` bytes of cells in all.
-    init(reservingRows rows: Int, bytes: Int) {
-        ends.reserveCapacity(rows)
-        positions.reserveCapacity(rows)
-        cellSizes.reserveCapacity(rows)
-        self.bytes.reserveCapacity(bytes)
+    /// No rows yet, for a page of at most `limit` rows and `maxBytes`
+    /// bytes of cells (at least one row).
+    public init(limit: Int = .max, maxBytes: Int = .max) {
+        self.limit = limit
+        self.maxBytes = maxBytes
     }
 
-    public var count: Int { ends.count }
-    public var isEmpty: Bool { ends.isEmpty }
+    public var isEmpty: Bool { count == 0 }
 
-    /// Appends a row from its stored columns. `cells` in the layout
+    /// Whether a row of `size` bytes of cells fits after the rows kept.
+    private func fits(_ size: Int) -> Bool {
+        count == 0 || (count < limit && cellBytes + size <= maxBytes)
+    }
+
+    /// Appends a row from its stored columns, if it fits the page's
+    /// limits; `false` when it does not (``hasMore``): the page is full, and
+    /// the row is not written. `cells` in the layout
     /// `StoreCoding.cellsJSON(_:)` writes is cut without decoding; any
     /// other is decoded and its values written anew.
     ///
     /// - Throws: `DecodingError` for cells that are not JSON cells at all.
+    @discardableResult
     package mutating func append(
         table: String, rowID: String, version: Int64, deleted: Bool, cells: String, position: ChangePosition
-    ) throws {
+    ) throws -> Bool {
         var table = table, rowID = rowID, cells = cells
-        try table.withUTF8 { table in
+        return try table.withUTF8 { table in
             try rowID.withUTF8 { rowID in
                 try cells.withUTF8 { cells in
                     try append(table: table, rowID: rowID, version: version, deleted: deleted, cells: cells, position: position)
@@ -61,10 +74,19 @@ public struct EncodedRows: Sendable {
     /// Appends a row from its stored columns' UTF-8 bytes (see
     /// `append(table:rowID:version:deleted:cells:position:)`), valid only
     /// during the call: a store hands them straight from its query.
+    @discardableResult
     package mutating func append(
         table: UnsafeBufferPointer<UInt8>, rowID: UnsafeBufferPointer<UInt8>, version: Int64, deleted: Bool,
         cells: UnsafeBufferPointer<UInt8>, position: ChangePosition
-    ) throws {
+    ) throws -> Bool {
+        guard !hasMore, fits(cells.count) else {
+            hasMore = true
+            return false
+        }
+        if count == 0 {
+            // Room for about the page the first row promises, within its byte limit: a buffer that grows once or twice.
+            bytes.reserveCapacity(min(min(limit, 1000) * (cells.count + 96), maxBytes / 2 + 65_536))
+        }
         // Never empty, so it always has an address (empty cells are not in the layout, and decode below).
         if scratch.count < max(cells.count, 1) { scratch = [UInt8](repeating: 0, count: max(cells.count, 2 * scratch.count, 256)) }
         let cut = scratch.withUnsafeMutableBufferPointer { out in cutter.cut(cells, into: out.baseAddress!) }
@@ -84,18 +106,10 @@ public struct EncodedRows: Sendable {
                     hlc: decoded.values.map(\.hlc.rawValue).max())
             }
         }
-        ends.append(bytes.writerIndex)
-        positions.append(position)
-        cellSizes.append(cells.count)
-    }
-
-    /// Keeps the first `count` rows.
-    mutating func keepFirst(_ count: Int) {
-        guard count < ends.count else { return }
-        bytes.moveWriterIndex(to: count == 0 ? 0 : ends[count - 1])
-        ends.removeSubrange(count...)
-        positions.removeSubrange(count...)
-        cellSizes.removeSubrange(count...)
+        count += 1
+        cellBytes += cells.count
+        lastPosition = position
+        return true
     }
 
     /// The rows as values.
@@ -115,7 +129,7 @@ public struct EncodedRows: Sendable {
         table: UnsafeBufferPointer<UInt8>, rowID: UnsafeBufferPointer<UInt8>, version: Int64, deleted: Bool,
         values: UnsafeBufferPointer<UInt8>, hlc: Int64?
     ) {
-        let first = ends.isEmpty
+        let first = count == 0
         guard let table = Self.plain(table), let rowID = Self.plain(rowID) else {
             // A name or id with a byte JSON escapes: written through the general string escaping.
             var escapedTable = "", escapedRowID = ""

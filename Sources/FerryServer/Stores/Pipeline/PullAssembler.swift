@@ -34,7 +34,8 @@ package struct NoticeQueryRow: Sendable {
 ///                               cursors: codec, horizon: horizon, end: end)
 /// for followed in request.scopes {
 ///     let start = try assembler.start(of: followed)
-///     let rows = …      // the page query: limit + 1 rows after start.rows, as `EncodedRows`
+///     var rows = assembler.pageRows()
+///     …                 // the page query: up to limit + 1 rows after start.rows, appended to `rows`
 ///     let notices = …   // the notice query: limit + 1 notices after start.notices
 ///     pages.append(try assembler.page(followed.scope, start: start, rows: rows, notices: notices))
 /// }
@@ -103,16 +104,21 @@ package struct PullAssembler: Sendable {
         return Start(rows: rows, notices: rows.isLostHistory ? .start : notices, cursor: checked)
     }
 
-    /// The page of `scope` from what the store's queries read after `start`.
-    /// A page from scratch that holds every row counts them itself for
-    /// ``EncodedPullPage/estimatedRows``; one with more to come leaves the
-    /// count to the store (``needsEstimate(_:start:)``).
+    /// Rows for a page of this pull: they hold to its limits as the
+    /// store's page query appends them (``EncodedRows``).
+    package func pageRows() -> EncodedRows {
+        EncodedRows(limit: limit, maxBytes: maxPageBytes)
+    }
+
+    /// The page of `scope` from what the store's queries read after `start`
+    /// (its rows appended to ``pageRows()``). A page from scratch that holds
+    /// every row counts them itself for ``EncodedPullPage/estimatedRows``;
+    /// one with more to come leaves the count to the store
+    /// (``needsEstimate(_:start:)``).
     package func page(_ scope: String, start: Start, rows: consuming EncodedRows, notices: [NoticeQueryRow]) throws -> EncodedPullPage {
-        // The first rows that fit `limit` rows and `maxPageBytes` of cells (at least one).
-        let kept = StoreCoding.pageLength(sizes: rows.cellSizes, limit: limit, maxBytes: maxPageBytes)
-        let hasMore = rows.count > kept
-        let position = hasMore ? rows.positions[kept - 1] : end
-        rows.keepFirst(kept)
+        let hasMore = rows.hasMore
+        let position = hasMore ? rows.lastPosition ?? end : end
+        let kept = rows.count
         let delivered = try self.notices(notices, after: start.notices)
         return EncodedPullPage(
             scope: scope,

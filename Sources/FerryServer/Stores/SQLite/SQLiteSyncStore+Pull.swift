@@ -42,7 +42,7 @@ extension SQLiteSyncStore {
             // Without a notice cursor, where notices start is read from the file.
             guard followed.notices != nil, let start = try? assembler.start(of: followed), case .after(let position) = start.rows,
                 last.row <= position.major, last.notice <= start.notices.minor,
-                let page = try? assembler.page(followed.scope, start: start, rows: EncodedRows(), notices: [])
+                let page = try? assembler.page(followed.scope, start: start, rows: assembler.pageRows(), notices: [])
             else { return nil }
             pages.append(page)
         }
@@ -76,7 +76,7 @@ extension SQLiteSyncStore {
                 let start = try assembler.start(of: followed)
                 let rows = try Self.page(
                     db, scope: followed.scope, after: start.rows.position.major, withTombstones: !start.rows.isFromScratch,
-                    limit: assembler.queryLimit
+                    limit: assembler.queryLimit, into: assembler.pageRows()
                 )
                 let notices =
                     withNotices
@@ -111,8 +111,11 @@ extension SQLiteSyncStore {
 
     /// The page query: rows of `scope` changed after `version`, each
     /// written into the page's JSON straight from the statement's column
-    /// bytes as it is read (``EncodedRows``, `Statement.forEachRow`).
-    private static func page(_ db: Database, scope: String, after version: Int64, withTombstones: Bool, limit: Int) throws -> EncodedRows {
+    /// bytes as it is read (``EncodedRows``, `Statement.forEachRow`), until
+    /// one does not fit the page.
+    private static func page(
+        _ db: Database, scope: String, after version: Int64, withTombstones: Bool, limit: Int, into rows: EncodedRows
+    ) throws -> EncodedRows {
         let statement = try db.cachedStatement(
             sql: """
                 SELECT tbl, row_id, version, deleted, cells FROM rows
@@ -125,10 +128,10 @@ extension SQLiteSyncStore {
             try binder.bind(withTombstones ? 1 : 0)
             try binder.bind(Int64(limit))
         }
-        var rows = EncodedRows(reservingRows: limit, bytes: min(limit, 1000) * 192)
+        var rows = rows
         try statement.forEachRow { row in
             let version = row.int64(at: 2)
-            try rows.append(
+            return try rows.append(
                 table: row.text(at: 0), rowID: row.text(at: 1), version: version, deleted: row.bool(at: 3), cells: row.text(at: 4),
                 position: ChangePosition(major: version))
         }
