@@ -84,8 +84,9 @@ public struct EncodedRows: Sendable {
             return false
         }
         if count == 0 {
-            // Room for about the page the first row promises, within its byte limit: a buffer that grows once or twice.
-            bytes.reserveCapacity(min(min(limit, 1000) * (cells.count + 96), maxBytes / 2 + 65_536))
+            // Room for about the page the first row promises, within its byte limit (and 16 MiB): a buffer
+            // that grows once or twice.
+            bytes.reserveCapacity(min(min(limit, 1000) * (cells.count + 96), maxBytes / 2 + 65_536, 16 << 20))
         }
         // Never empty, so it always has an address (empty cells are not in the layout, and decode below).
         if scratch.count < max(cells.count, 1) { scratch = [UInt8](repeating: 0, count: max(cells.count, 2 * scratch.count, 256)) }
