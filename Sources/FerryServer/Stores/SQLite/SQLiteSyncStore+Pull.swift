@@ -13,10 +13,36 @@ extension SQLiteSyncStore {
     /// read; the rest read the file, and teach the client's last applied id.
     public func pullEncoded(_ request: PullRequest, userID: String, limit: Int, notices: Bool) async throws -> EncodedPullResponse {
         if let answer = quietAnswer(request, userID: userID, limit: limit) { return answer }
+        let client = LastChanges.Client(userID: userID, clientID: request.clientID)
+        // Only a client's own pulls, with notices, are read ahead; a live page's pulls pass by.
+        if notices, let ahead = await readAhead.take(request, client: client, limit: limit, epoch: cursors.epoch, writes: writes) {
+            known.withLock { $0.learn(ahead.read, since: ahead.generation) }
+            readAhead(after: ahead.answer, of: request, client: client, limit: limit)
+            return ahead.answer
+        }
         let generation = known.withLock { $0.generation }
-        let (answer, read) = try await readFile(request, userID: userID, limit: limit, notices: notices)
-        known.withLock { $0.learn(read, since: generation) }
-        return answer
+        let file = try await readFile(request, userID: userID, limit: limit, notices: notices)
+        known.withLock { $0.learn(file.read, since: generation) }
+        if notices { readAhead(after: file.answer, of: request, client: client, limit: limit) }
+        return file.answer
+    }
+
+    /// Reads in the background the pull a Ferry client sends after
+    /// `answer`, if a page has more to come (``ReadAheadPulls``): on one
+    /// snapshot of a file no write changed from before the read to after it.
+    private func readAhead(after answer: EncodedPullResponse, of request: PullRequest, client: LastChanges.Client, limit: Int) {
+        guard let next = PullReadAhead.nextRequest(after: answer, of: request) else { return }
+        let bytes = answer.pages.reduce(0) { $0 + $1.byteEstimate }
+        guard readAhead.admits(client, bytes: bytes) else { return }
+        readAhead.hold(next, for: client, limit: limit, bytes: bytes) { [self] in
+            guard let before = writes.stable else { return nil }
+            let generation = known.withLock { $0.generation }
+            guard let file = try? await readFile(next, userID: client.userID, limit: limit, notices: true), writes.stable == before else {
+                return nil
+            }
+            return ReadAheadPulls.Read(
+                answer: file.answer, read: file.read, generation: generation, noticeStart: file.noticeStart, writes: before)
+        }
     }
 
     /// The answer to a pull whose every followed scope had no row and no
@@ -54,10 +80,11 @@ extension SQLiteSyncStore {
         try await readFile(request, userID: userID, limit: limit, notices: notices).answer
     }
 
-    /// The pull read from the file, and what the read tells ``LastChanges``.
+    /// The pull read from the file, what the read tells ``LastChanges``,
+    /// and where notices start for a pull without a notice cursor.
     private func readFile(
         _ request: PullRequest, userID: String, limit: Int, notices: Bool
-    ) async throws -> (answer: EncodedPullResponse, read: LastChanges.Read) {
+    ) async throws -> (answer: EncodedPullResponse, read: LastChanges.Read, noticeStart: ChangePosition) {
         let withNotices = notices
         let cursors = self.cursors
         let maxPageBytes = self.maxPageBytes
@@ -96,7 +123,7 @@ extension SQLiteSyncStore {
                 }
                 pages.append(page)
             }
-            return (EncodedPullResponse(lastAppliedMutationID: lastApplied, pages: pages), read)
+            return (EncodedPullResponse(lastAppliedMutationID: lastApplied, pages: pages), read, assembler.noticeStart)
         }
     }
 

@@ -28,6 +28,11 @@ public final class SQLiteSyncStore: SyncStore {
     /// Where scopes and clients stand, from this store's own commits: a pull
     /// of quiet scopes is answered from it (`SQLiteSyncStore+Pull.swift`).
     let known: LastChanges.Shared
+    /// Counts write transactions, so a pull read ahead is handed over only
+    /// while the file is as it read it (``ReadAheadPulls``).
+    let writes = WriteSequence()
+    /// Pulls read before they are asked (`SQLiteSyncStore+Pull.swift`).
+    let readAhead = ReadAheadPulls()
 
     /// Opens (creating if needed) the store in `directory`.
     ///
@@ -113,15 +118,29 @@ public final class SQLiteSyncStore: SyncStore {
 
     public func close() async throws {
         changeFeed.close()
+        await readAhead.close()
         try pool.close()
     }
 
     // MARK: Transactions
 
     /// Runs `body` in the store's write transaction; a database another
-    /// process holds past the busy timeout answers 503.
+    /// process holds past the busy timeout answers 503. ``writes`` counts
+    /// it from before its `BEGIN` to after its `COMMIT`.
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        try await Self.mappingErrors { try await pool.write(body) }
+        let writes = self.writes
+        return try await Self.mappingErrors {
+            try await pool.writeWithoutTransaction { db in
+                writes.begin()
+                defer { writes.end() }
+                var result: T?
+                try db.inTransaction {
+                    result = try body(db)
+                    return .commit
+                }
+                return result!
+            }
+        }
     }
 
     /// Runs `body` on a read snapshot; errors as ``write(_:)``.
