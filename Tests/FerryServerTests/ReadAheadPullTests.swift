@@ -84,6 +84,29 @@ import Testing
         try await store.close()
     }
 
+    /// More first syncs under way than answers held: the ones past the
+    /// table read their next page themselves, and no answer a client is
+    /// about to take is dropped for them.
+    @Test func aFullTableReadsNoMoreAheadRatherThanDropAnAnswerAboutToBeTaken() async throws {
+        let directory = try TemporaryDirectory()
+        let store = try await Self.store(rows: 4, in: directory)
+        let clients = ReadAheadPulls.maxEntries + 2
+        var next: [PullRequest] = []
+        for index in 0..<clients {
+            let request = PullRequest(clientID: "c\(index)", scopes: [.init(scope: "user:alice")], limit: 2)
+            let page = try await store.pullEncoded(request, userID: "alice", limit: 2, notices: true).decoded().pages[0]
+            next.append(
+                PullRequest(clientID: "c\(index)", scopes: [.init(scope: "user:alice", cursor: page.cursor, notices: page.noticeCursor)], limit: 2))
+        }
+        await store.readAhead.settled()
+        for request in next {
+            let file = try await store.readPull(request, userID: "alice", limit: 2, notices: true)
+            #expect(try await store.pullEncoded(request, userID: "alice", limit: 2, notices: true).json() == file.json())
+        }
+        #expect(store.readAhead.hits == ReadAheadPulls.maxEntries, "the first clients' answers were all taken")
+        try await store.close()
+    }
+
     /// The pull a Ferry client sends next, and which pulls are that one.
     @Test func theNextPullIsTheFerryClientsAndMatchesWithoutANoticeCursorAtItsStart() throws {
         let epoch = "e1"

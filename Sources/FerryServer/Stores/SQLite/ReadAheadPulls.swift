@@ -18,7 +18,9 @@ import Synchronization
 /// byte. Any other pull is read as ever; a client whose pull was not the one
 /// read gets no read ahead for its next ``coolingPulls`` pulls, so a client
 /// that asks otherwise than a Ferry client costs the store few wasted reads.
-/// At most ``maxEntries`` answers, about ``maxBytes`` in all, are held.
+/// At most ``maxEntries`` answers, about ``maxBytes`` in all, are held: with
+/// more syncs under way, the newest go without rather than push out answers
+/// their clients are about to take.
 ///
 /// ```swift
 /// if let ahead = await readAhead.take(request, client: client, limit: limit, epoch: epoch, writes: writes) {
@@ -53,11 +55,14 @@ package final class ReadAheadPulls: Sendable {
     package static let maxBytes = 64 << 20
     /// Pulls a client gets no read ahead for after one that was not the pull read.
     package static let coolingPulls = 16
+    /// How long a held answer keeps its place when the table is full.
+    package static let stale = Duration.seconds(5)
 
     private struct Entry {
         var request: PullRequest
         var limit: Int
         var bytes: Int
+        var made: ContinuousClock.Instant
         var task: Task<Read?, Never>
     }
 
@@ -99,8 +104,9 @@ package final class ReadAheadPulls: Sendable {
     }
 
     /// Holds `read`, the read of `request` ahead of its pull, for `client`,
-    /// in place of any answer held for it before; the oldest answers give
-    /// way to keep within ``maxEntries`` and ``maxBytes``.
+    /// in place of any answer held for it before. To keep within
+    /// ``maxEntries`` and ``maxBytes``, answers held longer than ``stale``
+    /// give way, oldest first; if that is not enough, nothing is read.
     package func hold(
         _ request: PullRequest, for client: LastChanges.Client, limit: Int, bytes: Int,
         read: @escaping @Sendable () async -> Read?
@@ -109,10 +115,17 @@ package final class ReadAheadPulls: Sendable {
             guard !state.closed else { return [] }
             var dropped: [Task<Read?, Never>] = []
             if let old = state.remove(client) { dropped.append(old.task) }
-            while let oldest = state.order.first, state.entries.count >= Self.maxEntries || state.bytes + bytes > Self.maxBytes {
-                if let old = state.remove(oldest) { dropped.append(old.task) }
+            // Full: answers not taken for a while give way; fresher ones are
+            // the next pulls of syncs under way, so none is read ahead now.
+            let now = ContinuousClock.now
+            while state.entries.count >= Self.maxEntries || state.bytes + bytes > Self.maxBytes {
+                guard let oldest = state.order.first, let entry = state.entries[oldest], now - entry.made > Self.stale else {
+                    return dropped
+                }
+                _ = state.remove(oldest)
+                dropped.append(entry.task)
             }
-            state.entries[client] = Entry(request: request, limit: limit, bytes: bytes, task: Task(operation: read))
+            state.entries[client] = Entry(request: request, limit: limit, bytes: bytes, made: now, task: Task(operation: read))
             state.order.append(client)
             state.bytes += bytes
             return dropped
