@@ -13,32 +13,45 @@ import Testing
     /// garbage in a seeded order, with stale bases (so conflicts and notices
     /// happen) and deletes (so the horizon moves). Before every pull, the answer from
     /// memory, when there is one, is compared with the file's.
-    @Test(arguments: [1, 2, 3] as [UInt64]) func anAnswerFromMemoryIsTheFilesAnswer(seed: UInt64) async throws {
+    ///
+    /// With devices that pull as a Ferry client does (after a page with more
+    /// to come, only the scopes with more), with and without notice
+    /// cursors, most pulls after a page with more are read ahead
+    /// (``ReadAheadPulls``): those answers must be the file's too.
+    @Test(arguments: [(1, false), (2, false), (3, false), (4, true), (5, true)] as [(UInt64, Bool)])
+    func anAnswerFromMemoryIsTheFilesAnswer(seed: UInt64, likeFerryClients: Bool) async throws {
         let directory = try TemporaryDirectory()
         let store = try SQLiteSyncStore(directory: directory.url)
         var random = SplitMix64(seed: seed)
         var devices = [
-            Device(userID: "alice", clientID: "a1", scopes: ["user:alice", "team:x"]),
-            Device(userID: "alice", clientID: "a2", scopes: ["user:alice", "team:x"]),
-            Device(userID: "bob", clientID: "b1", scopes: ["user:bob", "team:x"]),
+            Device(userID: "alice", clientID: "a1", scopes: ["user:alice", "team:x"], asks: likeFerryClients ? .likeAFerryClient : .everyScope),
+            Device(userID: "alice", clientID: "a2", scopes: ["user:alice", "team:x"], asks: likeFerryClients ? .withoutNoticeCursors : .everyScope),
+            Device(userID: "bob", clientID: "b1", scopes: ["user:bob", "team:x"], asks: likeFerryClients ? .likeAFerryClient : .everyScope),
         ]
+        // Ferry clients pull small pages here, so pages with more to come are many.
+        let limit = likeFerryClients ? 1 : 4
         var fromMemory = 0, moved = 0, notices = 0, settled = 0, resets = 0
+        var pulling: Int?
         for _ in 0..<600 {
-            let index = Int(random.next() % UInt64(devices.count))
-            switch random.next() % 20 {
+            var index = Int(random.next() % UInt64(devices.count))
+            var step = random.next() % 20
+            // A Ferry client pulls on while its pages have more, most often before anyone writes.
+            if let device = pulling, random.next() % 4 != 0 { (index, step) = (device, 5) }
+            pulling = nil
+            switch step {
             case 0..<5:
                 let push = devices[index].push(&random)
                 _ = try await store.push(push, userID: devices[index].userID, rules: PushRules())
             case 5..<19:
                 let request = devices[index].pullRequest
-                let file = try await store.readPull(request, userID: devices[index].userID, limit: 4, notices: true)
-                if let quiet = store.quietAnswer(request, userID: devices[index].userID, limit: 4) {
+                let file = try await store.readPull(request, userID: devices[index].userID, limit: limit, notices: true)
+                if let quiet = store.quietAnswer(request, userID: devices[index].userID, limit: limit) {
                     fromMemory += 1
                     #expect(try quiet.json() == file.json())
                     let cursors = request.scopes.map(\.cursor)
                     if quiet.pages.map(\.cursor) != cursors { moved += 1 }
                 }
-                let answer = try await store.pullEncoded(request, userID: devices[index].userID, limit: 4, notices: true)
+                let answer = try await store.pullEncoded(request, userID: devices[index].userID, limit: limit, notices: true)
                 #expect(try answer.json() == file.json())
                 #expect(try PullResponseReader.response(Data(answer.json().utf8)) == answer.decoded(), "the client reads what the server wrote")
                 let decoded = try answer.decoded()
@@ -46,6 +59,7 @@ import Testing
                 settled += decoded.pages.reduce(0) { $0 + $1.settledNotices.count }
                 resets += decoded.pages.filter(\.reset).count
                 devices[index].apply(decoded)
+                if likeFerryClients, !devices[index].more.isEmpty { pulling = index }
             default:
                 _ = try await store.collectGarbage(before: Date().addingTimeInterval(3600))
             }
@@ -53,6 +67,7 @@ import Testing
         #expect(fromMemory > 30, "quiet pulls were answered from memory")
         #expect(moved > 1, "a quiet scope's cursor moved past writes elsewhere")
         #expect(notices > 0 && settled > 0 && resets > 0, "conflicts, settlements and collected tombstones happened")
+        if likeFerryClients { #expect(store.readAhead.hits > 10, "pulls were read ahead: \(store.readAhead.hits)") }
         try await store.close()
     }
 
@@ -176,9 +191,23 @@ extension QuietPullTests {
 /// One device in ``QuietPullTests``: its cursors, the versions it has seen,
 /// and its next mutation id.
 private struct Device {
+    /// Which scopes a pull asks for, and with which cursors.
+    enum Asks {
+        /// Every scope, each with its cursor and notice cursor.
+        case everyScope
+        /// As the Ferry client does: after a page with more to come, only
+        /// the scopes with more.
+        case likeAFerryClient
+        /// As a Ferry client, but never with a notice cursor.
+        case withoutNoticeCursors
+    }
+
     var userID: String
     var clientID: String
     var scopes: [String]
+    var asks = Asks.everyScope
+    /// The scopes whose last page had more to come.
+    var more: [String] = []
     var cursors: [String: String] = [:]
     var noticeCursors: [String: String] = [:]
     var seen: [String: Int64] = [:]
@@ -186,16 +215,20 @@ private struct Device {
     /// Notices received and not yet settled.
     var unsettled: [PushRequest.SettledNotice] = []
 
-    init(userID: String, clientID: String, scopes: [String]) {
+    init(userID: String, clientID: String, scopes: [String], asks: Asks = .everyScope) {
         self.userID = userID
         self.clientID = clientID
         self.scopes = scopes
+        self.asks = asks
     }
 
     var pullRequest: PullRequest {
-        PullRequest(
+        let asked = asks == .everyScope || more.isEmpty ? scopes : more
+        return PullRequest(
             clientID: clientID,
-            scopes: scopes.map { PullRequest.ScopeCursor(scope: $0, cursor: cursors[$0], notices: noticeCursors[$0]) })
+            scopes: asked.map {
+                PullRequest.ScopeCursor(scope: $0, cursor: cursors[$0], notices: asks == .withoutNoticeCursors ? nil : noticeCursors[$0])
+            })
     }
 
     /// One or two edits on five rows of one of its scopes, on the versions
@@ -229,5 +262,6 @@ private struct Device {
             cursors[page.scope] = page.cursor
             noticeCursors[page.scope] = page.noticeCursor
         }
+        more = response.pages.filter(\.hasMore).map(\.scope)
     }
 }

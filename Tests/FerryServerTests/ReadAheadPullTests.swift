@@ -2,6 +2,7 @@
 import FerryProtocol
 import FerryTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 /// The embedded store reads a pull ahead while the page before it is on the
@@ -80,7 +81,7 @@ import Testing
         #expect(try await store.pullEncoded(request, userID: "alice", limit: 1, notices: true).json() == file.json())
         #expect(store.readAhead.hits == 0)
         let client = LastChanges.Client(userID: "alice", clientID: "a1")
-        #expect(!store.readAhead.admits(client, bytes: 1), "cooling")
+        #expect(!store.readAhead.admits(client), "cooling")
         try await store.close()
     }
 
@@ -97,14 +98,40 @@ import Testing
             let page = try await store.pullEncoded(request, userID: "alice", limit: 2, notices: true).decoded().pages[0]
             next.append(
                 PullRequest(clientID: "c\(index)", scopes: [.init(scope: "user:alice", cursor: page.cursor, notices: page.noticeCursor)], limit: 2))
+            await store.readAhead.settled()
         }
-        await store.readAhead.settled()
-        for request in next {
+        // The last two first: had they pushed out the first two's answers, they would take their own.
+        for request in next[ReadAheadPulls.maxEntries...] + next[..<ReadAheadPulls.maxEntries] {
             let file = try await store.readPull(request, userID: "alice", limit: 2, notices: true)
             #expect(try await store.pullEncoded(request, userID: "alice", limit: 2, notices: true).json() == file.json())
+            if request.clientID == "c\(clients - 1)" { #expect(store.readAhead.hits == 0, "the clients past the table read for themselves") }
         }
         #expect(store.readAhead.hits == ReadAheadPulls.maxEntries, "the first clients' answers were all taken")
         try await store.close()
+    }
+
+    /// With the table full, an answer held longer than `stale` gives way,
+    /// oldest first; a fresher one does not.
+    @Test func aFullTableMakesRoomOnlyByAnswersHeldTooLong() async throws {
+        let clock = Mutex(ContinuousClock.now)
+        let pulls = ReadAheadPulls(now: { clock.withLock { $0 } })
+        func client(_ index: Int) -> LastChanges.Client { LastChanges.Client(userID: "alice", clientID: "c\(index)") }
+        func hold(_ index: Int) async {
+            pulls.hold(PullRequest(clientID: "c\(index)", scopes: [.init(scope: "user:alice")]), for: client(index), limit: 2) { nil }
+            await pulls.settled()
+        }
+        for index in 0..<ReadAheadPulls.maxEntries {
+            await hold(index)
+            clock.withLock { $0 += .milliseconds(1) }
+        }
+        await hold(100)
+        #expect(pulls.holding.count == ReadAheadPulls.maxEntries && !pulls.holding.contains(client(100)), "none was held long enough")
+        clock.withLock { $0 += ReadAheadPulls.stale }
+        await hold(100)
+        #expect(pulls.holding.contains(client(100)) && !pulls.holding.contains(client(0)), "the oldest gave way")
+        #expect(pulls.holding.contains(client(1)))
+        await pulls.close()
+        #expect(pulls.holding.isEmpty)
     }
 
     /// The pull a Ferry client sends next, and which pulls are that one.

@@ -67,9 +67,10 @@ import Testing
         return rows
     }
 
-    /// A page keeps the rows that fit its limits, by the rule
-    /// `StoreCoding.pageLength` states, always its first row; a row past
-    /// them is not written and only says that more follow.
+    /// A page keeps the longest run of rows within its limits, and always
+    /// its first row; a row past them is not written and only says that
+    /// more follow. Notices are counted by the same rule
+    /// (`StoreCoding.pageLength`).
     @Test(arguments: [(5, Int.max), (3, Int.max), (1, Int.max), (5, 150), (5, 1), (0, Int.max)])
     func aPageKeepsTheRowsThatFitItsLimits(limit: Int, maxBytes: Int) throws {
         let cells = (0..<5).map {
@@ -84,7 +85,9 @@ import Testing
                     table: "note", rowID: "r\(index)", version: Int64(index + 1), deleted: false, cells: cell,
                     position: ChangePosition(major: Int64(index + 1))))
         }
-        let kept = max(1, StoreCoding.pageLength(sizes: cells.map(\.utf8.count), limit: limit, maxBytes: maxBytes))
+        let sizes = cells.map(\.utf8.count)
+        let kept = max(1, (0...cells.count).last { $0 <= limit && sizes.prefix($0).reduce(0, +) <= maxBytes } ?? 0)
+        #expect(StoreCoding.pageLength(sizes: sizes, limit: limit, maxBytes: maxBytes) == kept)
         #expect(rows.count == kept && rows.hasMore == (kept < cells.count))
         #expect(accepted == cells.indices.map { $0 < kept })
         #expect(try rows.decoded() == Array(try all.decoded().prefix(kept)))

@@ -27,6 +27,9 @@ public struct EncodedPullResponse: Sendable {
     /// The rows in all pages.
     public var rowCount: Int { pages.reduce(0) { $0 + $1.rows.count } }
 
+    /// The bytes its pages' rows hold in memory, written or reserved.
+    package var heldBytes: Int { pages.reduce(0) { $0 + $1.rows.heldBytes } }
+
     /// The answer's JSON, as `JSONDecoder` reads a `PullResponse`.
     public func json() throws -> String {
         String(buffer: try body())

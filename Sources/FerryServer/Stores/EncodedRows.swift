@@ -9,7 +9,7 @@ import NIOCore
 ///
 /// The rows hold to the page's limits as they come: at most `limit` rows
 /// and `maxBytes` bytes of cells, but always the first row, so a page
-/// advances (`StoreCoding.pageLength(sizes:limit:maxBytes:)`'s rule). A
+/// advances (`StoreCoding.pageAdmits(_:after:bytes:limit:maxBytes:)`). A
 /// row past them is not written; it only tells that more follow
 /// (``hasMore``), and the store's query stops there. A store's query reads
 /// one row more than a page holds for that.
@@ -45,9 +45,12 @@ public struct EncodedRows: Sendable {
 
     public var isEmpty: Bool { count == 0 }
 
+    /// The bytes its buffers hold in memory, written or reserved.
+    package var heldBytes: Int { bytes.capacity + scratch.capacity }
+
     /// Whether a row of `size` bytes of cells fits after the rows kept.
     private func fits(_ size: Int) -> Bool {
-        count == 0 || (count < limit && cellBytes + size <= maxBytes)
+        StoreCoding.pageAdmits(size, after: count, bytes: cellBytes, limit: limit, maxBytes: maxBytes)
     }
 
     /// Appends a row from its stored columns, if it fits the page's

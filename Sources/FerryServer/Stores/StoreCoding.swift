@@ -75,14 +75,22 @@ package enum StoreCoding {
         try decode([String: StoredCell].self, from: json)
     }
 
-    /// How many of a page's rows, of these JSON sizes, fit in `limit` rows
-    /// and `maxBytes`: at least one, so a page always advances.
+    /// Whether an item (a row's cells, a notice) of `size` bytes joins a
+    /// page that holds `count` items of `bytes` in all, within `limit`
+    /// items and `maxBytes`: the first always does, so a page always
+    /// advances. The one rule for rows (``EncodedRows``) and notices.
+    package static func pageAdmits(_ size: Int, after count: Int, bytes: Int, limit: Int, maxBytes: Int) -> Bool {
+        count == 0 || (count < limit && bytes + size <= maxBytes)
+    }
+
+    /// How many of a page's items, of these JSON sizes, it holds by
+    /// ``pageAdmits(_:after:bytes:limit:maxBytes:)``.
     package static func pageLength(sizes: some Sequence<Int>, limit: Int, maxBytes: Int) -> Int {
         var kept = 0
         var bytes = 0
-        for size in sizes.prefix(limit) {
+        for size in sizes {
+            guard pageAdmits(size, after: kept, bytes: bytes, limit: limit, maxBytes: maxBytes) else { break }
             bytes += size
-            if kept > 0, bytes > maxBytes { break }
             kept += 1
         }
         return kept

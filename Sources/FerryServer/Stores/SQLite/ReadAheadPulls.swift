@@ -10,17 +10,25 @@ import Synchronization
 /// it takes the answer, but only if:
 /// - the read saw one unchanged file (the same even ``WriteSequence`` count
 ///   before and after it) and the store's writes still stand at that count,
-///   so the file is the one the read saw;
+///   so no write of this process changed the file since;
 /// - the pull is the one read (``PullReadAhead/matches(_:predicted:noticeStart:epoch:)``),
 ///   at the same limit.
 ///
 /// The answer is then the one a read at that moment would give, to the
-/// byte. Any other pull is read as ever; a client whose pull was not the one
-/// read gets no read ahead for its next ``coolingPulls`` pulls, so a client
-/// that asks otherwise than a Ferry client costs the store few wasted reads.
-/// At most ``maxEntries`` answers, about ``maxBytes`` in all, are held: with
-/// more syncs under way, the newest go without rather than push out answers
-/// their clients are about to take.
+/// byte. Any other pull is read as ever.
+///
+/// What it costs is bounded:
+/// - A client whose pull was not the one read is not read ahead for the
+///   next ``coolingPulls`` times it would be (the table of cooling clients
+///   forgets them all past 1,024).
+/// - At most ``maxRunning`` reads ahead run at once, so pulls keep the
+///   store's other readers.
+/// - At most ``maxEntries`` answers are held, each with at most
+///   ``maxAnswerBytes`` in its rows' buffers (a bigger one is dropped when
+///   read; its notices come on top, held to the pull's own page limits).
+///   With the table full, the newest syncs go without rather than push out
+///   answers their clients are about to take; only one held longer than
+///   ``stale`` gives way.
 ///
 /// ```swift
 /// if let ahead = await readAhead.take(request, client: client, limit: limit, epoch: epoch, writes: writes) {
@@ -51,9 +59,11 @@ package final class ReadAheadPulls: Sendable {
 
     /// Answers held at once.
     package static let maxEntries = 16
-    /// About the most bytes of answers held at once (each counted as the page it follows).
-    package static let maxBytes = 64 << 20
-    /// Pulls a client gets no read ahead for after one that was not the pull read.
+    /// Reads ahead running at once.
+    package static let maxRunning = 2
+    /// The most bytes an answer's rows may hold in their buffers to be held.
+    package static let maxAnswerBytes = 4 << 20
+    /// Times a client is not read ahead after a pull that was not the one read.
     package static let coolingPulls = 16
     /// How long a held answer keeps its place when the table is full.
     package static let stale = Duration.seconds(5)
@@ -61,7 +71,6 @@ package final class ReadAheadPulls: Sendable {
     private struct Entry {
         var request: PullRequest
         var limit: Int
-        var bytes: Int
         var made: ContinuousClock.Instant
         var task: Task<Read?, Never>
     }
@@ -70,31 +79,39 @@ package final class ReadAheadPulls: Sendable {
         var entries: [LastChanges.Client: Entry] = [:]
         /// Clients in the order their entries were made, oldest first.
         var order: [LastChanges.Client] = []
+        /// Every read ahead still running, held or not.
+        var running: [UInt64: Task<Read?, Never>] = [:]
+        var nextRead: UInt64 = 0
         var cooling: [LastChanges.Client: Int] = [:]
-        var bytes = 0
         var closed = false
         var hits = 0
 
         mutating func remove(_ client: LastChanges.Client) -> Entry? {
             guard let entry = entries.removeValue(forKey: client) else { return nil }
             order.removeAll { $0 == client }
-            bytes -= entry.bytes
             return entry
         }
     }
 
     private let state = Mutex(State())
+    private let now: @Sendable () -> ContinuousClock.Instant
 
-    package init() {}
+    /// - Parameter now: the clock ``stale`` is counted on.
+    package init(now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }) {
+        self.now = now
+    }
 
     /// How many pulls were answered from a read ahead.
     package var hits: Int { state.withLock { $0.hits } }
 
-    /// Whether the store reads a pull ahead for `client`, about `bytes` big;
-    /// a client cooling after a pull it did not send counts one pull down.
-    package func admits(_ client: LastChanges.Client, bytes: Int) -> Bool {
+    /// The clients an answer is held for.
+    package var holding: Set<LastChanges.Client> { state.withLock { Set($0.entries.keys) } }
+
+    /// Whether the store reads a pull ahead for `client`: not while it
+    /// cools (it counts one down), nor while ``maxRunning`` reads run.
+    package func admits(_ client: LastChanges.Client) -> Bool {
         state.withLock { state in
-            guard !state.closed, bytes <= Self.maxBytes else { return false }
+            guard !state.closed, state.running.count < Self.maxRunning else { return false }
             if let left = state.cooling[client] {
                 state.cooling[client] = left > 1 ? left - 1 : nil
                 return false
@@ -103,31 +120,33 @@ package final class ReadAheadPulls: Sendable {
         }
     }
 
-    /// Holds `read`, the read of `request` ahead of its pull, for `client`,
-    /// in place of any answer held for it before. To keep within
-    /// ``maxEntries`` and ``maxBytes``, answers held longer than ``stale``
-    /// give way, oldest first; if that is not enough, nothing is read.
-    package func hold(
-        _ request: PullRequest, for client: LastChanges.Client, limit: Int, bytes: Int,
-        read: @escaping @Sendable () async -> Read?
-    ) {
+    /// Runs `read`, the read of `request` ahead of its pull, and holds its
+    /// answer for `client` in place of any held for it before. With
+    /// ``maxEntries`` held, the oldest gives way if held longer than
+    /// ``stale``; otherwise nothing is read.
+    package func hold(_ request: PullRequest, for client: LastChanges.Client, limit: Int, read: @escaping @Sendable () async -> Read?) {
+        let made = now()
         let dropped: [Task<Read?, Never>] = state.withLock { state in
             guard !state.closed else { return [] }
             var dropped: [Task<Read?, Never>] = []
             if let old = state.remove(client) { dropped.append(old.task) }
-            // Full: answers not taken for a while give way; fresher ones are
-            // the next pulls of syncs under way, so none is read ahead now.
-            let now = ContinuousClock.now
-            while state.entries.count >= Self.maxEntries || state.bytes + bytes > Self.maxBytes {
-                guard let oldest = state.order.first, let entry = state.entries[oldest], now - entry.made > Self.stale else {
+            while state.entries.count >= Self.maxEntries {
+                guard let oldest = state.order.first, let entry = state.entries[oldest], made - entry.made > Self.stale else {
                     return dropped
                 }
                 _ = state.remove(oldest)
                 dropped.append(entry.task)
             }
-            state.entries[client] = Entry(request: request, limit: limit, bytes: bytes, made: now, task: Task(operation: read))
+            let id = state.nextRead
+            state.nextRead &+= 1
+            let task = Task { [self] in
+                let answer = await read()
+                _ = self.state.withLock { $0.running.removeValue(forKey: id) }
+                return answer
+            }
+            state.running[id] = task
+            state.entries[client] = Entry(request: request, limit: limit, made: made, task: task)
             state.order.append(client)
-            state.bytes += bytes
             return dropped
         }
         for task in dropped { task.cancel() }
@@ -135,8 +154,8 @@ package final class ReadAheadPulls: Sendable {
 
     /// The answer read ahead for `request`, if `client` has one, it is the
     /// pull read, and the store's writes still stand where they stood
-    /// through the read. Waits for a read still running. The held answer is
-    /// gone either way.
+    /// through the read. Waits for a read still running (one read of the
+    /// file, which takes no lock). The held answer is gone either way.
     package func take(
         _ request: PullRequest, client: LastChanges.Client, limit: Int, epoch: String, writes: WriteSequence
     ) async -> Read? {
@@ -156,20 +175,25 @@ package final class ReadAheadPulls: Sendable {
         return ahead
     }
 
-    /// Waits until every held read has ended (for tests: a write then comes after the read).
-    package func settled() async {
-        for task in state.withLock({ $0.entries.values.map(\.task) }) { _ = await task.value }
+    /// Drops the answer held for `client`, if any: its pull was answered otherwise.
+    package func forget(_ client: LastChanges.Client) {
+        let entry = state.withLock { $0.remove(client) }
+        entry?.task.cancel()
     }
 
-    /// Drops every held answer and holds no more; waits for reads still running.
+    /// Waits until every read ahead has ended (for tests: a write then comes after the reads).
+    package func settled() async {
+        for task in state.withLock({ Array($0.running.values) }) { _ = await task.value }
+    }
+
+    /// Drops every held answer and reads no more ahead; waits for the
+    /// reads still running, held or not.
     package func close() async {
         let tasks = state.withLock { state in
             state.closed = true
-            let tasks = state.entries.values.map(\.task)
             state.entries = [:]
             state.order = []
-            state.bytes = 0
-            return tasks
+            return Array(state.running.values)
         }
         for task in tasks {
             task.cancel()

@@ -12,8 +12,13 @@ extension SQLiteSyncStore {
     /// there since) is answered from `LastChanges` alone, without the
     /// read; the rest read the file, and teach the client's last applied id.
     public func pullEncoded(_ request: PullRequest, userID: String, limit: Int, notices: Bool) async throws -> EncodedPullResponse {
-        if let answer = quietAnswer(request, userID: userID, limit: limit) { return answer }
         let client = LastChanges.Client(userID: userID, clientID: request.clientID)
+        if let answer = quietAnswer(request, userID: userID, limit: limit) {
+            // A page with more to come may end quiet (its notices had more, the client's own): the
+            // answer read ahead for the next pull is not for the one after.
+            if notices { readAhead.forget(client) }
+            return answer
+        }
         // Only a client's own pulls, with notices, are read ahead; a live page's pulls pass by.
         if notices, let ahead = await readAhead.take(request, client: client, limit: limit, epoch: cursors.epoch, writes: writes) {
             known.withLock { $0.learn(ahead.read, since: ahead.generation) }
@@ -31,15 +36,15 @@ extension SQLiteSyncStore {
     /// `answer`, if a page has more to come (``ReadAheadPulls``): on one
     /// snapshot of a file no write changed from before the read to after it.
     private func readAhead(after answer: EncodedPullResponse, of request: PullRequest, client: LastChanges.Client, limit: Int) {
-        guard let next = PullReadAhead.nextRequest(after: answer, of: request) else { return }
-        let bytes = answer.pages.reduce(0) { $0 + $1.byteEstimate }
-        guard readAhead.admits(client, bytes: bytes) else { return }
-        readAhead.hold(next, for: client, limit: limit, bytes: bytes) { [self] in
+        guard answer.heldBytes <= ReadAheadPulls.maxAnswerBytes, let next = PullReadAhead.nextRequest(after: answer, of: request),
+            readAhead.admits(client)
+        else { return }
+        readAhead.hold(next, for: client, limit: limit) { [self] in
             guard let before = writes.stable else { return nil }
             let generation = known.withLock { $0.generation }
-            guard let file = try? await readFile(next, userID: client.userID, limit: limit, notices: true), writes.stable == before else {
-                return nil
-            }
+            guard let file = try? await readFile(next, userID: client.userID, limit: limit, notices: true), writes.stable == before,
+                file.answer.heldBytes <= ReadAheadPulls.maxAnswerBytes
+            else { return nil }
             return ReadAheadPulls.Read(
                 answer: file.answer, read: file.read, generation: generation, noticeStart: file.noticeStart, writes: before)
         }

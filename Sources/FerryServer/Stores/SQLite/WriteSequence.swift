@@ -7,6 +7,13 @@ import Synchronization
 /// write up to that count left it, and a later read that finds that count
 /// again sees the very same file.
 ///
+/// It counts the writes of this process, made through
+/// `SQLiteSyncStore.write`. The one command that writes beside a running
+/// server, `ferry-server grant`, writes scopes and members, which a pull
+/// does not read (the route checks access before the store reads); a
+/// command that wrote rows, notices, clients or the store's meta beside a
+/// running server would need the server to read every pull.
+///
 /// ```swift
 /// let before = writes.stable          // nil while a write is open
 /// let answer = try await pool.read { … }
