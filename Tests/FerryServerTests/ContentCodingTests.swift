@@ -2,6 +2,7 @@ import CompressNIO
 import FerryProtocol
 import Foundation
 import HTTPTypes
+import Hummingbird
 import HummingbirdTesting
 import NIOCore
 import Testing
@@ -22,6 +23,11 @@ import Testing
         #expect(ContentCoding.preferred(acceptEncoding: "*") == .gzip)
         #expect(ContentCoding.preferred(acceptEncoding: "*;q=0.1, gzip;q=0") == .deflate)
         #expect(ContentCoding.preferred(acceptEncoding: "X-GZIP") == .gzip)
+        #expect(ContentCoding.preferred(acceptEncoding: "\tgzip ;q=0.2 ,  deflate\t; q=0.9 ") == .deflate, "spaces and tabs around each part")
+        #expect(ContentCoding.preferred(acceptEncoding: " , \t") == nil)
+        #expect(try ContentCoding(header: " deflate\t") == .deflate)
+        #expect(throws: Never.self) { try Request.requireJSONContentType(" Application/JSON\t; charset=utf-8") }
+        #expect(throws: FerryServerError.self) { try Request.requireJSONContentType("application/json\u{A0}") }
         #expect(try ContentCoding(header: nil) == nil)
         #expect(try ContentCoding(header: "identity") == nil)
         #expect(try ContentCoding(header: "GZIP") == .gzip)

@@ -85,7 +85,7 @@ extension Request {
     /// `application/json`, with or without parameters (a charset); any
     /// other media type, or none, is 415.
     static func requireJSONContentType(_ value: String?) throws(FerryServerError) {
-        let mediaType = value?.split(separator: ";", maxSplits: 1).first?.trimmingCharacters(in: .whitespaces).lowercased()
+        let mediaType = value?.split(separator: ";", maxSplits: 1).first?.trimmingHeaderWhitespace.lowercased()
         guard mediaType == "application/json" else {
             throw FerryServerError(
                 .unsupportedMediaType,

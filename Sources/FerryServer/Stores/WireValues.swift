@@ -65,14 +65,17 @@ extension WireValues {
             var index = 1
             var newest: Int64?
 
-            /// The end (exclusive) of the JSON string starting at `position`, before `end`.
+            /// The end (exclusive) of the JSON string starting at `position`, before `end`: the first
+            /// quote after it (found with `memchr`) behind an even run of backslashes.
             func stringEnd(from position: Int) -> Int? {
                 guard position < end, base[position] == UInt8(ascii: "\"") else { return nil }
                 var cursor = position + 1
-                while cursor < end {
-                    let byte = base[cursor]
-                    if byte == UInt8(ascii: "\"") { return cursor + 1 }
-                    cursor += byte == UInt8(ascii: "\\") ? 2 : 1
+                while cursor < end, let found = memchr(base + cursor, Int32(UInt8(ascii: "\"")), end - cursor) {
+                    let quote = UnsafeRawPointer(found) - UnsafeRawPointer(base)
+                    var slash = quote - 1
+                    while slash > position, base[slash] == UInt8(ascii: "\\") { slash -= 1 }
+                    if (quote - 1 - slash) % 2 == 0 { return quote + 1 }
+                    cursor = quote + 1
                 }
                 return nil
             }

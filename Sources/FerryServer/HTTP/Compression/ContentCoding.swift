@@ -60,7 +60,7 @@ package enum ContentCoding: String, Sendable, CaseIterable {
     ///   coding this server does not decode, or several stacked.
     package init?(header: String?) throws(FerryServerError) {
         guard let header else { return nil }
-        let codings = header.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { $0 != "identity" }
+        let codings = header.split(separator: ",").map { $0.trimmingHeaderWhitespace.lowercased() }.filter { $0 != "identity" }
         guard !codings.isEmpty else { return nil }
         guard codings.count == 1, let coding = ContentCoding(rawValue: codings[0] == "x-gzip" ? "gzip" : codings[0]) else {
             throw FerryServerError(.unsupportedMediaType, "Content-Encoding `\(header)` is not one this server decodes (gzip or deflate)")
@@ -75,7 +75,7 @@ package enum ContentCoding: String, Sendable, CaseIterable {
         guard let header else { return nil }
         var weights: [String: Double] = [:]
         for item in header.split(separator: ",") {
-            let parts = item.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            let parts = item.split(separator: ";").map { $0.trimmingHeaderWhitespace.lowercased() }
             guard let name = parts.first, !name.isEmpty else { continue }
             var weight = 1.0
             for parameter in parts.dropFirst() where parameter.hasPrefix("q=") {
