@@ -73,6 +73,7 @@ import Testing
                 "ferry_conflicts_total 1",
                 "ferry_rejections_total 1",
                 "ferry_pulls_total 1",
+                "ferry_pulls_read_ahead_total 0",
             ] {
                 #expect(text.contains(line), "missing \(line)")
             }

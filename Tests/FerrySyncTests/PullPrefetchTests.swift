@@ -65,9 +65,14 @@ import Testing
             counter.withLock { $0 = try? DatabaseQueue(path: path) }
             #expect(counter.withLock { $0 != nil })
             let pullsBefore = try await server.metric("ferry_pulls_total")
+            let readAheadBefore = try await server.metric("ferry_pulls_read_ahead_total")
             try await reader.engine.sync()
             let asked = notesWhenAsked.withLock { $0 }
             #expect(try await server.metric("ferry_pulls_total") - pullsBefore == 12, "twelve pages, twelve pulls: none wasted")
+            // The embedded store read each page after the first before the client asked: the pull it
+            // expected is the one the client sent.
+            let readAhead = try await server.metric("ferry_pulls_read_ahead_total") - readAheadBefore
+            #expect(kind == .sqlite ? readAhead >= 10 : readAhead == 0, "\(readAhead) of 11 pages read ahead")
             #expect(asked.count == 12)
             // Asked for page k before page k - 1 (5 notes each) was applied.
             #expect(asked.enumerated().dropFirst().contains { index, notes in notes < 5 * index }, "\(asked)")

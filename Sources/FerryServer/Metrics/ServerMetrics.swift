@@ -86,9 +86,12 @@ public final class ServerMetrics: Sendable {
         }
     }
 
-    func recordPull(rows: Int) {
+    /// A pull answered, `readAhead` if the store read it before it was
+    /// asked for (`ferry_pulls_read_ahead_total`, of `ferry_pulls_total`).
+    func recordPull(rows: Int, readAhead: Bool) {
         count("ferry_pulls_total")
         count("ferry_pulled_rows_total", by: rows)
+        count("ferry_pulls_read_ahead_total", by: readAhead ? 1 : 0)
     }
 
     /// Open live streams.

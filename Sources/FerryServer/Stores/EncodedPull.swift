@@ -18,6 +18,10 @@ import NIOCore
 public struct EncodedPullResponse: Sendable {
     public var lastAppliedMutationID: Int64
     public var pages: [EncodedPullPage]
+    /// Read before its pull asked, while the page before it was on the
+    /// wire (the embedded store's read ahead): counted in
+    /// `ferry_pulls_read_ahead_total`.
+    package var wasReadAhead = false
 
     public init(lastAppliedMutationID: Int64, pages: [EncodedPullPage]) {
         self.lastAppliedMutationID = lastAppliedMutationID

@@ -62,7 +62,7 @@ extension SyncAPI {
             span.attributes["ferry.rows"] = answer.rowCount
             return answer
         }
-        metrics.recordPull(rows: answer.rowCount)
+        metrics.recordPull(rows: answer.rowCount, readAhead: answer.wasReadAhead)
         metrics.recordDevicePull(
             userID: userID, clientID: pull.clientID,
             pages: answer.pages.map { DevicePulls.Page(scope: $0.scope, rows: $0.rows.count, hasMore: $0.hasMore) })
