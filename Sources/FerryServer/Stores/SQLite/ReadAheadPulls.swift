@@ -84,7 +84,6 @@ package final class ReadAheadPulls: Sendable {
         var nextRead: UInt64 = 0
         var cooling: [LastChanges.Client: Int] = [:]
         var closed = false
-        var hits = 0
 
         mutating func remove(_ client: LastChanges.Client) -> Entry? {
             guard let entry = entries.removeValue(forKey: client) else { return nil }
@@ -100,9 +99,6 @@ package final class ReadAheadPulls: Sendable {
     package init(now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }) {
         self.now = now
     }
-
-    /// How many pulls were answered from a read ahead.
-    package var hits: Int { state.withLock { $0.hits } }
 
     /// The clients an answer is held for.
     package var holding: Set<LastChanges.Client> { state.withLock { Set($0.entries.keys) } }
@@ -160,7 +156,7 @@ package final class ReadAheadPulls: Sendable {
         _ request: PullRequest, client: LastChanges.Client, limit: Int, epoch: String, writes: WriteSequence
     ) async -> Read? {
         guard let entry = state.withLock({ $0.remove(client) }) else { return nil }
-        guard entry.limit == limit, entry.request.clientID == request.clientID else {
+        guard entry.limit == limit else {
             cool(client)
             return nil
         }
@@ -171,8 +167,9 @@ package final class ReadAheadPulls: Sendable {
             return nil
         }
         guard writes.stable == ahead.writes else { return nil }
-        state.withLock { $0.hits += 1 }
-        return ahead
+        var taken = ahead
+        taken.answer.wasReadAhead = true
+        return taken
     }
 
     /// Drops the answer held for `client`, if any: its pull was answered otherwise.

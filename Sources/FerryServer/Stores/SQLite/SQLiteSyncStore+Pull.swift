@@ -23,9 +23,7 @@ extension SQLiteSyncStore {
         if notices, let ahead = await readAhead.take(request, client: client, limit: limit, epoch: cursors.epoch, writes: writes) {
             known.withLock { $0.learn(ahead.read, since: ahead.generation) }
             readAhead(after: ahead.answer, of: request, client: client, limit: limit)
-            var answer = ahead.answer
-            answer.wasReadAhead = true
-            return answer
+            return ahead.answer
         }
         let generation = known.withLock { $0.generation }
         let file = try await readFile(request, userID: userID, limit: limit, notices: notices)
