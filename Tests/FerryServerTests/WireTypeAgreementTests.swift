@@ -11,7 +11,7 @@ import Testing
 /// agreement and API tests drive.
 @Suite struct WireTypeAgreementTests {
     static let types: [(String, any Codable.Type)] = [
-        ("PushRequest", PushRequest.self), ("Mutation", Mutation.self), ("PushResponse", PushResponse.self),
+        ("PushRequest", PushRequest.self), ("Mutation", Mutation.self), ("PushResponse", PushResponse.self), ("CoveredScope", PushResponse.CoveredScope.self),
         ("MutationResult", MutationResult.self), ("Conflict", Conflict.self), ("ServerRow", ServerRow.self),
         ("ConflictNotice", ConflictNotice.self), ("PullRequest", PullRequest.self), ("ScopeCursor", PullRequest.ScopeCursor.self),
         ("PullResponse", PullResponse.self), ("PullPage", PullPage.self), ("RowChange", RowChange.self),

@@ -47,6 +47,14 @@ package struct CursorOrder: Hashable, Sendable {
         return after.key <= cursor.key && cursor.key <= end.key
     }
 
+    /// Whether a client at `cursor` holds every change up to `end` once it
+    /// has those after `after`: it is at `after` (compared as text, for a
+    /// cursor this type cannot read), or lies between the two.
+    package static func covers(_ cursor: String?, after: String?, end: String) -> Bool {
+        guard let cursor, let after else { return false }
+        return cursor == after || covers(CursorOrder(cursor), from: CursorOrder(after), to: CursorOrder(end))
+    }
+
     private func sameHistory(as other: CursorOrder) -> Bool {
         epoch == other.epoch && scope == other.scope && generation == other.generation
     }

@@ -57,9 +57,40 @@ public struct PushRequest: Sendable, Hashable, Codable {
 public struct PushResponse: Sendable, Hashable, Codable {
     public var lastAppliedMutationID: Int64
     public var results: [MutationResult]
+    /// Scopes where the push's rows are the only changes in a range of the
+    /// store's history, each applied as sent: a client whose cursor for the
+    /// scope lies in that range holds every change up to the range's end
+    /// already, and moves its cursor there without pulling its own rows
+    /// back. `nil` from a store that cannot tell (the PostgreSQL store).
+    ///
+    /// ```swift
+    /// let reply = try await transport.push(request, token: token)
+    /// reply.covered   // [CoveredScope(scope: "user:alice", after: "…", cursor: "…")]: a client at `after` moves to `cursor`
+    /// ```
+    public var covered: [CoveredScope]?
 
-    public init(lastAppliedMutationID: Int64, results: [MutationResult]) {
+    /// A scope's range that holds only a push's own rows: every change to
+    /// `scope` after cursor `after`, up to cursor `cursor`, is the push's.
+    public struct CoveredScope: Sendable, Hashable, Codable {
+        public var scope: String
+        public var after: String
+        public var cursor: String
+        /// The scope held no row before the push, not even a deleted one: a
+        /// client that never pulled it, whose first pull would bring the
+        /// push's rows alone, may move to `cursor` too. `nil` means `false`.
+        public var emptyBefore: Bool?
+
+        public init(scope: String, after: String, cursor: String, emptyBefore: Bool? = nil) {
+            self.scope = scope
+            self.after = after
+            self.cursor = cursor
+            self.emptyBefore = emptyBefore
+        }
+    }
+
+    public init(lastAppliedMutationID: Int64, results: [MutationResult], covered: [CoveredScope]? = nil) {
         self.lastAppliedMutationID = lastAppliedMutationID
         self.results = results
+        self.covered = covered
     }
 }

@@ -4,6 +4,7 @@ extension JSONScanner {
     mutating func pushResponse() throws -> PushResponse {
         var lastApplied: Int64?
         var results: [MutationResult]?
+        var covered: [PushResponse.CoveredScope]?
         var seen = Set<String>()
         if try beginObject() {
             repeat {
@@ -15,12 +16,39 @@ extension JSONScanner {
                         repeat { read.append(try mutationResult()) } while try nextElement()
                     }
                     results = read
+                case "covered":
+                    covered = try nullable { scanner in
+                        var read: [PushResponse.CoveredScope] = []
+                        if try scanner.beginArray() {
+                            repeat { read.append(try scanner.coveredScope()) } while try scanner.nextElement()
+                        }
+                        return read
+                    }
                 default: try skipValue()
                 }
             } while try nextMember()
         }
         guard let lastApplied, let results else { throw failure("a push answer without lastAppliedMutationID or results") }
-        return PushResponse(lastAppliedMutationID: lastApplied, results: results)
+        return PushResponse(lastAppliedMutationID: lastApplied, results: results, covered: covered)
+    }
+
+    /// One of a push answer's covered scopes.
+    mutating func coveredScope() throws -> PushResponse.CoveredScope {
+        var scope: String?, after: String?, cursor: String?, emptyBefore: Bool?
+        var seen = Set<String>()
+        if try beginObject() {
+            repeat {
+                switch try key(once: &seen) {
+                case "scope": scope = try string()
+                case "after": after = try string()
+                case "cursor": cursor = try string()
+                case "emptyBefore": emptyBefore = try nullable { try $0.bool() }
+                default: try skipValue()
+                }
+            } while try nextMember()
+        }
+        guard let scope, let after, let cursor else { throw failure("a covered scope without scope, after or cursor") }
+        return PushResponse.CoveredScope(scope: scope, after: after, cursor: cursor, emptyBefore: emptyBefore)
     }
 
     /// One result without conflicts or a row.

@@ -62,7 +62,16 @@ package enum StoreCoding {
             if index > 0 { out += "," }
             out += try resultJSON(result)
         }
-        out += "]}"
+        out += "]"
+        if let covered = response.covered {
+            out += ",\"covered\":["
+            for (index, scope) in covered.enumerated() {
+                if index > 0 { out += "," }
+                out += try json(scope)
+            }
+            out += "]"
+        }
+        out += "}"
         return out
     }
 

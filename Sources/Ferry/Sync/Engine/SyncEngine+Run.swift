@@ -244,6 +244,7 @@ extension SyncEngine {
         let recordStart = ContinuousClock.now
         let report = try await run.recorder.record(reply, for: batch, assignedUpTo: taken.assignedUpTo)
         run.summary.inDatabase += ContinuousClock.now - recordStart
+        for (scope, cursor) in report.movedCursors { run.cursors.rows[scope] = cursor }
         if report.restoredFromBackup {
             // Settled only what this batch carried: a mutation handed out but not in it (a narrowed
             // push) was never compared, and goes out again under the new id.

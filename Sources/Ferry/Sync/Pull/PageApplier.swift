@@ -189,8 +189,7 @@ struct PageApplier {
     /// from it, or from a cursor at or before it and ends at or after it
     /// (``CursorOrder``).
     static func covers(_ cursor: String?, _ page: PullPage) -> Bool {
-        guard let cursor, let after = page.after else { return false }
-        return cursor == after || CursorOrder.covers(CursorOrder(cursor), from: CursorOrder(after), to: CursorOrder(page.cursor))
+        CursorOrder.covers(cursor, after: page.after, end: page.cursor)
     }
 
     // MARK: - Notices and stamps

@@ -22,6 +22,9 @@ struct PushRecorder {
         /// ``PushAhead``) were forgotten: the reply was not a plain
         /// acknowledgement, and that batch is to be taken again.
         var forgotLaterIDs = false
+        /// Scopes whose cursor the reply moved over the push's own rows
+        /// (``PushResponse/covered``), with the cursor each holds now.
+        var movedCursors: [String: String] = [:]
     }
 
     let database: FerryDatabase
@@ -102,9 +105,31 @@ struct PushRecorder {
                 // key may cascade): never sent, its ids are forgotten and its edits taken again, as they are now.
                 report.forgotLaterIDs = try Self.forgetLaterIDs(assignedUpTo, db)
             }
+            report.movedCursors = try Self.moveCursors(over: response.covered ?? [], db)
             report.drained = try Outbox.nothingToPush(db)
             return report
         }
+    }
+
+    /// Moves each scope's cursor over a range the reply says holds only
+    /// this push's rows, each applied as sent, when the cursor lies in it:
+    /// the device holds every change up to the range's end already, so the
+    /// next pull does not download its own rows back. A scope never pulled
+    /// moves when it held no row before the push: its first pull would
+    /// bring the push's rows alone. A scope starting over (a refetch, a
+    /// recovery) moves only with its own pages.
+    private static func moveCursors(over covered: [PushResponse.CoveredScope], _ db: Database) throws -> [String: String] {
+        var moved: [String: String] = [:]
+        for range in covered {
+            var record = try ScopeCursorRecord.find(range.scope, db)
+            let neverPulled = record.cursor == nil && record.previousCursor == nil && range.emptyBefore == true
+            guard !record.refetching, neverPulled || CursorOrder.covers(record.cursor, after: range.after, end: range.cursor)
+            else { continue }
+            record.cursor = range.cursor
+            try record.store(db)
+            moved[range.scope] = range.cursor
+        }
+        return moved
     }
 
     /// Forgets the ids handed out after `assignedUpTo`, if any were.

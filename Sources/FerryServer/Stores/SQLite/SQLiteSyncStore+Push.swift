@@ -23,11 +23,18 @@ extension SQLiteSyncStore {
                 }
             }
             let replayed = request.mutations.lazy.map(\.mutationID).filter { $0 <= lastApplied }
+            let horizon = try Self.meta(db, "horizon")
             var plan = try rules.plan(
                 request, userID: userID, lastApplied: lastApplied, rows: rows,
-                version: try Self.meta(db, "version"), horizon: try Self.meta(db, "horizon"),
+                version: try Self.meta(db, "version"), horizon: horizon,
                 recorded: try Self.recordedDigests(db, userID: userID, clientID: request.clientID, ids: Array(replayed))
             )
+            // Read before the plan's rows are written; versions commit in order here, so the range after
+            // each scope's last change to the push's end holds the push's rows alone.
+            let covered = try PushCoverage.covered(
+                PushCoverage.scopes(of: plan, request: request), lastBefore: { try Self.lastVersion(db, scope: $0) },
+                horizon: horizon, end: plan.version
+            ) { scope, position in cursors.encode(PullCursor(epoch: cursors.epoch, scope: scope, position: position)) }
             let generation = cursors.history.current
             // AUTOINCREMENT numbers from the sequence: the ids the notices get, known before they are written.
             let lastNotice = try Self.lastNoticeID(db)
@@ -40,7 +47,8 @@ extension SQLiteSyncStore {
                 request.settled ?? [], db, userID: userID, clientID: request.clientID,
                 version: plan.version, now: now, epoch: cursors.epoch, generation: generation)
             let (recorded, runs) = try Self.recordedResults(db, userID: userID, clientID: request.clientID, ids: plan.replayedIDs)
-            let receipt = try plan.receipt(recorded: recorded, runs: runs)
+            var receipt = try plan.receipt(recorded: recorded, runs: runs)
+            receipt.response.covered = covered
             let notices = Set(plan.notices.map { LastChanges.Notices(userID: $0.userID, scope: $0.key.scope) })
                 .union(settledScopes.map { LastChanges.Notices(userID: userID, scope: $0) })
             let commit = LastChanges.Commit(
@@ -58,6 +66,11 @@ extension SQLiteSyncStore {
             }
             return receipt
         }
+    }
+
+    /// The version of the newest row of `scope`, live or a tombstone.
+    private static func lastVersion(_ db: Database, scope: String) throws -> Int64? {
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(version) FROM rows WHERE scope = ?"), arguments: [scope])
     }
 
     private static func writePlan(
