@@ -80,8 +80,8 @@ public struct DrainBenchmark: Sendable {
             BenchmarkResult(
                 scenario: "drain \(countLabel(rows)) pending mutations over loopback vs the server store's direct insert",
                 ferry: String(
-                    format: "%.0f rows/s (%.1f s waiting for the server, %.1f s in the database)",
-                    drainRate, seconds(summary.waitingForServer), seconds(summary.inDatabase)),
+                    format: "%.0f rows/s (%.1f s waiting for the server, %.1f s in the database, %ld rows pulled back)",
+                    drainRate, seconds(summary.waitingForServer), seconds(summary.inDatabase), summary.pulled),
                 baseline: String(format: "%.0f rows/s", directRate),
                 ratio: drainRate / directRate, goal: 0.5, direction: .atLeast
             )

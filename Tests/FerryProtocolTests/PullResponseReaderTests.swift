@@ -41,7 +41,14 @@ import Testing
                     reason: random.next() % 3 == 0 ? Self.text(&random) : nil,
                     replayed: random.next() % 2 == 0)
             }
-            let response = PushResponse(lastAppliedMutationID: Int64(bitPattern: random.next()), results: plain)
+            let covered = (0..<Int(random.next() % 3)).map { index in
+                PushResponse.CoveredScope(
+                    scope: "s\(index)", after: Self.text(&random), cursor: Self.text(&random),
+                    emptyBefore: random.next() % 2 == 0 ? true : nil)
+            }
+            let response = PushResponse(
+                lastAppliedMutationID: Int64(bitPattern: random.next()), results: plain,
+                covered: random.next() % 3 == 0 ? nil : covered)
             for formatting in [[], [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]] as [JSONEncoder.OutputFormatting] {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = formatting

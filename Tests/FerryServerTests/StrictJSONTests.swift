@@ -218,6 +218,14 @@ import Testing
             ])
         let read = try JSONDecoder().decode(PushResponse.self, from: Data(try StoreCoding.pushResponseJSON(response).utf8))
         #expect(read == response)
+        var covering = response
+        covering.covered = [
+            PushResponse.CoveredScope(scope: "user:a", after: "x.y", cursor: "x.z", emptyBefore: true),
+            PushResponse.CoveredScope(scope: "team:b", after: "p.q", cursor: "p.r"),
+        ]
+        let json = Data(try StoreCoding.pushResponseJSON(covering).utf8)
+        #expect(try JSONDecoder().decode(PushResponse.self, from: json) == covering)
+        #expect(try PullResponseReader.pushResponse(json) == covering)
     }
     /// A push read from the checked value equals the push `JSONDecoder` reads.
     @Test func aPushIsReadFromTheCheckedValueAsJSONDecoderReadsIt() throws {
