@@ -26,10 +26,12 @@ package enum PushCoverage {
     /// The scopes the plan wrote rows in where every mutation applied now
     /// was applied as sent.
     package static func scopes(of plan: PushPlan, request: PushRequest) -> Set<String> {
-        var written = Set(plan.rows.keys.map(\.scope))
-        guard !written.isEmpty else { return [] }
+        var written = plan.changedScopes
+        let unclean = plan.results.filter { $0.status != .applied || !$0.conflicts.isEmpty }
+        // The usual push, every mutation applied as sent, needs no look-up of their scopes.
+        guard !written.isEmpty, !unclean.isEmpty else { return written }
         let scopeOf = Dictionary(request.mutations.map { ($0.mutationID, $0.scope) }, uniquingKeysWith: { first, _ in first })
-        for result in plan.results where result.status != .applied || !result.conflicts.isEmpty {
+        for result in unclean {
             // A mutation of no known scope taints them all.
             guard let scope = scopeOf[result.mutationID] else { return [] }
             written.remove(scope)
