@@ -234,4 +234,89 @@ import FerryTestSupport
             #expect(try await reader.database.read { db in try Row.fetchAll(db, sql: query) } == written)
         }
     }
+
+    /// A plain acknowledgement lets the batch taken ahead go out before
+    /// the reply is recorded: with the device's writer held by another
+    /// connection from the first reply on, the second push still reaches
+    /// the server, and every row arrives once.
+    @Test func theBatchTakenAheadGoesOutBeforeAPlainReplyIsRecorded() async throws {
+        try await SyncServer.with(.sqlite) { server in
+            let path = directory.path("writer.sqlite")
+            let hold = WriterHold(path: path, handedOutBeyond: 50)
+            let writer = try await Device.make(
+                "writer", user: "alice", server: server, directory: directory, configure: { $0.pushBatchSize = 50 },
+                transport: {
+                    ForwardingTransport(
+                        $0, willPush: { hold.pushed($0) }, didPush: { request, _ in try await hold.holdAfterFirstReply(request) })
+                })
+            let reader = try await Device.make("reader", user: "alice", server: server, directory: directory)
+            try await writer.database.write { db in
+                for n in 0..<200 { try db.execute(sql: "INSERT INTO note(id, title) VALUES (?, 'x')", arguments: ["n\(n)"]) }
+            }
+            let summary = try await writer.engine.sync()
+            await hold.released()
+            #expect(summary.pushed == 200 && summary.conflicts == 0 && summary.rejected == 0)
+            #expect(hold.sentWhileHeld, "the second batch went out while the first reply waited for the writer")
+            #expect(try writer.database.outbox.pendingCount() == 0)
+            try await reader.engine.sync()
+            #expect(try reader.notes() == writer.notes())
+            #expect(try reader.notes().count == 200)
+        }
+    }
+}
+
+/// Holds the device's write lock from another connection once the first
+/// push's reply is in (and the batch after it was taken ahead), until the
+/// next push reaches the transport or three seconds pass.
+private final class WriterHold: Sendable {
+    private let path: String
+    private let handedOutBeyond: Int
+    private let state = Mutex<(pushes: Int, held: Bool, sentWhileHeld: Bool, release: Task<Void, Never>?)>((0, false, false, nil))
+
+    init(path: String, handedOutBeyond: Int) {
+        self.path = path
+        self.handedOutBeyond = handedOutBeyond
+    }
+
+    var sentWhileHeld: Bool { state.withLock { $0.sentWhileHeld } }
+
+    func pushed(_ request: PushRequest) {
+        guard !request.mutations.isEmpty else { return }
+        state.withLock { state in
+            state.pushes += 1
+            if state.held { state.sentWhileHeld = true }
+        }
+    }
+
+    func holdAfterFirstReply(_ request: PushRequest) async throws {
+        guard !request.mutations.isEmpty, state.withLock({ $0.pushes == 1 && $0.release == nil }) else { return }
+        var configuration = Configuration()
+        configuration.allowsUnsafeTransactions = true
+        let blocker = try DatabaseQueue(path: path, configuration: configuration)
+        // The batch after this one is taken ahead first: it is a write too.
+        let deadline = ContinuousClock.now + .seconds(5)
+        while try await blocker.read({ db in
+            try Int.fetchOne(
+                db, sql: "SELECT count(DISTINCT mutation_id) FROM ferry_outbox WHERE \(OutboxRecord.State.pending.condition) AND mutation_id IS NOT NULL"
+            ) ?? 0
+        }) <= handedOutBeyond, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        try await blocker.writeWithoutTransaction { db in try db.execute(sql: "BEGIN IMMEDIATE") }
+        state.withLock { $0.held = true }
+        let release = Task {
+            let until = ContinuousClock.now + .seconds(3)
+            while !state.withLock({ $0.sentWhileHeld }), ContinuousClock.now < until {
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+            state.withLock { $0.held = false }
+            try? await blocker.writeWithoutTransaction { db in try db.execute(sql: "COMMIT") }
+        }
+        state.withLock { $0.release = release }
+    }
+
+    /// Waits until the hold is let go.
+    func released() async {
+        await state.withLock { $0.release }?.value
+    }
 }

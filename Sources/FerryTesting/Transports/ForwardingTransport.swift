@@ -22,6 +22,9 @@ public struct ForwardingTransport: SyncTransport {
     public var onUploadProgress: @Sendable (@escaping BlobProgress) -> BlobProgress
     /// Called with each push before it is sent; what it throws, the push throws.
     public var willPush: @Sendable (PushRequest) async throws -> Void
+    /// Called with each push and the server's answer, before the answer is
+    /// returned; what it throws, the push throws.
+    public var didPush: @Sendable (PushRequest, PushResponse) async throws -> Void
     /// Called with each pull before it is sent; what it throws, the pull throws.
     public var willPull: @Sendable (PullRequest) async throws -> Void
 
@@ -31,6 +34,7 @@ public struct ForwardingTransport: SyncTransport {
         onDownload: @escaping @Sendable (Int64) -> Void = { _ in },
         onUploadProgress: @escaping @Sendable (@escaping BlobProgress) -> BlobProgress = { $0 },
         willPush: @escaping @Sendable (PushRequest) async throws -> Void = { _ in },
+        didPush: @escaping @Sendable (PushRequest, PushResponse) async throws -> Void = { _, _ in },
         willPull: @escaping @Sendable (PullRequest) async throws -> Void = { _ in }
     ) {
         self.inner = inner
@@ -38,12 +42,15 @@ public struct ForwardingTransport: SyncTransport {
         self.onDownload = onDownload
         self.onUploadProgress = onUploadProgress
         self.willPush = willPush
+        self.didPush = didPush
         self.willPull = willPull
     }
 
     public func push(_ request: PushRequest, token: String?) async throws -> PushResponse {
         try await willPush(request)
-        return try await inner.push(request, token: token)
+        let response = try await inner.push(request, token: token)
+        try await didPush(request, response)
+        return response
     }
     public func pull(_ request: PullRequest, token: String?) async throws -> PullResponse {
         try await willPull(request)

@@ -55,6 +55,15 @@ struct SyncRun {
         prefetch?.task.cancel()
         prefetch = nil
     }
+
+    /// Drops the batch taken ahead. One already sent is cancelled, and its
+    /// push is returned, for the caller to wait for: no push of its ids is
+    /// then still on the wire when they are sent again.
+    mutating func dropAhead() -> Task<PushResponse, any Error>? {
+        defer { ahead = nil }
+        ahead?.sent?.answer.cancel()
+        return ahead?.sent?.answer
+    }
 }
 
 extension SyncEngine {
@@ -84,12 +93,14 @@ extension SyncEngine {
         var finished = false
         defer {
             run.dropPrefetch()
+            // A push sent ahead that no step took (the sync stopped or threw): its ids stay handed out.
+            run.ahead?.sent?.answer.cancel()
             if !finished { broadcaster.update { $0.pullEstimate = nil } }
         }
         while true {
             try Task.checkCancellation()
             if case .pull = action {} else { run.dropPrefetch() }
-            if case .push = action {} else { run.ahead = nil }
+            if case .push = action {} else { _ = await run.dropAhead()?.result }
             if case .push = action {
             } else {
                 run.drained = false
@@ -192,9 +203,12 @@ extension SyncEngine {
         broadcaster.update { $0.phase = .pushing }
         let batchStart = ContinuousClock.now
         let taken: TakenBatch
+        var sentAhead: SentPush?
         if let ahead = run.ahead, ahead.limit == limit, !run.cursorsDue {
             taken = ahead.taken
+            sentAhead = ahead.sent
         } else {
+            _ = await run.dropAhead()?.result
             let outbox = database.outbox
             let readCursors = run.cursorsDue
             let (batch, cursors) = try await database.write { db in
@@ -216,12 +230,12 @@ extension SyncEngine {
         // In a push of their own: a server that cannot take them refuses that push, never the edits.
         if !taken.settled.isEmpty { try await sendSettled(taken.settled, &run) }
         guard !batch.isEmpty else { return .nothingToPush }
-        let request = PushRequest(
-            clientID: try await clientID(), mutations: batch.map(wire),
-            seen: run.cursors.seen(among: configuration.scopes))
-        let (transport, token) = (self.transport, await credentials.token)
-        let sent = ContinuousClock.now
-        async let answer = transport.push(request, token: token)
+        let sent: SentPush
+        if let sentAhead {
+            sent = sentAhead
+        } else {
+            sent = try await send(batch, seen: run.cursors.seen(among: configuration.scopes))
+        }
         // While the batch is on the wire: the next one (in a drain, the
         // device's share of a batch overlaps the server's), and the pending
         // count when it is due, as of this batch still pending.
@@ -229,21 +243,36 @@ extension SyncEngine {
         // A batch short of its limit took every pending edit: nothing is left to take ahead (a live edit's
         // push pays no second write transaction).
         let full = limit == configuration.pushBatchSize && batch.count == limit
-        let ahead = full ? await takeAhead(after: batch, limit: limit) : nil
+        var ahead = full ? await takeAhead(after: batch, limit: limit) : nil
         let countDue = run.pendingCountDue.map { ContinuousClock.now >= $0 } ?? true
         var pending = countDue ? try? await countPending(&run) : nil
         run.summary.inDatabase += ContinuousClock.now - aheadStart
         let reply: PushResponse
         do {
-            reply = try await answer
-            run.summary.waitingForServer += ContinuousClock.now - sent
+            reply = try await sent.reply()
+            run.summary.waitingForServer += ContinuousClock.now - sent.at
         } catch {
-            run.summary.waitingForServer += ContinuousClock.now - sent
+            run.summary.waitingForServer += ContinuousClock.now - sent.at
             return .pushFailed(size: batch.count, run.failure(error))
         }
+        if let next = ahead, next.taken.settled.isEmpty,
+            PushRecorder.keepsBatchAhead(reply, assignedUpTo: taken.assignedUpTo)
+        {
+            // The reply changes nothing the next batch froze: it goes out now, and the server applies it
+            // while this reply is recorded.
+            ahead?.sent = try await send(next.taken.mutations, seen: run.cursors.seen(among: configuration.scopes))
+        }
         let recordStart = ContinuousClock.now
-        let report = try await run.recorder.record(reply, for: batch, assignedUpTo: taken.assignedUpTo)
+        let report: PushRecorder.Report
+        do {
+            report = try await run.recorder.record(reply, for: batch, assignedUpTo: taken.assignedUpTo)
+        } catch {
+            ahead?.sent?.answer.cancel()
+            throw error
+        }
         run.summary.inDatabase += ContinuousClock.now - recordStart
+        // The recorder forgets a batch taken ahead only for a reply that kept it from going out early.
+        assert(!(report.forgotLaterIDs && ahead?.sent != nil), "a batch sent ahead had its ids forgotten")
         for (scope, cursor) in report.movedCursors { run.cursors.rows[scope] = cursor }
         if report.restoredFromBackup {
             // Settled only what this batch carried: a mutation handed out but not in it (a narrowed
@@ -265,6 +294,13 @@ extension SyncEngine {
             if let pending { $0.pendingCount = pending }
         }
         return .pushed(size: batch.count, renewed: false)
+    }
+
+    /// Sends a batch's push; the answer comes as the returned push's reply.
+    private func send(_ batch: [PendingMutation], seen: PushRequest.Seen?) async throws -> SentPush {
+        let request = PushRequest(clientID: try await clientID(), mutations: batch.map(wire), seen: seen)
+        let (transport, token) = (self.transport, await credentials.token)
+        return SentPush(answer: Task { try await transport.push(request, token: token) }, at: .now)
     }
 
     /// The batch after `batch`, taken while `batch` is on the wire

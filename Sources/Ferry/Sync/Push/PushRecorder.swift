@@ -99,7 +99,7 @@ struct PushRecorder {
             for start in stride(from: 0, to: seen.count, by: 250) {
                 try KnownVersions.remember(seen[start..<min(start + 250, seen.count)], db)
             }
-            if report.conflicts > 0 || report.rejected > 0 {
+            if !report.restoredFromBackup, !Self.keepsBatchAhead(response, assignedUpTo: assignedUpTo) {
                 // A batch taken ahead froze its rows before this reply changed the outbox and the rows it
                 // settles (a refused row's next edit goes whole; a lost update deletes its row, and a foreign
                 // key may cascade): never sent, its ids are forgotten and its edits taken again, as they are now.
@@ -109,6 +109,16 @@ struct PushRecorder {
             report.drained = try Outbox.nothingToPush(db)
             return report
         }
+    }
+
+    /// Whether a reply leaves a batch taken ahead as it was frozen, so it
+    /// may be sent before the reply is recorded (``PushAhead/sent``): every
+    /// result applied or merged, and no more applied than this copy handed
+    /// out when the batch was taken. Any other reply forgets the batch
+    /// taken ahead when it is recorded: the two decisions are this one.
+    static func keepsBatchAhead(_ response: PushResponse, assignedUpTo: Int64) -> Bool {
+        response.lastAppliedMutationID <= assignedUpTo
+            && response.results.allSatisfy { $0.status == .applied || $0.status == .merged }
     }
 
     /// Moves each scope's cursor over a range the reply says holds only
