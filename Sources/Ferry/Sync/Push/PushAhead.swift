@@ -48,6 +48,10 @@ struct SentPush: Sendable {
 
     /// The answer; cancelling the caller cancels the push.
     func reply() async throws -> PushResponse {
-        try await withTaskCancellationHandler { try await answer.value } onCancel: { answer.cancel() }
+        try await withTaskCancellationHandler {
+            try await answer.value
+        } onCancel: {
+            answer.cancel()
+        }
     }
 }
