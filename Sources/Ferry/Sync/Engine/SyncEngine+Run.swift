@@ -234,7 +234,7 @@ extension SyncEngine {
         if let sentAhead {
             sent = sentAhead
         } else {
-            sent = try await send(batch, seen: run.cursors.seen(among: configuration.scopes))
+            sent = try await send(batch, naming: run.cursors)
         }
         // While the batch is on the wire: the next one (in a drain, the
         // device's share of a batch overlaps the server's), and the pending
@@ -260,7 +260,7 @@ extension SyncEngine {
         {
             // The reply changes nothing the next batch froze: it goes out now, and the server applies it
             // while this reply is recorded.
-            ahead?.sent = try await send(next.taken.mutations, seen: run.cursors.seen(among: configuration.scopes))
+            ahead?.sent = try await send(next.taken.mutations, naming: run.cursors)
         }
         let recordStart = ContinuousClock.now
         let report: PushRecorder.Report
@@ -297,8 +297,10 @@ extension SyncEngine {
     }
 
     /// Sends a batch's push; the answer comes as the returned push's reply.
-    private func send(_ batch: [PendingMutation], seen: PushRequest.Seen?) async throws -> SentPush {
-        let request = PushRequest(clientID: try await clientID(), mutations: batch.map(wire), seen: seen)
+    /// The push names a cursor of `cursors` as the history its edits were made on.
+    private func send(_ batch: [PendingMutation], naming cursors: ScopeCursors) async throws -> SentPush {
+        let request = PushRequest(
+            clientID: try await clientID(), mutations: batch.map(wire), seen: cursors.seen(among: configuration.scopes))
         let (transport, token) = (self.transport, await credentials.token)
         return SentPush(answer: Task { try await transport.push(request, token: token) }, at: .now)
     }
