@@ -71,4 +71,9 @@ package struct StatementRow {
     package func string(at index: Int32) -> String {
         String(decoding: text(at: index), as: UTF8.self)
     }
+
+    /// The column as GRDB reads it into a `DatabaseValue`, of the storage class SQLite holds.
+    package func databaseValue(at index: Int32) -> DatabaseValue {
+        DatabaseValue(sqliteStatement: handle, index: index)
+    }
 }

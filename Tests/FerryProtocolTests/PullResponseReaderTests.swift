@@ -76,6 +76,18 @@ import Testing
         ] {
             #expect(throws: (any Error).self) { try PullResponseReader.decode(PushResponse.self, from: Data(broken.utf8)) }
         }
+        // A result's key given twice, known or not: the reader declines it, and JSONDecoder (which keeps the first) decides.
+        for twice in [
+            #"{"lastAppliedMutationID": 1, "results": [{"mutationID": 1, "status": "applied", "conflicts": [], "replayed": false, "status": "merged"}]}"#,
+            #"{"lastAppliedMutationID": 1, "results": [{"mutationID": 1, "x": 1, "status": "applied", "conflicts": [], "replayed": false, "x": 2}]}"#,
+        ] {
+            let data = Data(twice.utf8)
+            #expect(throws: (any Error).self) { try PullResponseReader.pushResponse(data) }
+            #expect(try PullResponseReader.decode(PushResponse.self, from: data) == JSONDecoder().decode(PushResponse.self, from: data))
+        }
+        // Another unknown key after one: read.
+        let other = Data(#"{"lastAppliedMutationID": 1, "results": [{"x": 1, "mutationID": 1, "y": 2, "status": "applied", "conflicts": [], "replayed": false}]}"#.utf8)
+        #expect(try PullResponseReader.pushResponse(other) == JSONDecoder().decode(PushResponse.self, from: other))
     }
 
     /// Bodies the reader declines go to `JSONDecoder`: the same answer, or its error.

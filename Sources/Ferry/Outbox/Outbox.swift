@@ -401,19 +401,24 @@ public struct Outbox: Sendable {
             statements[mutation.table] = statement
         }
         try statement.bind { binder in try binder.bind(mutation.rowID) }
-        defer { statement.clearValues() }
-        guard let row = try Row.fetchOne(statement) else {
+        // Read straight from SQLite's columns: a GRDB `Row` copied every value first.
+        var values: [String: DatabaseValue]?
+        try statement.forEachRow { row in
+            var read = [String: DatabaseValue](minimumCapacity: layout.columns.count)
+            for (index, column) in layout.columns.enumerated()
+            where mutation.columns?.contains(column) ?? true || column == layout.primaryKey {
+                read[column] = row.databaseValue(at: Int32(index))
+            }
+            values = read
+            return false
+        }
+        guard let values else {
             // The row is gone without a captured delete (a cascade from a
             // pulled delete): what the server should know is that it is gone.
             mutation.operation = .delete
             mutation.columns = nil
             mutation.values = [:]
             return mutation
-        }
-        let wanted = mutation.columns ?? Set(layout.columns)
-        var values: [String: DatabaseValue] = [:]
-        for (index, column) in layout.columns.enumerated() where wanted.contains(column) || column == layout.primaryKey {
-            values[column] = row[index]
         }
         mutation.values = values
         return mutation

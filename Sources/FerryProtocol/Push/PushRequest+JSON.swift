@@ -53,7 +53,7 @@ extension Mutation {
         out += ",\"operation\":"
         JSONText.appendString(operation.rawValue, to: &out)
         out += ",\"columns\":"
-        out += JSONText.object(columns)
+        JSONText.appendObject(columns, to: &out)
         if let baseVersion { out += ",\"baseVersion\":\(baseVersion)" }
         out += ",\"hlc\":\(hlc.rawValue)}"
     }

@@ -79,11 +79,18 @@ public final class ServerMetrics: Sendable {
 
     func recordPush(_ response: PushResponse) {
         count("ferry_pushes_total")
+        // Summed first: a counter looked up per result was a fortieth of the server's time in a drain.
+        var byStatus: [MutationResult.Status: Int] = [:]
+        var conflicts = 0
         for result in response.results where !result.replayed {
-            count("ferry_push_mutations_total", [("status", result.status.rawValue)])
-            if !result.conflicts.isEmpty { count("ferry_conflicts_total", by: result.conflicts.count) }
-            if result.status == .rejected { count("ferry_rejections_total") }
+            byStatus[result.status, default: 0] += 1
+            conflicts += result.conflicts.count
         }
+        for (status, mutations) in byStatus.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            count("ferry_push_mutations_total", [("status", status.rawValue)], by: mutations)
+        }
+        if conflicts > 0 { count("ferry_conflicts_total", by: conflicts) }
+        if let rejected = byStatus[.rejected] { count("ferry_rejections_total", by: rejected) }
     }
 
     /// A pull answered, `readAhead` if the store read it before it was

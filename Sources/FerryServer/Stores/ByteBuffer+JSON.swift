@@ -16,16 +16,22 @@ extension ByteBuffer {
     /// writes it: straight from its bytes when nothing needs escaping.
     package mutating func writeJSONString(_ text: String) {
         var text = text
-        let plain = text.withUTF8 { bytes in !bytes.contains { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C } }
+        // One look at the bytes, written from where they are: checked, then copied as a string again,
+        // this was a third of writing a row's cells.
+        let plain = text.withUTF8 { bytes in
+            guard !bytes.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) else { return false }
+            reserveCapacity(minimumWritableBytes: bytes.count + 2)
+            writeInteger(UInt8(ascii: "\""))
+            writeBytes(bytes)
+            writeInteger(UInt8(ascii: "\""))
+            return true
+        }
         guard plain else {
             var escaped = ""
             JSONText.appendString(text, to: &escaped)
             writeString(escaped)
             return
         }
-        writeStaticString("\"")
-        writeString(text)
-        writeStaticString("\"")
     }
 
     /// A value as ``JSONText/appendValue(_:to:)`` writes it.

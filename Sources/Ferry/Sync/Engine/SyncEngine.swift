@@ -286,14 +286,18 @@ public actor SyncEngine {
 
     func wire(_ mutation: PendingMutation) -> Mutation {
         let key = database.layouts[mutation.table]?.primaryKey
+        var columns = [String: ColumnValue](minimumCapacity: mutation.operation == .delete ? 0 : mutation.values.count)
+        if mutation.operation != .delete {
+            // One pass, into one dictionary: a filtered copy, then a mapped one, made two.
+            for (column, value) in mutation.values where column != key { columns[column] = ColumnValue(value) }
+        }
         return Mutation(
             mutationID: mutation.mutationID ?? 0,
             table: mutation.table,
             rowID: mutation.rowID,
             scope: mutation.scope ?? configuration.userScope,
             operation: mutation.operation == .delete ? .delete : .upsert,
-            columns: mutation.operation == .delete
-                ? [:] : mutation.values.filter { $0.key != key }.mapValues(ColumnValue.init),
+            columns: columns,
             baseVersion: mutation.baseVersion,
             hlc: mutation.hlc)
     }
