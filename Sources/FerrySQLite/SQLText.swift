@@ -2,7 +2,7 @@ import GRDB
 
 /// Quoting for the few places SQL text cannot take bound values: the DDL of
 /// Ferry's triggers (a trigger body is stored as text) and PRAGMA arguments.
-package enum SQLText {
+@usableFromInline package enum SQLText {
     /// `"name"`, with embedded double quotes doubled.
     package static func identifier(_ name: String) -> String {
         quoted(name, by: "\"")
@@ -11,7 +11,7 @@ package enum SQLText {
     /// `rows` parenthesized lists of `width` parameters, comma-separated:
     /// `(?,?),(?,?)` for 2 and 2; with `width` 0, `rows` bare marks: `?,?,?`.
     /// Built without joining an array (it runs for every chunk of a page).
-    package static func parameters(rows: Int, width: Int = 0) -> String {
+    @usableFromInline package static func parameters(rows: Int, width: Int = 0) -> String {
         guard rows > 0 else { return "" }
         let one = width == 0 ? "?" : "(" + String(repeating: "?,", count: width - 1) + "?)"
         return String(repeating: one + ",", count: rows - 1) + one

@@ -62,7 +62,7 @@ extension Statement {
     /// ```swift
     /// try statement.execute { binder in try binder.bind(id) }
     /// ```
-    package func execute(binding body: (inout StatementBinder) throws -> Void) throws {
+    @usableFromInline package func execute(binding body: (inout StatementBinder) throws -> Void) throws {
         try bind(body)
         defer { clearValues() }
         try execute()
@@ -89,7 +89,7 @@ extension Statement {
 
 /// Binds values to a statement's parameters one after another
 /// (`Statement.bind(_:)`); SQLite copies each.
-package struct StatementBinder {
+@usableFromInline package struct StatementBinder {
     fileprivate let statement: Statement
     /// The 1-based index of the next parameter.
     fileprivate(set) var next: CInt = 1

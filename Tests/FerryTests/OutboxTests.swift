@@ -64,7 +64,12 @@ import FerryTestSupport
         let retry = try database.outbox.nextBatch(limit: 3)
         #expect(retry.map(\.mutationID) == [1, 2, 3])
         #expect(retry.map(\.entrySeqs) == first.map(\.entrySeqs))
+        // With the values they were frozen with, kept on each mutation's entry until it settles.
+        #expect(retry.map(\.values) == first.map(\.values))
+        #expect(retry[0].values["title"] == "x".databaseValue)
+        #expect(try database.read { db in try Int.fetchOne(db, sql: "SELECT count(frozen) FROM ferry_outbox") } == 3)
         try database.outbox.markAcknowledged(retry)
+        #expect(try database.read { db in try Int.fetchOne(db, sql: "SELECT count(frozen) FROM ferry_outbox") } == 0)
         let next = try database.outbox.nextBatch(limit: 10)
         #expect(next.map(\.mutationID) == [4, 5, 6])
         #expect(next.map(\.rowID) == ["n3", "n4", "n0"])
@@ -85,6 +90,48 @@ import FerryTestSupport
         #expect(retry.map(\.mutationID) == [1])
         #expect(retry.map(\.entrySeqs) == [[1, 3]])
         #expect(retry[0].values["body"] == "more".databaseValue)
+    }
+
+    /// A database written before the payloads moved onto the entries
+    /// (`ferry_frozen`, one row per mutation) resends what it froze there.
+    @Test func payloadsFrozenInTheirOwnTableAreResentAfterTheUpgrade() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("old.sqlite")
+        var first: [PendingMutation] = []
+        do {
+            let database = try FerryDatabase(path: path, schema: NotesAndTasks.schema)
+            try database.write { db in
+                try db.execute(sql: "INSERT INTO note(id, title) VALUES ('a', 'x')")
+                try db.execute(sql: "INSERT INTO note(id, title) VALUES ('b', 'x')")
+                try db.execute(sql: "UPDATE note SET body = 'more' WHERE id = 'a'")
+            }
+            first = try database.outbox.nextBatch(limit: 10)
+            #expect(first.map(\.entrySeqs) == [[1, 3], [2]])
+            try database.write { db in try db.execute(sql: "UPDATE note SET title = 'later' WHERE id = 'a'") }
+            // The layout before `ferry.v10.frozen-in-outbox`.
+            try database.writeWithoutCapture { db in
+                try db.execute(
+                    sql: """
+                        CREATE TABLE ferry_frozen (mutation_id INTEGER PRIMARY KEY, payload TEXT NOT NULL);
+                        INSERT INTO ferry_frozen(mutation_id, payload) SELECT mutation_id, frozen FROM ferry_outbox WHERE frozen IS NOT NULL;
+                        ALTER TABLE ferry_outbox DROP COLUMN frozen;
+                        DELETE FROM ferry_migrations WHERE identifier = 'ferry.v10.frozen-in-outbox';
+                        """)
+            }
+            #expect(try database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM ferry_frozen") } == 2)
+            try database.close()
+        }
+        let database = try FerryDatabase(path: path, schema: NotesAndTasks.schema)
+        #expect(try database.read { db in try db.tableExists("ferry_frozen") } == false)
+        // On each mutation's first entry, resent as frozen: not the later title.
+        #expect(try database.read { db in try Int64.fetchAll(db, sql: "SELECT seq FROM ferry_outbox WHERE frozen IS NOT NULL") } == [1, 2])
+        let retry = try database.outbox.nextBatch(limit: 2)
+        #expect(retry.map(\.mutationID) == first.map(\.mutationID))
+        #expect(retry.map(\.values) == first.map(\.values))
+        #expect(retry[0].values["title"] == "x".databaseValue)
+        try database.outbox.markAcknowledged(retry)
+        // The later edit, taken now, carries the later title.
+        #expect(try database.outbox.nextBatch(limit: 10).map { $0.values["title"] } == ["later".databaseValue])
     }
 
     @Test func anInsertDeletedBeforeAnyPushIsDroppedFromTheOutbox() throws {

@@ -233,6 +233,21 @@ enum FerryMigrations {
                     CREATE INDEX ferry_outbox_rejected ON ferry_outbox(tbl, row_id) WHERE state = 'rejected';
                     """)
         },
+        Migration(identifier: "ferry.v10.frozen-in-outbox") { db in
+            // A handed-out mutation's frozen payload moves onto its first entry: written by the update that
+            // gives the entry its id and cleared by the one that settles it, instead of a row of its own
+            // inserted and deleted for every mutation a drain sends (a tenth of the device's share).
+            try db.execute(
+                sql: """
+                    ALTER TABLE ferry_outbox ADD COLUMN frozen TEXT;
+                    UPDATE ferry_outbox SET frozen =
+                        (SELECT payload FROM ferry_frozen WHERE ferry_frozen.mutation_id = ferry_outbox.mutation_id)
+                    WHERE state = 'pending' AND mutation_id IS NOT NULL
+                      AND seq = (SELECT min(first.seq) FROM ferry_outbox first
+                                 WHERE first.mutation_id = ferry_outbox.mutation_id AND first.state = 'pending');
+                    DROP TABLE ferry_frozen;
+                    """)
+        },
     ]
 
     /// Whether every migration is applied (read only).

@@ -108,10 +108,11 @@ public struct Outbox: Sendable {
         var batch: [PendingMutation] = []
         var selects: [String: Statement] = [:]
         for var mutation in coalesced.mutations.prefix(limit) {
-            if let mutationID = mutation.mutationID,
+            // A mutation's payload is frozen on its first entry (`ferry_outbox.frozen`).
+            guard let first = mutation.entrySeqs.min() else { continue }
+            if mutation.mutationID != nil,
                 let payload = try String.fetchOne(
-                    db.cachedStatement(sql: "SELECT payload FROM ferry_frozen WHERE mutation_id = ?"),
-                    arguments: [mutationID])
+                    db.cachedStatement(sql: "SELECT frozen FROM ferry_outbox WHERE seq = ?"), arguments: [first])
             {
                 // Resent exactly as first sent: the server may have applied it.
                 if payload == Self.frozenDelete {
@@ -123,18 +124,6 @@ public struct Outbox: Sendable {
                 }
                 batch.append(mutation)
                 continue
-            }
-            if mutation.mutationID == nil {
-                lastID += 1
-                mutation.mutationID = lastID
-                // One entry at a time, bound directly: a `json_each` of the entries per mutation cost more.
-                let assign = try db.cachedStatement(sql: "UPDATE ferry_outbox SET mutation_id = ? WHERE seq = ?")
-                for seq in mutation.entrySeqs {
-                    try assign.execute { binder in
-                        try binder.bind(lastID)
-                        try binder.bind(seq)
-                    }
-                }
             }
             if mutation.operation == .upsert, mutation.columns != nil, mutation.baseVersion == nil,
                 try Bool.fetchOne(
@@ -151,11 +140,24 @@ public struct Outbox: Sendable {
             let payload =
                 mutation.operation == .delete
                 ? Self.frozenDelete : ColumnValueJSON.encodeRow(mutation.values.mapValues(ColumnValue.init))
-            try db.cachedStatement(sql: "INSERT OR REPLACE INTO ferry_frozen(mutation_id, payload) VALUES (?, ?)")
-                .execute { binder in
-                    try binder.bind(mutation.mutationID)
-                    try binder.bind(payload)
+            let mutationID: Int64
+            if let handedOut = mutation.mutationID {
+                mutationID = handedOut
+            } else {
+                lastID += 1
+                mutationID = lastID
+                mutation.mutationID = mutationID
+            }
+            // Each entry gets the id, the first the payload too, in the one update of it, bound directly:
+            // a `json_each` of the entries per mutation cost more.
+            let freeze = try db.cachedStatement(sql: "UPDATE ferry_outbox SET mutation_id = ?, frozen = ? WHERE seq = ?")
+            for seq in mutation.entrySeqs {
+                try freeze.execute { binder in
+                    try binder.bind(mutationID)
+                    try binder.bind(seq == first ? payload : nil)
+                    try binder.bind(seq)
                 }
+            }
             batch.append(mutation)
         }
         try FerryMeta.setValue(lastID, for: .lastMutationID, in: db)
@@ -332,8 +334,7 @@ public struct Outbox: Sendable {
     /// entries are coalesced and numbered again at the next batch.
     static func renumber(after lastApplied: Int64, in db: Database) throws {
         try OutboxRecord.all().filter(state: .pending).filter(OutboxRecord.Columns.mutationID != nil)
-            .updateAll(db, OutboxRecord.Columns.mutationID.set(to: nil))
-        try db.execute(sql: "DELETE FROM ferry_frozen")
+            .updateAll(db, OutboxRecord.Columns.mutationID.set(to: nil), OutboxRecord.Columns.frozen.set(to: nil))
         try FerryMeta.setValue(lastApplied, for: .lastMutationID, in: db)
     }
 
@@ -344,8 +345,7 @@ public struct Outbox: Sendable {
     /// Ids at or below `lastApplied` stay: the server applied them.
     static func forgetHandedOut(after lastApplied: Int64, in db: Database) throws {
         try OutboxRecord.all().filter(state: .pending).filter(OutboxRecord.Columns.mutationID > lastApplied)
-            .updateAll(db, OutboxRecord.Columns.mutationID.set(to: nil))
-        try db.execute(sql: "DELETE FROM ferry_frozen WHERE mutation_id > ?", arguments: [lastApplied])
+            .updateAll(db, OutboxRecord.Columns.mutationID.set(to: nil), OutboxRecord.Columns.frozen.set(to: nil))
         let last: Int64 = try FerryMeta.value(.lastMutationID, in: db) ?? 0
         if last > lastApplied {
             let held =
@@ -361,18 +361,13 @@ public struct Outbox: Sendable {
             db,
             [
                 OutboxRecord.Columns.state.set(to: state), OutboxRecord.Columns.reason.set(to: reason),
-                OutboxRecord.Columns.settledAt.set(to: now),
+                OutboxRecord.Columns.settledAt.set(to: now), OutboxRecord.Columns.frozen.set(to: nil),
             ])
         if settled != seqs.count {
             throw FerryError(
                 .outboxStateMismatch,
                 "\(seqs.count - settled) of \(seqs.count) outbox entries were not pending; they were already settled or purged")
         }
-        try db.execute(
-            sql: """
-                DELETE FROM ferry_frozen WHERE mutation_id IN
-                    (SELECT mutation_id FROM ferry_outbox WHERE seq IN (SELECT value FROM json_each(?)))
-                """, arguments: [jsonArray(seqs)])
     }
 
     private func settle(_ seqs: [Int64], state: OutboxRecord.State, reason: String?) throws {

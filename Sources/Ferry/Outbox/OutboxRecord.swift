@@ -64,6 +64,9 @@ struct OutboxRecord: FetchableRecord, TableRecord, Sendable {
         static let settledAt = Column("settled_at")
         static let serverRow = Column("server_row")
         static let refusedValues = Column("refused_values")
+        /// On a handed-out mutation's first entry: the values it carries,
+        /// frozen when its id was given (``Outbox``), until it settles.
+        static let frozen = Column("frozen")
     }
 
     var entry: OutboxEntry
