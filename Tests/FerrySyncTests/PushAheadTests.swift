@@ -200,14 +200,7 @@ import FerryTestSupport
                 try await Task.sleep(for: .milliseconds(100))
                 var configuration = Configuration()
                 configuration.readonly = true
-                let count = try await DatabaseQueue(path: path, configuration: configuration).read { db in
-                    try Int.fetchOne(
-                        db,
-                        sql: """
-                            SELECT count(DISTINCT mutation_id) FROM ferry_outbox
-                            WHERE \(OutboxRecord.State.pending.condition) AND mutation_id IS NOT NULL
-                            """) ?? 0
-                }
+                let count = try await DatabaseQueue(path: path, configuration: configuration).read(handedOutMutations)
                 mostHandedOut.withLock { $0 = max($0, count) }
             }
             let writer = try await Device.make(
@@ -295,11 +288,7 @@ private final class WriterHold: Sendable {
         let blocker = try DatabaseQueue(path: path, configuration: configuration)
         // The batch after this one is taken ahead first: it is a write too.
         let deadline = ContinuousClock.now + .seconds(5)
-        while try await blocker.read({ db in
-            try Int.fetchOne(
-                db, sql: "SELECT count(DISTINCT mutation_id) FROM ferry_outbox WHERE \(OutboxRecord.State.pending.condition) AND mutation_id IS NOT NULL"
-            ) ?? 0
-        }) <= handedOutBeyond, ContinuousClock.now < deadline {
+        while try await blocker.read(handedOutMutations) <= handedOutBeyond, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(5))
         }
         try await blocker.writeWithoutTransaction { db in try db.execute(sql: "BEGIN IMMEDIATE") }
@@ -319,4 +308,15 @@ private final class WriterHold: Sendable {
     func released() async {
         await state.withLock { $0.release }?.value
     }
+}
+
+/// The mutations a device's outbox holds handed out and not yet settled:
+/// a batch taken (ahead or not) and not yet answered.
+private func handedOutMutations(_ db: Database) throws -> Int {
+    try Int.fetchOne(
+        db,
+        sql: """
+            SELECT count(DISTINCT mutation_id) FROM ferry_outbox
+            WHERE \(OutboxRecord.State.pending.condition) AND mutation_id IS NOT NULL
+            """) ?? 0
 }
