@@ -240,11 +240,11 @@ enum FerryMigrations {
             try db.execute(
                 sql: """
                     ALTER TABLE ferry_outbox ADD COLUMN frozen TEXT;
+                    -- Each handed-out mutation's first entry, found in one pass over the pending ones.
                     UPDATE ferry_outbox SET frozen =
                         (SELECT payload FROM ferry_frozen WHERE ferry_frozen.mutation_id = ferry_outbox.mutation_id)
-                    WHERE state = 'pending' AND mutation_id IS NOT NULL
-                      AND seq = (SELECT min(first.seq) FROM ferry_outbox first
-                                 WHERE first.mutation_id = ferry_outbox.mutation_id AND first.state = 'pending');
+                    WHERE seq IN (SELECT min(seq) FROM ferry_outbox INDEXED BY ferry_outbox_pending
+                                  WHERE state = 'pending' AND mutation_id IS NOT NULL GROUP BY mutation_id);
                     DROP TABLE ferry_frozen;
                     """)
         },
