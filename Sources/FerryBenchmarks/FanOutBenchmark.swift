@@ -64,16 +64,18 @@ public struct FanOutBenchmark: Sendable {
                 instances: [["--postgres", database.url], ["--postgres", database.url]], label: "PostgreSQL, two instances",
                 in: directory)
         }
-        // 12b: scaling out keeps the single instance's figure within half again.
+        // 12b: scaling out keeps the single instance's figure within half again. Read two ways: against one
+        // instance on the same PostgreSQL (what scaling out itself costs), and against the embedded store's
+        // one instance (which also counts what a PostgreSQL write costs over a SQLite one).
         func p99(_ values: [Double]) -> Double { Self.percentile(values, 0.99) }
-        let scaled = [
-            ("10 members", \Report.groupWrites), ("\(devices) members", \Report.bigWrites),
-        ].map { name, writes in
-            BenchmarkResult(
-                scenario:
-                    "fan-out, PostgreSQL, two instances of \(devices / 2) streams each vs one SQLite instance: p99 of a write seen by all \(name) (PostgreSQL, one instance: \(String(format: "%.1f ms", p99(one[keyPath: writes]))))",
-                ferry: String(format: "%.1f ms", p99(two[keyPath: writes])), baseline: String(format: "%.1f ms", p99(single[keyPath: writes])),
-                ratio: p99(two[keyPath: writes]) / p99(single[keyPath: writes]), goal: 1.5, direction: .atMost)
+        let members = [("10 members", \Report.groupWrites), ("\(devices) members", \Report.bigWrites)]
+        let scaled = [("one PostgreSQL instance", one), ("one SQLite instance", single)].flatMap { reference, figures in
+            members.map { name, writes in
+                BenchmarkResult(
+                    scenario: "fan-out, PostgreSQL, two instances of \(devices / 2) streams each vs \(reference): p99 of a write seen by all \(name)",
+                    ferry: String(format: "%.1f ms", p99(two[keyPath: writes])), baseline: String(format: "%.1f ms", p99(figures[keyPath: writes])),
+                    ratio: p99(two[keyPath: writes]) / p99(figures[keyPath: writes]), goal: 1.5, direction: .atMost)
+            }
         }
         return results + postgresOne + postgresTwo + scaled
     }
