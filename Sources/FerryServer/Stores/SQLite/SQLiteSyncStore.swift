@@ -33,6 +33,8 @@ public final class SQLiteSyncStore: SyncStore {
     let writes = WriteSequence()
     /// Pulls read before they are asked (`SQLiteSyncStore+Pull.swift`).
     let readAhead = ReadAheadPulls()
+    /// Checkpoints the WAL beside the writer, not in a push's commit.
+    let checkpointer: WALCheckpointer
 
     /// Opens (creating if needed) the store in `directory`.
     ///
@@ -69,7 +71,12 @@ public final class SQLiteSyncStore: SyncStore {
         // hundred) keeps one, which past 64 KiB SQLite otherwise spills to a new file in /var/tmp on every
         // push. The writer only, after the migrations: SQLite then keeps temporary tables and sorts in memory
         // too, and a migration's index over a large table, or a reader's large sort, could be held whole.
-        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA temp_store = MEMORY") }
+        let checkpointer = WALCheckpointer(path: path)
+        self.checkpointer = checkpointer
+        try pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA temp_store = MEMORY")
+            checkpointer.install(on: db)
+        }
         (cursors, known) = try pool.write { db in
             guard let epoch = try String.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'epoch'"),
                 let key = try Data.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'cursorKey'")
@@ -119,6 +126,9 @@ public final class SQLiteSyncStore: SyncStore {
     public func close() async throws {
         changeFeed.close()
         await readAhead.close()
+        let checkpointer = self.checkpointer
+        try await pool.writeWithoutTransaction { db in checkpointer.uninstall(from: db) }
+        try await checkpointer.close()
         try pool.close()
     }
 
