@@ -121,6 +121,8 @@ let package = Package(
                 "FerryProtocol",
                 "FerrySQLite",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's C API, for the WAL hook (`WALCheckpointer`).
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 // TLS with HTTP/2 and HTTP/1.1 chosen by ALPN (`--tls-cert`, `--tls-key`).
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),

@@ -2,6 +2,7 @@ import Crypto
 import FerryProtocol
 import Foundation
 import GRDB
+import Synchronization
 
 /// The embedded store: one SQLite file, one server process.
 ///
@@ -35,6 +36,8 @@ public final class SQLiteSyncStore: SyncStore {
     let readAhead = ReadAheadPulls()
     /// Checkpoints the WAL beside the writer, not in a push's commit.
     let checkpointer: WALCheckpointer
+    /// `close()` ran: a second call returns at once (the writer it would reach is closed).
+    private let closed = Atomic<Bool>(false)
 
     /// Opens (creating if needed) the store in `directory`.
     ///
@@ -124,12 +127,20 @@ public final class SQLiteSyncStore: SyncStore {
     }
 
     public func close() async throws {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         changeFeed.close()
         await readAhead.close()
-        let checkpointer = self.checkpointer
-        try await pool.writeWithoutTransaction { db in checkpointer.uninstall(from: db) }
+        uninstallCheckpointer()
         try await checkpointer.close()
         try pool.close()
+    }
+
+    /// Takes the checkpointer's hook off the writer. Blocking, as
+    /// `pool.close()` is: an async write would throw in a cancelled task (a
+    /// server's shutdown cancels its services) and leave the store open.
+    private func uninstallCheckpointer() {
+        let checkpointer = self.checkpointer
+        pool.writeWithoutTransaction { db in checkpointer.uninstall(from: db) }
     }
 
     // MARK: Transactions

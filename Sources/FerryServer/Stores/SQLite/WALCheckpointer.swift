@@ -26,7 +26,7 @@ import Synchronization
 /// let checkpointer = WALCheckpointer(path: pool.path)
 /// try pool.writeWithoutTransaction { db in checkpointer.install(on: db) }
 /// // … pushes; checkpoints run on the checkpointer's queue …
-/// try await pool.writeWithoutTransaction { db in checkpointer.uninstall(from: db) }
+/// try pool.writeWithoutTransaction { db in checkpointer.uninstall(from: db) }
 /// try await checkpointer.close()
 /// ```
 package final class WALCheckpointer: Sendable {
@@ -40,6 +40,8 @@ package final class WALCheckpointer: Sendable {
     private let connection = Mutex<DatabaseQueue?>(nil)
     /// A checkpoint is queued or running.
     private let scheduled = Atomic<Bool>(false)
+    /// The hook is on a writer, holding a retain of the checkpointer.
+    private let installed = Atomic<Bool>(false)
     private let counts = Mutex(Counts())
 
     /// How many checkpoints ran where.
@@ -60,18 +62,21 @@ package final class WALCheckpointer: Sendable {
     package var runs: Counts { counts.withLock { $0 } }
 
     /// Makes the checkpointer the WAL hook of `writer`, the store's one
-    /// writing connection, in place of SQLite's automatic checkpoint.
-    ///
-    /// The hook holds the checkpointer unretained: the store keeps it as
-    /// long as the connection, and ``uninstall(from:)`` takes it off first.
+    /// writing connection, in place of SQLite's automatic checkpoint. The
+    /// hook keeps the checkpointer alive until ``uninstall(from:)``.
     package func install(on writer: Database) {
-        sqlite3_wal_hook(writer.sqliteConnection, walHook, Unmanaged.passUnretained(self).toOpaque())
+        guard let connection = writer.sqliteConnection, !installed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        sqlite3_wal_hook(connection, walHook, Unmanaged.passRetained(self).toOpaque())
     }
 
     /// Takes the hook off `writer` (SQLite then checkpoints nothing by
-    /// itself until the connection closes, which checkpoints the WAL whole).
+    /// itself until the connection closes, which checkpoints the WAL
+    /// whole); a second call, or one on a closed connection, changes nothing
+    /// more.
     package func uninstall(from writer: Database) {
-        sqlite3_wal_hook(writer.sqliteConnection, nil, nil)
+        guard installed.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        if let connection = writer.sqliteConnection { sqlite3_wal_hook(connection, nil, nil) }
+        Unmanaged.passUnretained(self).release()
     }
 
     /// Waits for the checkpoint queued or running, if any.
@@ -90,10 +95,12 @@ package final class WALCheckpointer: Sendable {
     }
 
     /// Called by the writer's WAL hook after each commit, with the WAL's length in pages.
-    fileprivate func committed(walPages: Int32, writer: OpaquePointer?) {
+    fileprivate func committed(walPages: Int32, writer: OpaquePointer?, database: UnsafePointer<CChar>?) {
         if walPages >= inlinePages {
-            sqlite3_wal_checkpoint_v2(writer, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
-            counts.withLock { $0.inline += 1 }
+            // What SQLite's own hook does past its threshold.
+            if sqlite3_wal_checkpoint_v2(writer, database, SQLITE_CHECKPOINT_PASSIVE, nil, nil) == SQLITE_OK {
+                counts.withLock { $0.inline += 1 }
+            }
             return
         }
         guard walPages >= pages, !scheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
@@ -127,7 +134,7 @@ private func walHook(
     context: UnsafeMutableRawPointer?, writer: OpaquePointer?, database: UnsafePointer<CChar>?, walPages: Int32
 ) -> Int32 {
     if let context {
-        Unmanaged<WALCheckpointer>.fromOpaque(context).takeUnretainedValue().committed(walPages: walPages, writer: writer)
+        Unmanaged<WALCheckpointer>.fromOpaque(context).takeUnretainedValue().committed(walPages: walPages, writer: writer, database: database)
     }
     return SQLITE_OK
 }
