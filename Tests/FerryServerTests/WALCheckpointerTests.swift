@@ -93,13 +93,16 @@ import Testing
         release.signal()
         finished.wait()
         try reader.close()
-        // The reader gone, a checkpoint copies the WAL whole and the WAL starts over from its beginning.
-        try await insert(1)
-        await checkpointer.settle()
-        try await insert(1)
-        await checkpointer.settle()
-        let frames = try await pool.writeWithoutTransaction { db in try db.checkpoint(.passive).walFrameCount }
-        #expect(frames < 24)
+        // The reader gone, a checkpoint copies the WAL whole and the writer's next transaction starts it over
+        // from its beginning. A writer's checkpoint that meets the queue's at work copies nothing, so a few
+        // commits may pass first; the WAL must start over within ten.
+        var pages = Int32.max
+        for _ in 0..<10 where pages >= 24 {
+            try await insert(1)
+            await checkpointer.settle()
+            pages = checkpointer.lastWALPages
+        }
+        #expect(pages < 24)
 
         try await pool.writeWithoutTransaction { db in checkpointer.uninstall(from: db) }
         try await checkpointer.close()

@@ -43,12 +43,14 @@ package final class WALCheckpointer: Sendable {
     /// The hook is on a writer, holding a retain of the checkpointer.
     private let installed = Atomic<Bool>(false)
     private let counts = Mutex(Counts())
+    private let walPages = Atomic<Int32>(0)
 
     /// How many checkpoints ran where.
     package struct Counts: Sendable, Equatable {
         /// On the checkpointer's queue.
         package var background = 0
-        /// In the writer's commit, the queue being behind.
+        /// In the writer's commit, the WAL past ``WALCheckpointer/inlinePages``: counted as begun, since one
+        /// that meets the queue's checkpoint at work copies nothing and answers `SQLITE_BUSY`.
         package var inline = 0
     }
 
@@ -60,6 +62,9 @@ package final class WALCheckpointer: Sendable {
     }
 
     package var runs: Counts { counts.withLock { $0 } }
+
+    /// The WAL's length in pages after the writer's last commit.
+    package var lastWALPages: Int32 { walPages.load(ordering: .acquiring) }
 
     /// Makes the checkpointer the WAL hook of `writer`, the store's one
     /// writing connection, in place of SQLite's automatic checkpoint. The
@@ -96,11 +101,11 @@ package final class WALCheckpointer: Sendable {
 
     /// Called by the writer's WAL hook after each commit, with the WAL's length in pages.
     fileprivate func committed(walPages: Int32, writer: OpaquePointer?, database: UnsafePointer<CChar>?) {
+        self.walPages.store(walPages, ordering: .releasing)
         if walPages >= inlinePages {
             // What SQLite's own hook does past its threshold.
-            if sqlite3_wal_checkpoint_v2(writer, database, SQLITE_CHECKPOINT_PASSIVE, nil, nil) == SQLITE_OK {
-                counts.withLock { $0.inline += 1 }
-            }
+            sqlite3_wal_checkpoint_v2(writer, database, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+            counts.withLock { $0.inline += 1 }
             return
         }
         guard walPages >= pages, !scheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
