@@ -116,6 +116,21 @@ extension Statement {
             })
     }
 
+    /// UTF-8 text from where its bytes are, with no string made of them
+    /// (a row's cells written into a buffer reused for every row). The
+    /// bytes hold no NUL: ``bind(_:)-(String)`` cuts a string at one.
+    ///
+    /// ```swift
+    /// try json.withUnsafeReadableBytes { try binder.bind(utf8: $0) }
+    /// ```
+    package mutating func bind(utf8 bytes: UnsafeRawBufferPointer) throws {
+        guard let address = bytes.baseAddress, !bytes.isEmpty else {
+            return try check(sqlite3_bind_text(statement.sqliteStatement, next, "", 0, transient))
+        }
+        try check(
+            sqlite3_bind_text(statement.sqliteStatement, next, address.assumingMemoryBound(to: CChar.self), CInt(bytes.count), transient))
+    }
+
     /// Text, or NULL.
     package mutating func bind(_ text: String?) throws {
         if let text { try bind(text) } else { try check(sqlite3_bind_null(statement.sqliteStatement, next)) }

@@ -29,21 +29,55 @@ package enum StoreCoding {
     /// StoreCoding.writeCellsJSON(row.cells, into: &out)
     /// ```
     package static func writeCellsJSON(_ cells: [String: StoredCell], into out: inout ByteBuffer) {
-        out.writeInteger(UInt8(ascii: "{"))
-        for (index, (key, cell)) in cells.sorted(by: { $0.key < $1.key }).enumerated() {
-            if index > 0 { out.writeInteger(UInt8(ascii: ",")) }
-            out.writeJSONString(key)
-            out.writeStaticString(":{\"clientID\":")
-            out.writeJSONString(cell.clientID)
-            out.writeStaticString(",\"hlc\":")
-            out.writeDecimal(cell.hlc.rawValue)
-            out.writeStaticString(",\"value\":")
-            out.writeJSONValue(cell.value)
-            out.writeStaticString(",\"version\":")
-            out.writeDecimal(cell.version)
-            out.writeInteger(UInt8(ascii: "}"))
+        let members = cells.sorted(by: { $0.key < $1.key })
+        // Reals and blobs are spelled first, so the row's length is bounded before any of it is written.
+        var spelled: [String] = []
+        var bound = 2
+        for (key, cell) in members {
+            bound += BoundedJSONWriter.fixedPerCell + BoundedJSONWriter.bound(ofString: key) + BoundedJSONWriter.bound(ofString: cell.clientID)
+            switch cell.value {
+            case .null, .integer: bound += 20
+            case .text(let text): bound += BoundedJSONWriter.bound(ofString: text)
+            case .real(let real):
+                spelled.append(String(real))
+                bound += 12 + BoundedJSONWriter.bound(ofString: spelled[spelled.count - 1])
+            case .blob(let data):
+                spelled.append(data.base64EncodedString())
+                bound += 12 + spelled[spelled.count - 1].utf8.count
+            }
         }
-        out.writeInteger(UInt8(ascii: "}"))
+        out.writeWithUnsafeMutableBytes(minimumWritableBytes: bound) { memory in
+            var bytes = BoundedJSONWriter(memory: memory)
+            var next = spelled.makeIterator()
+            bytes.write("{")
+            for (index, (key, cell)) in members.enumerated() {
+                if index > 0 { bytes.write(",") }
+                bytes.writeString(key)
+                bytes.write(":{\"clientID\":")
+                bytes.writeString(cell.clientID)
+                bytes.write(",\"hlc\":")
+                bytes.writeDecimal(cell.hlc.rawValue)
+                bytes.write(",\"value\":")
+                switch cell.value {
+                case .null: bytes.write("null")
+                case .integer(let integer): bytes.writeDecimal(integer)
+                case .text(let text): bytes.writeString(text)
+                case .real:
+                    bytes.write("{\"real\":")
+                    bytes.writeString(next.next()!)
+                    bytes.write("}")
+                case .blob:
+                    bytes.write("{\"blob\":\"")
+                    bytes.writeRaw(next.next()!)
+                    bytes.write("\"}")
+                }
+                bytes.write(",\"version\":")
+                bytes.writeDecimal(cell.version)
+                bytes.write("}")
+            }
+            bytes.write("}")
+            return bytes.count
+        }
     }
 
     /// A result as JSON, written directly in the common case (no conflicts,

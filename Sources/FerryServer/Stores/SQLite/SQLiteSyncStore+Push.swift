@@ -2,6 +2,7 @@ import FerryProtocol
 import FerrySQLite
 import Foundation
 import GRDB
+import NIOCore
 
 extension SQLiteSyncStore {
     public func push(_ request: PushRequest, userID: String, rules: PushRules) async throws -> PushReceipt {
@@ -78,7 +79,9 @@ extension SQLiteSyncStore {
         now: Int64, generation: String
     ) throws {
         func json(_ value: some Encodable) throws -> String { try StoreCoding.json(value) }
-        // A drain writes a row and a result per mutation: in statements of up to a hundred rows, bound directly.
+        // A drain writes a row and a result per mutation: in statements of up to a hundred rows, bound directly,
+        // each row's cells from one buffer written again for every row.
+        var cells = ByteBuffer()
         try db.execute(
             rows: plan.rows, width: 8,
             sql: "INSERT INTO rows (scope, tbl, row_id, version, deleted, client_id, changed_at, cells) VALUES",
@@ -96,7 +99,9 @@ extension SQLiteSyncStore {
             try binder.bind(row.deleted ? 1 : 0)
             try binder.bind(row.clientID)
             try binder.bind(now)
-            try binder.bind(StoreCoding.cellsJSON(row.cells))
+            cells.clear()
+            StoreCoding.writeCellsJSON(row.cells, into: &cells)
+            try cells.withUnsafeReadableBytes { try binder.bind(utf8: $0) }
         }
         let overwritten = plan.overwritten.flatMap { key, values in values.map { (key, $0) } }
         try db.execute(
