@@ -88,6 +88,19 @@ public struct HTTPSyncTransport: SyncTransport {
         try await post(.push, json: ByteBuffer(string: request.jsonText()), token: token)
     }
 
+    /// Encodes the request's body now, and gzips it when a push of its size
+    /// would go compressed now.
+    public func preparePush(_ request: PushRequest) -> PreparedPush {
+        let json = ByteBuffer(string: request.jsonText())
+        let gzipped = compression.compressesRequest(of: json.readableBytes) ? try? BodyCompression.gzip(json) : nil
+        return PreparedPush(request, json: Data(json.readableBytesView), gzipped: gzipped.map { Data($0.readableBytesView) })
+    }
+
+    public func push(_ prepared: PreparedPush, token: String?) async throws -> PushResponse {
+        guard let json = prepared.json else { return try await push(prepared.request, token: token) }
+        return try await post(.push, json: ByteBuffer(bytes: json), gzipped: prepared.gzipped.map { ByteBuffer(bytes: $0) }, token: token)
+    }
+
     public func pull(_ request: PullRequest, token: String?) async throws -> PullResponse {
         try await post(.pull, request, token: token)
     }
@@ -210,7 +223,11 @@ public struct HTTPSyncTransport: SyncTransport {
         try await post(endpoint, json: ByteBuffer(bytes: try JSONEncoder().encode(body)), token: token)
     }
 
-    private func post<Reply: Decodable>(_ endpoint: SyncEndpoint, json: ByteBuffer, token: String?) async throws -> Reply {
+    /// Posts `json`, gzipped when the server is known to decode gzip (as
+    /// `gzipped`, when it was compressed ahead), and plain again when it refuses it.
+    private func post<Reply: Decodable>(
+        _ endpoint: SyncEndpoint, json: ByteBuffer, gzipped: ByteBuffer? = nil, token: String?
+    ) async throws -> Reply {
         let deadline = self.deadline()
         let maxBytes = maxResponseBytes
         let client = self.client
@@ -220,7 +237,7 @@ public struct HTTPSyncTransport: SyncTransport {
             request.headers.add(name: "Content-Type", value: "application/json")
             if compressed {
                 request.headers.add(name: "Content-Encoding", value: "gzip")
-                request.body = .bytes(try BodyCompression.gzip(json))
+                request.body = .bytes(try gzipped ?? BodyCompression.gzip(json))
             } else {
                 request.body = .bytes(json)
             }

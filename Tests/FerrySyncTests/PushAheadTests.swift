@@ -228,6 +228,43 @@ import FerryTestSupport
         }
     }
 
+    /// Each batch taken ahead in a drain goes out with the body the HTTP
+    /// transport encoded (and gzipped, once the server showed it speaks
+    /// gzip) while the batch before it was on the wire; the server applies
+    /// every mutation once.
+    @Test func aBatchTakenAheadGoesOutWithTheBodyEncodedAhead() async throws {
+        try await SyncServer.with(.sqlite) { server in
+            let sent = Mutex((prepared: 0, gzipped: 0))
+            let writer = try await Device.make(
+                "writer", user: "alice", server: server, directory: directory, configure: { $0.pushBatchSize = 50 },
+                transport: {
+                    var forwarding = ForwardingTransport($0)
+                    forwarding.onPrepared = { prepared in
+                        guard prepared.json != nil else { return }
+                        sent.withLock {
+                            $0.prepared += 1
+                            if prepared.gzipped != nil { $0.gzipped += 1 }
+                        }
+                    }
+                    return forwarding
+                })
+            let reader = try await Device.make("reader", user: "alice", server: server, directory: directory)
+            try await writer.database.write { db in
+                for n in 0..<300 {
+                    try db.execute(sql: "INSERT INTO note(id, title, body) VALUES (?, ?, ?)", arguments: ["n\(n)", "title \(n)", "body \(n)"])
+                }
+            }
+            let summary = try await writer.engine.sync()
+            #expect(summary.pushed == 300 && summary.conflicts == 0 && summary.rejected == 0)
+            // Six batches: every one after the first was taken ahead, and goes out prepared.
+            #expect(sent.withLock { $0.prepared } == 5)
+            #expect(sent.withLock { $0.gzipped } >= 4, "gzipped ahead once an answer came compressed")
+            try await reader.engine.sync()
+            #expect(try reader.notes() == writer.notes())
+            #expect(try reader.notes().count == 300)
+        }
+    }
+
     /// A plain acknowledgement lets the batch taken ahead go out before
     /// the reply is recorded: with the device's writer held by another
     /// connection from the first reply on, the second push still reaches

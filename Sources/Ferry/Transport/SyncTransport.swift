@@ -19,6 +19,14 @@ import Foundation
 public protocol SyncTransport: Sendable {
     /// `POST /v1/push`.
     func push(_ request: PushRequest, token: String?) async throws -> PushResponse
+    /// Readies `request` to go out later through ``push(_:token:)-(PreparedPush,_)``:
+    /// a transport that encodes its body does it here, so a drain encodes
+    /// batch N+1 while batch N is on the wire. The default encodes nothing.
+    func preparePush(_ request: PushRequest) -> PreparedPush
+    /// `POST /v1/push` of a prepared request, with the body it was prepared
+    /// with. The default sends ``PreparedPush/request`` through
+    /// ``push(_:token:)-(PushRequest,_)``.
+    func push(_ prepared: PreparedPush, token: String?) async throws -> PushResponse
     /// `POST /v1/pull`.
     func pull(_ request: PullRequest, token: String?) async throws -> PullResponse
     /// `GET /v1/rows/{scope}/{table}/{rowID}`: one row as the server holds
@@ -54,6 +62,14 @@ public protocol SyncTransport: Sendable {
 public typealias BlobProgress = @Sendable (Int64) -> Void
 
 extension SyncTransport {
+    public func preparePush(_ request: PushRequest) -> PreparedPush {
+        PreparedPush(request)
+    }
+
+    public func push(_ prepared: PreparedPush, token: String?) async throws -> PushResponse {
+        try await push(prepared.request, token: token)
+    }
+
     /// Uploads the plain file at `file` from `offset`: ``uploadBlob(scope:sha256:from:size:token:progress:)``
     /// with a ``BlobReader`` of it.
     public func uploadBlob(

@@ -43,6 +43,15 @@ public struct URLSessionSyncTransport: SyncTransport {
         try await post(.push, json: Data(request.jsonText().utf8), token: token)
     }
 
+    /// Encodes the request's body now; this transport sends it uncompressed.
+    public func preparePush(_ request: PushRequest) -> PreparedPush {
+        PreparedPush(request, json: Data(request.jsonText().utf8))
+    }
+
+    public func push(_ prepared: PreparedPush, token: String?) async throws -> PushResponse {
+        try await post(.push, json: prepared.json ?? Data(prepared.request.jsonText().utf8), token: token)
+    }
+
     public func pull(_ request: PullRequest, token: String?) async throws -> PullResponse {
         try await post(.pull, request, token: token)
     }

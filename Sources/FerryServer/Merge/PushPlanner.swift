@@ -141,8 +141,9 @@ package struct PushPlanner: Sendable {
                     plan.overwritten[key, default: []] += outcome.overwritten
                 }
             }
-            let rowVersion = outcome.row.map(\.version)
-            let serverRow = outcome.row.map(\.serverRow)
+            let rowVersion = outcome.row?.version
+            // The row as a result or a notice shows it: made only for them (a plain apply names its version alone).
+            let serverRow = outcome.conflicts.isEmpty && outcome.overridden.isEmpty ? nil : outcome.row?.serverRow
             plan.results.append(
                 MutationResult(
                     mutationID: mutation.mutationID,

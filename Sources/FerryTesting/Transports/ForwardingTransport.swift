@@ -27,6 +27,9 @@ public struct ForwardingTransport: SyncTransport {
     public var didPush: @Sendable (PushRequest, PushResponse) async throws -> Void
     /// Called with each pull before it is sent; what it throws, the pull throws.
     public var willPull: @Sendable (PullRequest) async throws -> Void
+    /// Told of each push that goes out prepared (``SyncTransport/preparePush(_:)``,
+    /// by `inner`), before `willPush`.
+    public var onPrepared: @Sendable (PreparedPush) -> Void = { _ in }
 
     public init(
         _ inner: any SyncTransport,
@@ -52,6 +55,18 @@ public struct ForwardingTransport: SyncTransport {
         try await didPush(request, response)
         return response
     }
+    public func preparePush(_ request: PushRequest) -> PreparedPush {
+        inner.preparePush(request)
+    }
+
+    public func push(_ prepared: PreparedPush, token: String?) async throws -> PushResponse {
+        onPrepared(prepared)
+        try await willPush(prepared.request)
+        let response = try await inner.push(prepared, token: token)
+        try await didPush(prepared.request, response)
+        return response
+    }
+
     public func pull(_ request: PullRequest, token: String?) async throws -> PullResponse {
         try await willPull(request)
         return try await inner.pull(request, token: token)

@@ -244,6 +244,10 @@ extension SyncEngine {
         // push pays no second write transaction).
         let full = limit == configuration.pushBatchSize && batch.count == limit
         var ahead = full ? await takeAhead(after: batch, limit: limit) : nil
+        if let next = ahead, next.taken.settled.isEmpty {
+            // Encoded now too, so that it goes out the moment this batch's reply lets it.
+            ahead?.prepared = try await prepare(next.taken.mutations, naming: run.cursors)
+        }
         let countDue = run.pendingCountDue.map { ContinuousClock.now >= $0 } ?? true
         var pending = countDue ? try? await countPending(&run) : nil
         run.summary.inDatabase += ContinuousClock.now - aheadStart
@@ -260,7 +264,11 @@ extension SyncEngine {
         {
             // The reply changes nothing the next batch froze: it goes out now, and the server applies it
             // while this reply is recorded.
-            ahead?.sent = try await send(next.taken.mutations, naming: run.cursors)
+            if let prepared = next.prepared {
+                ahead?.sent = await send(prepared)
+            } else {
+                ahead?.sent = try await send(next.taken.mutations, naming: run.cursors)
+            }
         }
         let recordStart = ContinuousClock.now
         let report: PushRecorder.Report
@@ -299,10 +307,25 @@ extension SyncEngine {
     /// Sends a batch's push; the answer comes as the returned push's reply.
     /// The push names a cursor of `cursors` as the history its edits were made on.
     private func send(_ batch: [PendingMutation], naming cursors: ScopeCursors) async throws -> SentPush {
-        let request = PushRequest(
-            clientID: try await clientID(), mutations: batch.map(wire), seen: cursors.seen(among: configuration.scopes))
+        let request = try await pushRequest(batch, naming: cursors)
         let (transport, token) = (self.transport, await credentials.token)
         return SentPush(answer: Task { try await transport.push(request, token: token) }, at: .now)
+    }
+
+    /// Sends a push prepared ahead (``prepare(_:naming:)``).
+    private func send(_ prepared: PreparedPush) async -> SentPush {
+        let (transport, token) = (self.transport, await credentials.token)
+        return SentPush(answer: Task { try await transport.push(prepared, token: token) }, at: .now)
+    }
+
+    /// A batch's push, readied by the transport to go out later: its body
+    /// encoded while the batch before it is on the wire.
+    private func prepare(_ batch: [PendingMutation], naming cursors: ScopeCursors) async throws -> PreparedPush {
+        transport.preparePush(try await pushRequest(batch, naming: cursors))
+    }
+
+    private func pushRequest(_ batch: [PendingMutation], naming cursors: ScopeCursors) async throws -> PushRequest {
+        PushRequest(clientID: try await clientID(), mutations: batch.map(wire), seen: cursors.seen(among: configuration.scopes))
     }
 
     /// The batch after `batch`, taken while `batch` is on the wire

@@ -36,6 +36,9 @@ struct PushAhead: Sendable {
     /// The limit it was taken with: a push with another takes its own batch.
     let limit: Int
     let taken: TakenBatch
+    /// Its push, encoded while the batch before it was on the wire, when it
+    /// may go out before that batch's reply is recorded (it settles nothing).
+    var prepared: PreparedPush?
     /// The push of this batch, when it went out before the reply of the one
     /// before it was recorded.
     var sent: SentPush?
