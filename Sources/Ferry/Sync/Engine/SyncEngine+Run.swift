@@ -244,13 +244,14 @@ extension SyncEngine {
         // push pays no second write transaction).
         let full = limit == configuration.pushBatchSize && batch.count == limit
         var ahead = full ? await takeAhead(after: batch, limit: limit) : nil
-        if let next = ahead, next.taken.settled.isEmpty {
-            // Encoded now too, so that it goes out the moment this batch's reply lets it.
-            ahead?.prepared = try await prepare(next.taken.mutations, naming: run.cursors)
-        }
         let countDue = run.pendingCountDue.map { ContinuousClock.now >= $0 } ?? true
         var pending = countDue ? try? await countPending(&run) : nil
         run.summary.inDatabase += ContinuousClock.now - aheadStart
+        if let next = ahead, next.taken.settled.isEmpty {
+            // Encoded now too, so that it goes out the moment this batch's reply lets it (unprepared, it is
+            // encoded then, as any push).
+            ahead?.prepared = try? await prepare(next.taken.mutations, naming: run.cursors)
+        }
         let reply: PushResponse
         do {
             reply = try await sent.reply()
