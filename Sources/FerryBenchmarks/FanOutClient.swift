@@ -36,15 +36,10 @@ extension FanOutBenchmark {
     public static func runClient(urls: [URL], devices: Int) async throws -> String {
         var configuration = HTTPClient.Configuration(timeout: .init(connect: .seconds(10)))
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = devices + 32
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        do {
-            let report = try await FanOutBenchmark(devices: devices).drive(client, urls: urls)
-            try await client.shutdown()
-            return String(decoding: try JSONEncoder().encode(report), as: UTF8.self)
-        } catch {
-            try? await client.shutdown()
-            throw error
+        let report = try await withHTTPClient(configuration) { client in
+            try await FanOutBenchmark(devices: devices).drive(client, urls: urls)
         }
+        return String(decoding: try JSONEncoder().encode(report), as: UTF8.self)
     }
 
     private func drive(_ client: HTTPClient, urls: [URL]) async throws -> Report {

@@ -129,14 +129,8 @@ public struct InitialSyncBenchmark: Sendable {
     static func drainPages(url: URL, token: String, pageSize: Int, expected: Int, compressed: Bool) async throws -> Duration {
         var configuration = HTTPClient.Configuration()
         configuration.decompression = compressed ? .enabled(limit: .ratio(100)) : .disabled
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-        do {
-            let elapsed = try await drainPages(client, url: url, token: token, pageSize: pageSize, expected: expected, compressed: compressed)
-            try await client.shutdown()
-            return elapsed
-        } catch {
-            try? await client.shutdown()
-            throw error
+        return try await withHTTPClient(configuration) { client in
+            try await drainPages(client, url: url, token: token, pageSize: pageSize, expected: expected, compressed: compressed)
         }
     }
 

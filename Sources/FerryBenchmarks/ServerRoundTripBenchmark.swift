@@ -103,9 +103,8 @@ public struct ServerRoundTripBenchmark: Sendable {
         // The floor: one loopback round trip and one SQLite commit.
         let floorDatabase = try DatabaseQueue(path: directory.appendingPathComponent("floor.sqlite").path)
         try await floorDatabase.write { db in try db.execute(sql: "CREATE TABLE item (id TEXT PRIMARY KEY, name TEXT)") }
-        let client = HTTPClient(eventLoopGroupProvider: .singleton)
-        var floors: [Duration] = []
-        do {
+        let floors = try await withHTTPClient { client in
+            var floors: [Duration] = []
             for edit in 0..<liveEdits {
                 let start = clock.now
                 _ = try await Self.send(client, HTTPClientRequest(url: server.url.absoluteString + "/healthz"))
@@ -114,10 +113,7 @@ public struct ServerRoundTripBenchmark: Sendable {
                 }
                 floors.append(clock.now - start)
             }
-            try await client.shutdown()
-        } catch {
-            try? await client.shutdown()
-            throw error
+            return floors
         }
         let p50 = percentile(latencies, 0.5), p99 = percentile(latencies, 0.99)
         let floor = percentile(floors, 0.5), floorP99 = percentile(floors, 0.99)
@@ -137,8 +133,7 @@ public struct ServerRoundTripBenchmark: Sendable {
     public func runEmptyPulls(in directory: URL) async throws -> [BenchmarkResult] {
         let server = try Self.startServer(in: directory, name: "pull-server")
         defer { server.process.terminate(); server.process.waitUntilExit() }
-        let client = HTTPClient(eventLoopGroupProvider: .singleton)
-        do {
+        return try await withHTTPClient { client in
             let url = server.url.absoluteString
             let token = server.token
             let hello: @Sendable () -> HTTPClientRequest = { HTTPClientRequest(url: url + "/healthz") }
@@ -164,7 +159,6 @@ public struct ServerRoundTripBenchmark: Sendable {
                 hellos.append(try await rate(client, hello))
                 pulls.append(try await rate(client, pull))
             }
-            try await client.shutdown()
             let h = hellos.max() ?? 1, p = pulls.max() ?? 0
             return [
                 BenchmarkResult(
@@ -173,9 +167,6 @@ public struct ServerRoundTripBenchmark: Sendable {
                     ratio: p / h, goal: 0.5, direction: .atLeast
                 )
             ]
-        } catch {
-            try? await client.shutdown()
-            throw error
         }
     }
 
