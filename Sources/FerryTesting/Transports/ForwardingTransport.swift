@@ -27,7 +27,7 @@ public struct ForwardingTransport: SyncTransport {
     public var didPush: @Sendable (PushRequest, PushResponse) async throws -> Void
     /// Called with each pull before it is sent; what it throws, the pull throws.
     public var willPull: @Sendable (PullRequest) async throws -> Void
-    /// Told of each push that goes out prepared (``SyncTransport/preparePush(_:)``,
+    /// Told of each push that goes out prepared (`SyncTransport.preparePush(_:)`,
     /// by `inner`), before `willPush`.
     public var onPrepared: @Sendable (PreparedPush) -> Void = { _ in }
 
