@@ -35,7 +35,11 @@ import Testing
     @Test(arguments: [Int64.min, .min + 1, -1_000_000_007, -10, -9, -1, 0, 1, 9, 10, 99, 100, 117_656_722_145_280_000, .max - 1, .max])
     func integersAreWrittenAsStringSpellsThem(value: Int64) {
         var buffer = ByteBuffer()
-        buffer.writeDecimal(value)
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 20) { memory in
+            var json = BoundedJSONWriter(memory: memory)
+            json.writeDecimal(value)
+            return json.count
+        }
         #expect(Array(buffer.readableBytesView) == Array(String(value).utf8))
     }
 

@@ -240,7 +240,8 @@ import FerryTestSupport
                 transport: {
                     var forwarding = ForwardingTransport($0)
                     forwarding.onPrepared = { prepared in
-                        guard prepared.json != nil else { return }
+                        guard let json = prepared.json else { return }
+                        #expect(json == Data(prepared.request.jsonText().utf8), "the body is the request, encoded")
                         sent.withLock {
                             $0.prepared += 1
                             if prepared.gzipped != nil { $0.gzipped += 1 }

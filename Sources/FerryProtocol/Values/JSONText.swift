@@ -28,11 +28,17 @@ package enum JSONText {
         }
     }
 
+    /// Whether `byte` is escaped in a JSON string literal: a quote, a
+    /// backslash or a control character. Every other byte goes as it is.
+    package static func escapes(_ byte: UInt8) -> Bool {
+        byte < 0x20 || byte == 0x22 || byte == 0x5C
+    }
+
     /// A JSON string literal: quotes, backslashes and control characters escaped.
     package static func appendString(_ text: String, to out: inout String) {
         out += "\""
         var needsEscape = false
-        for byte in text.utf8 where byte < 0x20 || byte == 0x22 || byte == 0x5C {
+        for byte in text.utf8 where escapes(byte) {
             needsEscape = true
             break
         }

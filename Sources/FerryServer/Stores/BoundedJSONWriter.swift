@@ -1,14 +1,17 @@
+import FerryProtocol
+
 /// JSON written into memory reserved for it beforehand, with no check of
-/// room per write: the writer of a row's cells bounds the row's length
-/// (``bound(ofString:)`` per string, ``fixedPerCell`` per cell), reserves
-/// it once, and writes every byte as ``JSONText`` would. Writing through
-/// `ByteBuffer` a piece at a time checked its room and its uniqueness on
-/// each of the twenty-odd pieces of a cell: most of the cost of the JSON.
+/// room per write: the writer of a row's cells adds up the row's length
+/// (a plain string's bytes and its quotes, ``fixedPerCell`` per cell, and
+/// what ``JSONText`` spelled ahead: strings with a byte to escape, reals,
+/// blobs), reserves it once, and writes it. Writing through `ByteBuffer`
+/// a piece at a time checked its room and its uniqueness on each of the
+/// twenty-odd pieces of a cell: most of the cost of the JSON.
 ///
 /// ```swift
-/// out.writeWithUnsafeMutableBytes(minimumWritableBytes: 2 + BoundedJSONWriter.bound(ofString: name)) { memory in
+/// out.writeWithUnsafeMutableBytes(minimumWritableBytes: name.utf8.count + 2) { memory in
 ///     var json = BoundedJSONWriter(memory: memory)
-///     json.writeString(name)   // "name", escaped as JSONText escapes it
+///     json.writeString(name, spelled: nil)   // "name": nothing in it to escape
 ///     return json.count
 /// }
 /// ```
@@ -17,10 +20,15 @@ struct BoundedJSONWriter {
     /// the member names, punctuation, and two integers of at most 20 bytes.
     static let fixedPerCell = 96
 
-    /// The most `text` takes as a JSON string literal: each byte escaped as
-    /// `\u00XX` at worst, and the quotes.
-    static func bound(ofString text: String) -> Int {
-        text.utf8.count * 6 + 2
+    /// `text` as a JSON string literal, as ``JSONText/appendString(_:to:)``
+    /// spells it, when it has a byte to escape; `nil` when it goes as it is,
+    /// between quotes (``writeString(_:spelled:)``).
+    static func spelled(_ text: String) -> String? {
+        var text = text
+        guard text.withUTF8({ $0.contains(where: JSONText.escapes) }) else { return nil }
+        var literal = ""
+        JSONText.appendString(text, to: &literal)
+        return literal
     }
 
     private let memory: UnsafeMutableRawBufferPointer
@@ -36,7 +44,7 @@ struct BoundedJSONWriter {
         text.withUTF8Buffer { copy(UnsafeRawBufferPointer($0)) }
     }
 
-    /// `text`'s bytes as they are (base64, a number spelled): nothing to escape.
+    /// `text`'s bytes as they are: JSON ``JSONText`` spelled.
     mutating func writeRaw(_ text: String) {
         var text = text
         text.withUTF8 { bytes in
@@ -45,46 +53,16 @@ struct BoundedJSONWriter {
         }
     }
 
-    /// `text` as a JSON string literal, as ``JSONText/appendString(_:to:)``
-    /// writes it: quotes, backslashes and control characters escaped, every
-    /// other byte as it is.
-    mutating func writeString(_ text: String) {
+    /// `text` as a JSON string literal: `spelled`, its literal from
+    /// ``spelled(_:)``, or when that is `nil`, its bytes between quotes.
+    mutating func writeString(_ text: String, spelled: String?) {
+        if let spelled { return writeRaw(spelled) }
         var text = text
         text.withUTF8 { bytes in
-            precondition(count + bytes.count * 6 + 2 <= memory.count, "a JSON writer wrote past the length it was given")
-            put(0x22)
-            guard bytes.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) else {
-                copy(UnsafeRawBufferPointer(bytes))
-                put(0x22)
-                return
-            }
-            for byte in bytes {
-                switch byte {
-                case 0x22, 0x5C:
-                    put(0x5C)
-                    put(byte)
-                case 0x0A:
-                    put(0x5C)
-                    put(UInt8(ascii: "n"))
-                case 0x0D:
-                    put(0x5C)
-                    put(UInt8(ascii: "r"))
-                case 0x09:
-                    put(0x5C)
-                    put(UInt8(ascii: "t"))
-                case ..<0x20:
-                    let hex: StaticString = "0123456789abcdef"
-                    put(0x5C)
-                    put(UInt8(ascii: "u"))
-                    put(UInt8(ascii: "0"))
-                    put(UInt8(ascii: "0"))
-                    put(hex.utf8Start[Int(byte >> 4)])
-                    put(hex.utf8Start[Int(byte & 0x0F)])
-                default:
-                    put(byte)
-                }
-            }
-            put(0x22)
+            precondition(count + bytes.count + 2 <= memory.count, "a JSON writer wrote past the length it was given")
+            write("\"")
+            copy(UnsafeRawBufferPointer(bytes))
+            write("\"")
         }
     }
 
@@ -100,14 +78,9 @@ struct BoundedJSONWriter {
                 scratch[start] = UInt8(truncatingIfNeeded: magnitude % 10) + 0x30
                 magnitude /= 10
             } while magnitude > 0
-            if value < 0 { put(UInt8(ascii: "-")) }
+            if value < 0 { write("-") }
             copy(UnsafeRawBufferPointer(rebasing: scratch[start...]))
         }
-    }
-
-    private mutating func put(_ byte: UInt8) {
-        memory[count] = byte
-        count += 1
     }
 
     private mutating func copy(_ bytes: UnsafeRawBufferPointer) {

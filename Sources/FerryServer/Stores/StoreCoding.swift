@@ -30,53 +30,57 @@ package enum StoreCoding {
     /// ```
     package static func writeCellsJSON(_ cells: [String: StoredCell], into out: inout ByteBuffer) {
         let members = cells.sorted(by: { $0.key < $1.key })
-        // Reals and blobs are spelled first, so the row's length is bounded before any of it is written.
-        var spelled: [String] = []
-        var bound = 2
+        // What JSONText spells (strings with a byte to escape, reals, blobs) is spelled first, so that the
+        // row's length is known before any of it is written: a key's, a client id's and a value's, per cell.
+        var spelled: [String?] = []
+        spelled.reserveCapacity(members.count * 3)
+        var length = 2
+        func add(_ text: String) {
+            let literal = BoundedJSONWriter.spelled(text)
+            spelled.append(literal)
+            length += literal?.utf8.count ?? text.utf8.count + 2
+        }
         for (key, cell) in members {
-            bound += BoundedJSONWriter.fixedPerCell + BoundedJSONWriter.bound(ofString: key) + BoundedJSONWriter.bound(ofString: cell.clientID)
+            length += BoundedJSONWriter.fixedPerCell
+            add(key)
+            add(cell.clientID)
             switch cell.value {
-            case .null, .integer: bound += 20
-            case .text(let text): bound += BoundedJSONWriter.bound(ofString: text)
-            case .real(let real):
-                spelled.append(String(real))
-                bound += 12 + BoundedJSONWriter.bound(ofString: spelled[spelled.count - 1])
-            case .blob(let data):
-                spelled.append(data.base64EncodedString())
-                bound += 12 + spelled[spelled.count - 1].utf8.count
+            case .null, .integer:
+                spelled.append(nil)
+                length += 20
+            case .text(let text): add(text)
+            case .real, .blob:
+                var literal = ""
+                JSONText.appendValue(cell.value, to: &literal)
+                spelled.append(literal)
+                length += literal.utf8.count
             }
         }
-        out.writeWithUnsafeMutableBytes(minimumWritableBytes: bound) { memory in
-            var bytes = BoundedJSONWriter(memory: memory)
+        out.writeWithUnsafeMutableBytes(minimumWritableBytes: length) { memory in
+            var json = BoundedJSONWriter(memory: memory)
             var next = spelled.makeIterator()
-            bytes.write("{")
+            json.write("{")
             for (index, (key, cell)) in members.enumerated() {
-                if index > 0 { bytes.write(",") }
-                bytes.writeString(key)
-                bytes.write(":{\"clientID\":")
-                bytes.writeString(cell.clientID)
-                bytes.write(",\"hlc\":")
-                bytes.writeDecimal(cell.hlc.rawValue)
-                bytes.write(",\"value\":")
+                if index > 0 { json.write(",") }
+                json.writeString(key, spelled: next.next()!)
+                json.write(":{\"clientID\":")
+                json.writeString(cell.clientID, spelled: next.next()!)
+                json.write(",\"hlc\":")
+                json.writeDecimal(cell.hlc.rawValue)
+                json.write(",\"value\":")
+                let value = next.next()!
                 switch cell.value {
-                case .null: bytes.write("null")
-                case .integer(let integer): bytes.writeDecimal(integer)
-                case .text(let text): bytes.writeString(text)
-                case .real:
-                    bytes.write("{\"real\":")
-                    bytes.writeString(next.next()!)
-                    bytes.write("}")
-                case .blob:
-                    bytes.write("{\"blob\":\"")
-                    bytes.writeRaw(next.next()!)
-                    bytes.write("\"}")
+                case .null: json.write("null")
+                case .integer(let integer): json.writeDecimal(integer)
+                case .text(let text): json.writeString(text, spelled: value)
+                case .real, .blob: json.writeRaw(value!)
                 }
-                bytes.write(",\"version\":")
-                bytes.writeDecimal(cell.version)
-                bytes.write("}")
+                json.write(",\"version\":")
+                json.writeDecimal(cell.version)
+                json.write("}")
             }
-            bytes.write("}")
-            return bytes.count
+            json.write("}")
+            return json.count
         }
     }
 
