@@ -11,12 +11,11 @@ package enum StoreCoding {
         return String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
-    /// A row's cells as JSON, written directly: the push path's hottest
-    /// encoding. The same JSON `json(_:)` gives, but for the escaping of `/`;
-    /// ``writeCellsJSON(_:into:)`` writes it.
+    /// A row's cells as JSON, as a string: what the stores write into their
+    /// statements (``writeCellsJSON(_:into:)``). The same JSON `json(_:)`
+    /// gives, but for the escaping of `/`.
     package static func cellsJSON(_ cells: [String: StoredCell]) -> String {
         var out = ByteBuffer()
-        out.reserveCapacity(cells.count * 96 + 2)
         writeCellsJSON(cells, into: &out)
         return String(buffer: out)
     }
@@ -31,49 +30,45 @@ package enum StoreCoding {
     package static func writeCellsJSON(_ cells: [String: StoredCell], into out: inout ByteBuffer) {
         let members = cells.sorted(by: { $0.key < $1.key })
         // What JSONText spells (strings with a byte to escape, reals, blobs) is spelled first, so that the
-        // row's length is known before any of it is written: a key's, a client id's and a value's, per cell.
-        var spelled: [String?] = []
-        spelled.reserveCapacity(members.count * 3)
+        // row's length is known before any of it is written; nil where the bytes go as they are.
         var length = 2
-        func add(_ text: String) {
+        func spell(_ text: String) -> String? {
             let literal = BoundedJSONWriter.spelled(text)
-            spelled.append(literal)
             length += literal?.utf8.count ?? text.utf8.count + 2
+            return literal
         }
-        for (key, cell) in members {
+        let spelled = members.map { key, cell -> (key: String?, clientID: String?, value: String?) in
             length += BoundedJSONWriter.fixedPerCell
-            add(key)
-            add(cell.clientID)
+            let (key, clientID) = (spell(key), spell(cell.clientID))
             switch cell.value {
             case .null, .integer:
-                spelled.append(nil)
                 length += 20
-            case .text(let text): add(text)
+                return (key, clientID, nil)
+            case .text(let text):
+                return (key, clientID, spell(text))
             case .real, .blob:
                 var literal = ""
                 JSONText.appendValue(cell.value, to: &literal)
-                spelled.append(literal)
                 length += literal.utf8.count
+                return (key, clientID, literal)
             }
         }
         out.writeWithUnsafeMutableBytes(minimumWritableBytes: length) { memory in
             var json = BoundedJSONWriter(memory: memory)
-            var next = spelled.makeIterator()
             json.write("{")
-            for (index, (key, cell)) in members.enumerated() {
+            for (index, ((key, cell), literal)) in zip(members, spelled).enumerated() {
                 if index > 0 { json.write(",") }
-                json.writeString(key, spelled: next.next()!)
+                json.writeString(key, spelled: literal.key)
                 json.write(":{\"clientID\":")
-                json.writeString(cell.clientID, spelled: next.next()!)
+                json.writeString(cell.clientID, spelled: literal.clientID)
                 json.write(",\"hlc\":")
                 json.writeDecimal(cell.hlc.rawValue)
                 json.write(",\"value\":")
-                let value = next.next()!
                 switch cell.value {
                 case .null: json.write("null")
                 case .integer(let integer): json.writeDecimal(integer)
-                case .text(let text): json.writeString(text, spelled: value)
-                case .real, .blob: json.writeRaw(value!)
+                case .text(let text): json.writeString(text, spelled: literal.value)
+                case .real, .blob: json.writeRaw(literal.value!)
                 }
                 json.write(",\"version\":")
                 json.writeDecimal(cell.version)
