@@ -201,7 +201,9 @@ struct PostgresStoreTests {
                     PushRequest(clientID: "c1", mutations: [Mutations.upsert(id, row: "new\(push)", ["title": "t"])]), userID: "alice", rules: Self.rules)
             }
             let afterNew = try await prepared()
-            #expect(afterNew["ferry_push_insert_rows"] == 3)
+            // The new rows go with the client's state, and the results with the notification.
+            #expect(afterNew["ferry_push_client"] == 3)
+            #expect(afterNew["ferry_push_finish"] == 3)
             #expect(afterNew["ferry_push_start"] == 3)
             #expect(afterNew["ferry_push_rows"] == nil, "no push of new rows read its rows")
 
@@ -211,7 +213,7 @@ struct PostgresStoreTests {
             #expect(met.response.results.map(\.status) == [.merged])
             let afterMet = try await prepared()
             #expect(afterMet["ferry_push_rows"] == 1)
-            #expect(afterMet["ferry_push_insert_rows"] == 4, "the failed insert ran once")
+            #expect(afterMet["ferry_push_client"] == 5, "the failed insert ran once, then the retry recorded the client")
             #expect(afterMet["ferry_push_update_rows"] == 1)
             #expect(afterMet["ferry_push_start"] == 5, "two attempts")
 

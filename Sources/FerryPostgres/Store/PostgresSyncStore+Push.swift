@@ -17,33 +17,29 @@ extension PostgresSyncStore {
                 defer { first = false }
                 return first
             }
-            // One round trip for what the push reads first; the snapshot is taken here.
-            var first: (lastApplied: Int64, horizon: Int64, readable: Int64)?
-            for try await row in try await connection.execute(PushStatements.Start(userID: userID, clientID: request.clientID), logger: logger) {
+            // One round trip for what the push reads first (the snapshot is taken here) and the versions its
+            // fresh mutations get, with the transaction's id, which the rows and results are stamped with.
+            var first: PushStatements.Start.Row?
+            let start = PushStatements.Start(userID: userID, clientID: request.clientID, mutationIDs: request.mutations.map(\.mutationID))
+            for try await row in try await connection.execute(start, logger: logger) {
                 first = row
             }
-            guard let (lastApplied, horizon, readable) = first else {
+            guard let (lastApplied, horizon, readable, versions, xid) = first else {
                 throw FerryServerError(.internalError, "PostgreSQL answered the push's first query with no row")
             }
             if let seen = request.seen {
                 try PullStart.checkHistory(seen: seen, codec: cursors, end: ChangePosition(major: readable))
             }
             let fresh = request.mutations.filter { $0.mutationID > lastApplied }
+            let allocated = versions ?? []
+            guard allocated.count == fresh.count else {
+                throw FerryServerError(.internalError, "PostgreSQL gave the push \(allocated.count) versions for \(fresh.count) mutations")
+            }
             func load() async throws -> [RowKey: StoredRow] {
                 let keys = Set(fresh.map { RowKey(scope: $0.scope, table: $0.table, rowID: $0.rowID) })
                 return try await Self.loadRows(connection, keys, needs: HistoryNeeds(fresh), logger: logger)
             }
             var rows = unread ? [:] : try await load()
-            // Taken after the snapshot, so larger than every version it can see; with
-            // them the transaction's id, which the rows and results are stamped with.
-            var allocated: [Int64] = []
-            var xid: Int64?
-            if !fresh.isEmpty {
-                for try await (versions, id) in try await connection.execute(PushStatements.TakeVersions(count: Int64(fresh.count)), logger: logger) {
-                    allocated = versions
-                    xid = id
-                }
-            }
             let replayed = request.mutations.map(\.mutationID).filter { $0 <= lastApplied }
             let digests = try await Self.recordedDigests(
                 connection, userID: userID, clientID: request.clientID, ids: replayed, logger: logger)
@@ -96,24 +92,20 @@ extension PostgresSyncStore {
         userID: String, clientID: String, now: Int64, logger: Logger
     ) async throws {
         func json(_ value: some Encodable) throws -> String { try StoreCoding.json(value) }
-        // The client's state first: a concurrent push of the same client
-        // then fails with a serialization error (retried as a replay), never
-        // with a duplicate key on the results.
-        try await connection.run(
-            PushStatements.RecordClient(
-                userID: userID, clientID: clientID, lastMutationID: plan.lastAppliedMutationID, xid: xid, now: now,
-                firstMutationID: plan.results.first?.mutationID ?? plan.lastAppliedMutationID, version: plan.version,
-                digests: plan.digests),
-            logger: logger)
         // In key order (the order every push locks rows in), each column of the statement built in one pass.
         var inserted = RowColumns(), updated = RowColumns()
         for key in plan.rows.keys.sorted() {
             let row = plan.rows[key]!
             if existing.contains(key) { updated.append(key, row) } else { inserted.append(key, row) }
         }
-        if !inserted.isEmpty {
-            try await connection.run(PushStatements.InsertRows(rows: inserted, xid: xid, now: now), logger: logger)
-        }
+        // The client's state with the new rows. A concurrent push of the same client then fails, with a
+        // serialization error or a duplicate key, and is tried again as a replay.
+        try await connection.run(
+            PushStatements.RecordClient(
+                userID: userID, clientID: clientID, lastMutationID: plan.lastAppliedMutationID, xid: xid, now: now,
+                firstMutationID: plan.results.first?.mutationID ?? plan.lastAppliedMutationID, version: plan.version,
+                digests: plan.digests, inserted: inserted),
+            logger: logger)
         if !updated.isEmpty {
             try await connection.run(PushStatements.UpdateRows(rows: updated, xid: xid, now: now), logger: logger)
         }
@@ -160,22 +152,15 @@ extension PostgresSyncStore {
                     \(rejection.reason), \(try json(mutation)), \(now))
                 """, logger: logger)
         }
-        // A push of new rows is one run: one row, not one per mutation.
+        // A push of new rows is one run: one row, not one per mutation. The results and the notifications
+        // go in one round trip.
         let (runs, others) = AppliedRun.split(plan.results)
-        if !runs.isEmpty {
-            try await connection.run(
-                PushStatements.InsertRuns(userID: userID, clientID: clientID, runs: runs, version: plan.version, xid: xid), logger: logger)
-        }
-        if !others.isEmpty {
-            try await connection.run(
-                PushStatements.InsertResults(
-                    userID: userID, clientID: clientID, mutationIDs: others.map(\.mutationID), results: try others.map(StoreCoding.resultJSON),
-                    version: plan.version, xid: xid),
-                logger: logger)
-        }
-        for payload in ChangeNotice.payloads(xid: xid, scopes: Array(plan.changedScopes)) {
-            try await connection.run(PushStatements.Notify(payload: payload), logger: logger)
-        }
+        try await connection.run(
+            PushStatements.Finish(
+                userID: userID, clientID: clientID, runs: runs, resultIDs: others.map(\.mutationID),
+                results: try others.map(StoreCoding.resultJSON), version: plan.version, xid: xid,
+                payloads: ChangeNotice.payloads(xid: xid, scopes: Array(plan.changedScopes))),
+            logger: logger)
     }
 
     /// The stored results of `ids`: by id those kept one by one, and the

@@ -8,14 +8,13 @@ import PostgresNIO
 /// arrays into the plan as it went.
 ///
 /// ```swift
-/// for try await (last, horizon, readable) in try await connection.execute(
-///     PushStatements.Start(userID: "alice", clientID: "phone"), logger: logger) { … }
+/// for try await start in try await connection.execute(
+///     PushStatements.Start(userID: "alice", clientID: "phone", mutationIDs: [1, 2, 3]), logger: logger) { … }
 /// ```
 enum PushStatements {
     /// Each statement's text, as PostgresNIO names it in an error.
     static let texts: Set<String> = [
-        Start.sql, TakeVersions.sql, LookUpRows.sql, RecordClient.sql, InsertRows.sql, UpdateRows.sql, InsertRuns.sql,
-        InsertResults.sql, Notify.sql,
+        Start.sql, LookUpRows.sql, RecordClient.sql, UpdateRows.sql, Finish.sql, Notify.sql,
     ]
 
     /// Whether `error` came from one of these statements (or
@@ -29,38 +28,45 @@ enum PushStatements {
         return !["40001", "23505"].contains(error.serverInfo?[.sqlState] ?? "")
     }
 
-    /// The client's last applied id, the horizon, and the oldest transaction
-    /// the snapshot (taken here) could not see.
+    /// The client's last applied id, the horizon, the oldest transaction
+    /// the snapshot (taken here) could not see, and, for the mutations past
+    /// the client's last applied id, as many versions, in order, with the
+    /// transaction's id (none when there are none): one round trip.
+    ///
+    /// The versions are taken after the snapshot, in the same statement, so
+    /// they are larger than every version it can see. A push that goes no
+    /// further (its history is lost) leaves a gap in the sequence, as a
+    /// rolled-back push always has.
     struct Start: ClientStatement {
         static let name = "ferry_push_start"
         static let sql = """
-            SELECT coalesce((SELECT last_mutation_id FROM ferry_clients WHERE user_id = $1 AND client_id = $2), 0),
-                coalesce((SELECT horizon_version FROM ferry_meta), 0), pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+            SELECT c.last, coalesce((SELECT horizon_version FROM ferry_meta), 0),
+                pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
+                (SELECT array_agg(v ORDER BY v) FROM (
+                    SELECT nextval('ferry_versions') AS v
+                    FROM generate_series(1::int8, (SELECT count(*) FROM unnest($3::int8[]) AS m(id) WHERE m.id > c.last))) s),
+                CASE WHEN EXISTS (SELECT 1 FROM unnest($3::int8[]) AS m(id) WHERE m.id > c.last)
+                    THEN pg_current_xact_id()::text::bigint END
+            FROM (SELECT coalesce((SELECT last_mutation_id FROM ferry_clients WHERE user_id = $1 AND client_id = $2), 0) AS last) c
             """
-        typealias Row = (Int64, Int64, Int64)
+        typealias Row = (lastApplied: Int64, horizon: Int64, readable: Int64, versions: [Int64]?, xid: Int64?)
         var userID: String
         var clientID: String
-
-        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
-    }
-
-    /// `count` versions, in order, and the transaction's id.
-    struct TakeVersions: PostgresPreparedStatement {
-        static let name = "ferry_push_versions"
-        static let sql = """
-            SELECT array_agg(v ORDER BY v), pg_current_xact_id()::text::bigint
-            FROM (SELECT nextval('ferry_versions') AS v FROM generate_series(1::int8, $1::int8)) s
-            """
-        typealias Row = ([Int64], Int64)
-        var count: Int64
+        /// The push's mutation ids: those past the client's last applied id get a version each.
+        var mutationIDs: [Int64]
 
         func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 1)
-            bindings.append(count)
+            var bindings = PostgresBindings(capacity: 3)
+            bindings.append(userID)
+            bindings.append(clientID)
+            bindings.append(mutationIDs)
             return bindings
         }
 
-        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+        func decodeRow(_ row: PostgresRow) throws -> Row {
+            let (last, horizon, readable, versions, xid) = try row.decode((Int64, Int64, Int64, [Int64]?, Int64?).self)
+            return (last, horizon, readable, versions, xid)
+        }
     }
 
     /// The rows of `keys` as stored: one primary-key probe per key.
@@ -86,14 +92,25 @@ enum PushStatements {
     }
 
     /// The client's last applied id and the transaction that moved it, with
-    /// the digests of the mutations applied (``MutationDigest``), in the
-    /// same round trip.
+    /// the digests of the mutations applied (``MutationDigest``) and the
+    /// push's new rows, in the order given: one round trip.
+    ///
+    /// A row inserted here that is stored after all (another device made it
+    /// since the push assumed it new, or a concurrent push of this client
+    /// wrote it) fails the statement with a duplicate key, and the push is
+    /// tried again, reading its rows.
     struct RecordClient: PushWrite {
         static let name = "ferry_push_client"
         static let sql = """
             WITH digests AS (
                 INSERT INTO ferry_mutation_digests (user_id, client_id, first_mutation_id, last_mutation_id, version, digests)
-                VALUES ($1, $2, $6, $3, $7, $8))
+                VALUES ($1, $2, $6, $3, $7, $8)
+            ), inserted AS (
+                INSERT INTO ferry_rows (scope, tbl, row_id, version, xid, deleted, client_id, changed_at, cells)
+                SELECT u.scope, u.tbl, u.row_id, u.version, $4, u.deleted, u.client_id, $5, u.cells
+                FROM unnest($9::text[], $10::text[], $11::text[], $12::int8[], $13::bool[], $14::text[], $15::text[])
+                    AS u(scope, tbl, row_id, version, deleted, client_id, cells)
+            )
             INSERT INTO ferry_clients (user_id, client_id, last_mutation_id, xid, first_notice_xid, last_push_at)
             VALUES ($1, $2, $3, $4, pg_snapshot_xmin(pg_current_snapshot())::text::bigint, $5)
             ON CONFLICT (user_id, client_id) DO UPDATE SET
@@ -109,9 +126,11 @@ enum PushStatements {
         /// The store's version after the push (for collecting the digests with the results).
         var version: Int64
         var digests: [MutationDigest]
+        /// The rows the push makes, in key order (the order every push locks rows in).
+        var inserted: RowColumns
 
         func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 8)
+            var bindings = PostgresBindings(capacity: 15)
             bindings.append(userID)
             bindings.append(clientID)
             bindings.append(lastMutationID)
@@ -120,24 +139,9 @@ enum PushStatements {
             bindings.append(firstMutationID)
             bindings.append(version)
             bindings.append(ByteBuffer(bytes: MutationDigest.packed(digests)))
+            inserted.appendColumns(to: &bindings)
             return bindings
         }
-    }
-
-    /// New rows, in the order given.
-    struct InsertRows: PushWrite {
-        static let name = "ferry_push_insert_rows"
-        static let sql = """
-            INSERT INTO ferry_rows (scope, tbl, row_id, version, xid, deleted, client_id, changed_at, cells)
-            SELECT u.scope, u.tbl, u.row_id, u.version, $8, u.deleted, u.client_id, $9, u.cells
-            FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::bool[], $6::text[], $7::text[])
-                AS u(scope, tbl, row_id, version, deleted, client_id, cells)
-            """
-        var rows: RowColumns
-        var xid: Int64
-        var now: Int64
-
-        func makeBindings() -> PostgresBindings { rows.bindings(xid: xid, now: now) }
     }
 
     /// Stored rows, in the order given.
@@ -157,22 +161,35 @@ enum PushStatements {
         func makeBindings() -> PostgresBindings { rows.bindings(xid: xid, now: now) }
     }
 
-    /// Results kept as runs (``AppliedRun``).
-    struct InsertRuns: PushWrite {
-        static let name = "ferry_push_runs"
+    /// What a push writes last, in one round trip: its results, as runs
+    /// (``AppliedRun``) and one by one (as the JSON the push answered), and
+    /// the notifications that tell every instance's listener of the commit
+    /// (``ChangeNotice``), sent in order.
+    struct Finish: PushWrite {
+        static let name = "ferry_push_finish"
         static let sql = """
-            INSERT INTO ferry_applied_runs (user_id, client_id, first_mutation_id, last_mutation_id, first_version, version, xid)
-            SELECT $1, $2, u.first, u.last, u.first_version, $6, $7
-            FROM unnest($3::int8[], $4::int8[], $5::int8[]) AS u(first, last, first_version)
+            WITH runs AS (
+                INSERT INTO ferry_applied_runs (user_id, client_id, first_mutation_id, last_mutation_id, first_version, version, xid)
+                SELECT $1, $2, u.first, u.last, u.first_version, $6, $7
+                FROM unnest($3::int8[], $4::int8[], $5::int8[]) AS u(first, last, first_version)
+            ), results AS (
+                INSERT INTO ferry_results (user_id, client_id, mutation_id, version, xid, result)
+                SELECT $1, $2, u.mutation_id, $6, $7, u.result
+                FROM unnest($8::int8[], $9::text[]) AS u(mutation_id, result)
+            )
+            SELECT pg_notify($10, n.payload) FROM unnest($11::text[]) WITH ORDINALITY AS n(payload, i) ORDER BY n.i
             """
         var userID: String
         var clientID: String
         var runs: [AppliedRun]
+        var resultIDs: [Int64]
+        var results: [String]
         var version: Int64
         var xid: Int64
+        var payloads: [String]
 
         func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 7)
+            var bindings = PostgresBindings(capacity: 11)
             bindings.append(userID)
             bindings.append(clientID)
             bindings.append(runs.map(\.firstMutationID))
@@ -180,33 +197,10 @@ enum PushStatements {
             bindings.append(runs.map(\.firstVersion))
             bindings.append(version)
             bindings.append(xid)
-            return bindings
-        }
-    }
-
-    /// Results kept one by one, as the JSON the push answered.
-    struct InsertResults: PushWrite {
-        static let name = "ferry_push_results"
-        static let sql = """
-            INSERT INTO ferry_results (user_id, client_id, mutation_id, version, xid, result)
-            SELECT $1, $2, u.mutation_id, $5, $6, u.result
-            FROM unnest($3::int8[], $4::text[]) AS u(mutation_id, result)
-            """
-        var userID: String
-        var clientID: String
-        var mutationIDs: [Int64]
-        var results: [String]
-        var version: Int64
-        var xid: Int64
-
-        func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 6)
-            bindings.append(userID)
-            bindings.append(clientID)
-            bindings.append(mutationIDs)
+            bindings.append(resultIDs)
             bindings.append(results)
-            bindings.append(version)
-            bindings.append(xid)
+            bindings.append(PostgresSchema.channel)
+            bindings.append(payloads)
             return bindings
         }
     }
@@ -258,10 +252,9 @@ extension PostgresConnection {
 }
 
 extension RowColumns {
-    /// The seven columns, then the transaction id and the time: the
-    /// parameters of ``PushStatements/InsertRows`` and ``PushStatements/UpdateRows``.
-    fileprivate func bindings(xid: Int64, now: Int64) -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 9)
+    /// The seven columns, in the order ``PushStatements/RecordClient`` and
+    /// ``PushStatements/UpdateRows`` unnest them.
+    fileprivate func appendColumns(to bindings: inout PostgresBindings) {
         bindings.append(scopes)
         bindings.append(tables)
         bindings.append(rowIDs)
@@ -269,6 +262,13 @@ extension RowColumns {
         bindings.append(deleted)
         bindings.append(clientIDs)
         bindings.append(cells)
+    }
+
+    /// The seven columns, then the transaction id and the time: the
+    /// parameters of ``PushStatements/UpdateRows``.
+    fileprivate func bindings(xid: Int64, now: Int64) -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 9)
+        appendColumns(to: &bindings)
         bindings.append(xid)
         bindings.append(now)
         return bindings
