@@ -266,6 +266,48 @@ import FerryTestSupport
         }
     }
 
+    /// The pending count the status shows while pushing is read beside the
+    /// pushes, never between them: with every count held at its start until
+    /// the test lets it go, the batches still go out one after another.
+    /// (Counting 100k pending rows takes a tenth of a second, which the next
+    /// batch used to wait for.)
+    @Test func thePendingCountIsReadBesideThePushesNotBetweenThem() async throws {
+        try await SyncServer.with(.sqlite) { server in
+            let pushes = Mutex(0)
+            let counts = Mutex(0)
+            let release = DispatchSemaphore(value: 0)
+            let writer = try await Device.make(
+                "writer", user: "alice", server: server, directory: directory, configure: { $0.pushBatchSize = 50 },
+                configureDatabase: {
+                    // Called on the connection's own thread as a statement starts: the count (the one
+                    // statement that reads `first_open`) waits there.
+                    $0.sqlTrace = { sql in
+                        guard sql.contains("first_open") else { return }
+                        counts.withLock { $0 += 1 }
+                        _ = release.wait(timeout: .now() + 20)
+                        release.signal()
+                    }
+                },
+                transport: { ForwardingTransport($0, willPush: { _ in pushes.withLock { $0 += 1 } }) })
+            let reader = try await Device.make("reader", user: "alice", server: server, directory: directory)
+            try await writer.database.write { db in
+                for n in 0..<300 { try db.execute(sql: "INSERT INTO note(id, title) VALUES (?, 'x')", arguments: ["n\(n)"]) }
+            }
+            let sync = Task { try await writer.engine.sync() }
+            let wentOut = try await eventually(within: .seconds(10)) { pushes.withLock { $0 } >= 6 }
+            let whileHeld = (pushes: pushes.withLock { $0 }, counts: counts.withLock { $0 })
+            release.signal()
+            let summary = try await sync.value
+            #expect(whileHeld.counts >= 1, "a count started while pushing")
+            #expect(wentOut, "all six batches went out while the count was held: \(whileHeld.pushes) did")
+            #expect(summary.pushed == 300 && summary.conflicts == 0 && summary.rejected == 0)
+            #expect(writer.engine.status.pendingCount == 0)
+            try await reader.engine.sync()
+            #expect(try reader.notes() == writer.notes())
+            #expect(try reader.notes().count == 300)
+        }
+    }
+
     /// A plain acknowledgement lets the batch taken ahead go out before
     /// the reply is recorded: with the device's writer held by another
     /// connection from the first reply on, the second push still reaches

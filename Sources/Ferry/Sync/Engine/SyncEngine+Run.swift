@@ -30,6 +30,8 @@ struct SyncRun {
     var cursorsDue = false
     /// When the pending rows may be counted again for the status, while pushing.
     var pendingCountDue: ContinuousClock.Instant?
+    /// The pending rows being counted for the status, beside the pushes.
+    var counting: PendingCountRead?
     /// The next push's batch, taken while the last one was on the wire
     /// (``PushAhead``). Any step but a push drops it.
     var ahead: PushAhead?
@@ -48,6 +50,18 @@ struct SyncRun {
         if prefetch.request == request { return prefetch.task }
         prefetch.task.cancel()
         return nil
+    }
+
+    /// The pending count read beside the pushes (``PendingCountRead``),
+    /// once it is done. The next is due no sooner than a second later, and
+    /// no sooner than twenty times this one's time: counting reads every
+    /// pending row, and counted after every batch, a long drain was
+    /// quadratic. The sync's end counts again.
+    mutating func takeCount() -> Int? {
+        guard let answer = counting?.answer else { return nil }
+        counting = nil
+        pendingCountDue = .now + max(.seconds(1), answer.took * 20)
+        return answer.count
     }
 
     /// Cancels and drops a prefetch no pull will take.
@@ -95,6 +109,7 @@ extension SyncEngine {
             run.dropPrefetch()
             // A push sent ahead that no step took (the sync stopped or threw): its ids stay handed out.
             run.ahead?.sent?.answer.cancel()
+            run.counting?.cancel()
             if !finished { broadcaster.update { $0.pullEstimate = nil } }
         }
         while true {
@@ -236,16 +251,17 @@ extension SyncEngine {
         } else {
             sent = try await send(batch, naming: run.cursors)
         }
-        // While the batch is on the wire: the next one (in a drain, the
-        // device's share of a batch overlaps the server's), and the pending
-        // count when it is due, as of this batch still pending.
+        // While the batch is on the wire: the pending count when it is due, as of this batch still pending,
+        // beside the pushes, and the next batch (in a drain, the device's share of a batch overlaps the
+        // server's).
+        if run.counting == nil, run.pendingCountDue.map({ ContinuousClock.now >= $0 }) ?? true {
+            run.counting = PendingCountRead(database)
+        }
         let aheadStart = ContinuousClock.now
         // A batch short of its limit took every pending edit: nothing is left to take ahead (a live edit's
         // push pays no second write transaction).
         let full = limit == configuration.pushBatchSize && batch.count == limit
         var ahead = full ? await takeAhead(after: batch, limit: limit) : nil
-        let countDue = run.pendingCountDue.map { ContinuousClock.now >= $0 } ?? true
-        var pending = countDue ? try? await countPending(&run) : nil
         run.summary.inDatabase += ContinuousClock.now - aheadStart
         if let next = ahead, next.taken.settled.isEmpty {
             // Encoded now too, so that it goes out the moment this batch's reply lets it (unprepared, it is
@@ -297,7 +313,13 @@ extension SyncEngine {
         run.summary.rejected += report.rejected
         let pushed = run.summary.pushed
         run.drained = report.drained
-        if report.drained { pending = 0 }
+        var pending = run.takeCount()
+        if report.drained {
+            // Nothing is left: zero without a count, and one still running is of an earlier batch.
+            pending = 0
+            run.counting?.cancel()
+            run.counting = nil
+        }
         broadcaster.update {
             $0.pushed = pushed
             if let pending { $0.pendingCount = pending }
@@ -348,20 +370,6 @@ extension SyncEngine {
             logger.debug("the next push batch was not taken ahead", metadata: ["error": "\(error)"])
             return nil
         }
-    }
-
-    /// Counts the pending rows for the status while pushing. Counting reads
-    /// all of them: after every batch of a long drain, that made the drain
-    /// quadratic. So the count is taken at most once a second, and no sooner
-    /// than twenty times its own time after the last (a count of 50k pending
-    /// rows takes about 0.15 s: once a second, that was a tenth of the
-    /// drain); nothing left is zero without a count, and the sync's end
-    /// counts again.
-    private func countPending(_ run: inout SyncRun) async throws -> Int {
-        let start = ContinuousClock.now
-        let pending = try await database.read(Outbox.pendingCount)
-        run.pendingCountDue = .now + max(.seconds(1), (ContinuousClock.now - start) * 20)
-        return pending
     }
 
     /// Tells the server of conflicts settled here, in a push of their own
