@@ -64,6 +64,12 @@ struct SyncRun {
         return answer.count
     }
 
+    /// Cancels and drops a pending count no push will show.
+    mutating func dropCount() {
+        counting?.cancel()
+        counting = nil
+    }
+
     /// Cancels and drops a prefetch no pull will take.
     mutating func dropPrefetch() {
         prefetch?.task.cancel()
@@ -109,13 +115,18 @@ extension SyncEngine {
             run.dropPrefetch()
             // A push sent ahead that no step took (the sync stopped or threw): its ids stay handed out.
             run.ahead?.sent?.answer.cancel()
-            run.counting?.cancel()
+            run.dropCount()
             if !finished { broadcaster.update { $0.pullEstimate = nil } }
         }
         while true {
             try Task.checkCancellation()
             if case .pull = action {} else { run.dropPrefetch() }
-            if case .push = action {} else { _ = await run.dropAhead()?.result }
+            if case .push = action {
+            } else {
+                _ = await run.dropAhead()?.result
+                // Shown by a push: one after another step would show a count from before it.
+                run.dropCount()
+            }
             if case .push = action {
             } else {
                 run.drained = false
@@ -317,8 +328,7 @@ extension SyncEngine {
         if report.drained {
             // Nothing is left: zero without a count, and one still running is of an earlier batch.
             pending = 0
-            run.counting?.cancel()
-            run.counting = nil
+            run.dropCount()
         }
         broadcaster.update {
             $0.pushed = pushed

@@ -26,8 +26,9 @@ public struct SyncStatus: Sendable, Hashable {
     /// Rows with local changes not yet acknowledged by the server: the
     /// same count as ``Outbox/pendingCount()``. While a sync pushes many
     /// batches it is counted at most once a second (a count reads every
-    /// pending row), while a batch is on the wire (that batch still counts),
-    /// and again when the sync ends.
+    /// pending row), beside the pushes, and shown by the push that follows
+    /// it (the batches on the wire meanwhile still count); it is counted
+    /// again when the sync ends.
     public var pendingCount = 0
     /// Mutations acknowledged by the server in the current (or last) sync.
     public var pushed = 0
