@@ -126,9 +126,6 @@ extension SyncEngine {
                 _ = await run.dropAhead()?.result
                 // Shown by a push: one after another step would show a count from before it.
                 run.dropCount()
-            }
-            if case .push = action {
-            } else {
                 run.drained = false
                 if run.cursorsDue {
                     run.cursors = try await ScopeCursors.load(database)
